@@ -1,0 +1,7 @@
+"""Kafka on-disk formats as construct schemas: declarations only, no I/O, no policy.
+
+Modules: ``varint`` (zig-zag and unsigned varints), ``fields`` (nullable bytes),
+``record_batch`` (v2 batches and records), ``legacy`` (v0/v1 messages), ``control`` (control
+records), ``protocol`` (flexible-version primitives), ``indexes`` (.index/.timeindex),
+``txn_index`` (.txnindex) and ``producer_snapshot`` (.snapshot).
+"""

@@ -1,0 +1,3 @@
+from seglog_cli.cli import run
+
+run()

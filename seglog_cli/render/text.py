@@ -1,0 +1,257 @@
+"""DumpLogSegments' text layout (Kafka 4.2 ``kafka-dump-log.sh``), line for line.
+
+:class:`TextDumpRenderer` turns the dump engine's events into the exact stdout and stderr lines
+of Kafka's tool. Lines are buffered and written as UTF-8 bytes in large chunks.
+"""
+
+from __future__ import annotations
+
+from seglog_cli.render.kafka_json import to_kafka_json
+from seglog_cli.storage.batches import BatchHeader
+from seglog_cli.storage.codecs import CODEC_NAMES
+from seglog_cli.storage.control import ControlRecord
+from seglog_cli.storage.errors import DecodeError
+from seglog_cli.storage.dump_events import (
+    CHECKPOINT,
+    LOG,
+    ControlRecordEntry,
+    DumpReport,
+    FileEnd,
+    FileStart,
+    IndexIsEmpty,
+    Notice,
+    Problem,
+    SanityCheckPassed,
+    TrailingBytes,
+    UnknownFile,
+)
+from seglog_cli.storage.indexes import AbortedTxn, OffsetPosition, TimestampOffset
+from seglog_cli.storage.records import Record
+from seglog_cli.storage.snapshots import ProducerStateEntry
+from seglog_cli.storage.text import java_utf8
+
+_TS_NAMES = {0: "CreateTime", 1: "LogAppendTime", -1: "NoTimestampType"}
+_BOOL = {True: "true", False: "false"}
+CONTROL_LABELS = {3: "SnapshotHeader", 4: "SnapshotFooter", 5: "KRaftVersion", 6: "KRaftVoters"}
+
+
+def optional_long(value: int | None) -> str:
+    return "OptionalLong.empty" if value is None else f"OptionalLong[{value}]"
+
+
+def codec_text(codec: int) -> str:
+    return CODEC_NAMES.get(codec, f"unknown({codec})")
+
+
+def batch_line(batch: BatchHeader) -> str:
+    if batch.magic >= 2:
+        attributes = batch.attributes
+        horizon = f"OptionalLong[{batch.base_timestamp}]" if attributes & 0x40 else "OptionalLong.empty"
+        head = (f"baseOffset: {batch.base_offset} lastOffset: {batch.base_offset + batch.last_offset_delta} "
+                f"count: {batch.records_count} baseSequence: {batch.base_sequence} "
+                f"lastSequence: {batch.last_sequence} producerId: {batch.producer_id} "
+                f"producerEpoch: {batch.producer_epoch} partitionLeaderEpoch: {batch.partition_leader_epoch} "
+                f"isTransactional: {_BOOL[bool(attributes & 0x10)]} isControl: {_BOOL[bool(attributes & 0x20)]} "
+                f"deleteHorizonMs: {horizon}")
+    else:
+        head = f"offset: {batch.base_offset}"
+    return (f"{head} position: {batch.position} {_TS_NAMES[batch.timestamp_type]}: {batch.max_timestamp} "
+            f"size: {batch.length + 12} magic: {batch.magic} compresscodec: {codec_text(batch.attributes & 7)} "
+            f"crc: {batch.crc} isvalid: {_BOOL[batch.is_valid]}")
+
+
+def control_text(control: ControlRecord) -> str:
+    type_id = control.type_id
+    if control.is_transaction_marker:
+        return f" endTxnMarker: {control.type_name} coordinatorEpoch: {control.coordinator_epoch}"
+    if type_id in CONTROL_LABELS:
+        return f" {CONTROL_LABELS[type_id]} {to_kafka_json(control.data)}"
+    if type_id == 2:  # Kafka 4.1+ (KAFKA-19069)
+        return f" LeaderChange: {to_kafka_json(control.data)}"
+    return f" controlType: {control.type_name}({type_id})"
+
+
+def string_decoder(data: bytes) -> str:
+    return java_utf8(data)
+
+
+class TextDumpRenderer:
+    """Writes DumpLogSegments' stdout and stderr lines for a stream of dump events."""
+
+    def __init__(self, out, err, *, print_data_log=False, skip_record_metadata=False,
+                 key_decoder=string_decoder, value_decoder=string_decoder, flush_lines=4096):
+        self.out = out  # binary streams
+        self.err = err
+        self.print_data_log = print_data_log
+        self.skip_record_metadata = skip_record_metadata
+        self.key_decoder = key_decoder
+        self.value_decoder = value_decoder
+        self.flush_lines = flush_lines
+        self._lines: list[str] = []
+        self._batch: BatchHeader | None = None
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def _emit(self, line: str) -> None:
+        self._lines.append(line)
+        if len(self._lines) >= self.flush_lines:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._lines:
+            self._lines.append("")
+            self.out.write("\n".join(self._lines).encode("utf-8", "surrogateescape"))
+            self._lines = []
+        self.out.flush()
+
+    def _stderr(self, line: str) -> None:
+        self.flush()
+        self.err.write((line + "\n").encode("utf-8", "surrogateescape"))
+        self.err.flush()
+
+    # -- events ----------------------------------------------------------------------------
+
+    def render(self, events) -> DumpReport | None:
+        report = None
+        emit = self._emit
+        for event in events:
+            kind = type(event)
+            if kind is Record:
+                emit(self.record_line(event, None))
+            elif kind is BatchHeader:
+                self._batch = event
+                emit(batch_line(event))
+            else:
+                report = self._other(event) or report
+        self.flush()
+        return report
+
+    def _other(self, event):
+        kind = type(event)
+        if kind is ControlRecordEntry:
+            self._emit(self.record_line(event.record, event.control))
+        elif kind is OffsetPosition:
+            self._emit(f"offset: {event.offset} position: {event.position}")
+        elif kind is TimestampOffset:
+            self._emit(f"timestamp: {event.timestamp} offset: {event.offset}")
+        elif kind is FileStart:
+            self._file_start(event)
+        elif kind is ProducerStateEntry:
+            self._emit(snapshot_line(event))
+        elif kind is AbortedTxn:
+            self._emit(f"version: {event.version} producerId: {event.producer_id} firstOffset: "
+                       f"{event.first_offset} lastOffset: {event.last_offset} lastStableOffset: "
+                       f"{event.last_stable_offset}")
+        elif kind is TrailingBytes:
+            self._emit(f"Found {event.count} invalid bytes at the end of {event.file_name}")
+        elif kind is IndexIsEmpty:
+            self._emit(f"{event.path} is empty.")
+        elif kind is SanityCheckPassed:
+            self._emit(f"{event.path} passed sanity check.")
+        elif kind in (Problem, Notice):
+            self._stderr(event.text)
+        elif kind is UnknownFile:
+            self._stderr(f"Ignoring unknown file {event.path}")
+        elif kind is DumpReport:
+            self.flush()
+            self.report(event)
+            return event
+        elif kind is FileEnd:
+            self._batch = None
+        return None
+
+    def _file_start(self, event: FileStart) -> None:
+        self._emit(f"Dumping {event.path}")
+        if event.kind == LOG and event.base_offset is not None:
+            self._emit(f"Log starting offset: {event.base_offset}")
+        elif event.kind == CHECKPOINT:
+            if event.bootstrap:
+                self._emit("KRaft bootstrap snapshot")
+            elif event.snapshot_id is not None:
+                self._emit(f"Snapshot end offset: {event.snapshot_id.end_offset}, "
+                           f"epoch: {event.snapshot_id.epoch}")
+
+    def record_line(self, record: Record, control: ControlRecord | None) -> str:
+        batch = self._batch
+        prefix = "| "
+        parts = []
+        if not self.skip_record_metadata:
+            parts.append(f"| offset: {record.offset} {_TS_NAMES[batch.timestamp_type]}: {record.timestamp} "
+                         f"keySize: {record.key_size} valueSize: {record.value_size}")
+            if batch.magic >= 2:
+                keys = ",".join(java_utf8(key) for key, _ in record.headers)
+                parts.append(f" sequence: {record.sequence} headerKeys: [{keys}]")
+            else:
+                parts.append(f" isValid: {_BOOL[record.is_valid]} crc: {record.crc}}}")
+            if control is not None:
+                parts.append(control_text(control))
+            prefix = " "
+        if self.print_data_log and control is None:
+            if record.key is not None:
+                parts.append(f"{prefix}key: {self.key_decoder(record.key)}")
+            if record.value is not None:
+                parts.append(f" payload: {self.value_decoder(record.value)}")
+        return "".join(parts)
+
+    # -- the end-of-run report (stderr) ----------------------------------------------------
+
+    def report(self, report: DumpReport) -> None:
+        for path, mismatches in report.index_mismatches.items():
+            self._stderr(f"Mismatches in :{path}")
+            for index_offset, log_offset in mismatches:
+                self._stderr(f"  Index offset: {index_offset}, log offset: {log_offset}")
+        errors = report.time_index
+        for path, mismatches in errors.mismatches.items():
+            self._stderr(f"Found timestamp mismatch in :{path}")
+            for index_ts, log_ts in mismatches:
+                self._stderr(f"  Index timestamp: {index_ts}, log timestamp: {log_ts}")
+        for path, entries in errors.out_of_order.items():
+            self._stderr(f"Found out of order timestamp in :{path}")
+            for index_ts, previous in entries:
+                self._stderr(f"  Index timestamp: {index_ts}, Previously indexed timestamp: {previous}")
+        for entries in errors.shallow_offset_not_found.values():
+            self._stderr("The following indexed offsets are not found in the log.")
+            for indexed, found in entries:
+                self._stderr(f"Indexed offset: {indexed}, found log offset: {found}")
+        for path, pairs in report.non_consecutive.items():
+            self._stderr(f"Non-consecutive offsets in {path}")
+            for first, second in pairs:
+                self._stderr(f"  {first} is followed by {second}")
+
+
+def snapshot_line(entry: ProducerStateEntry) -> str:
+    line = (f"producerId: {entry.producer_id} producerEpoch: {entry.producer_epoch} "
+            f"coordinatorEpoch: {entry.coordinator_epoch} currentTxnFirstOffset: "
+            f"{optional_long(entry.current_txn_first_offset)} lastTimestamp: {entry.last_timestamp} ")
+    metadata = entry.batch_metadata
+    if metadata is not None:
+        line += (f"firstSequence: {metadata.first_sequence} lastSequence: {metadata.last_sequence} "
+                 f"lastOffset: {metadata.last_offset} offsetDelta: {metadata.offset_delta} "
+                 f"timestamp: {metadata.timestamp}")
+    return line
+
+
+def _integer_decoder(data: bytes) -> str:
+    """``IntegerDecoder``: the first 4 bytes as a big-endian int."""
+    if len(data) < 4:
+        raise DecodeError(f"IntegerDecoder: a {len(data)}-byte value is not an int")
+    return str(int.from_bytes(data[:4], "big", signed=True))
+
+
+def _long_decoder(data: bytes) -> str:
+    """``LongDecoder``: the first 8 bytes as a big-endian long."""
+    if len(data) < 8:
+        raise DecodeError(f"LongDecoder: a {len(data)}-byte value is not a long")
+    return str(int.from_bytes(data[:8], "big", signed=True))
+
+
+DECODERS = {"StringDecoder": string_decoder, "IntegerDecoder": _integer_decoder,
+            "LongDecoder": _long_decoder}
+
+
+def decoder_for(class_name: str | None):
+    """A key/value decoder by Kafka class name (package optional); StringDecoder by default.
+    Raises KeyError for a decoder seglog does not have."""
+    if not class_name:
+        return string_decoder
+    return DECODERS[class_name.rsplit(".", 1)[-1]]

@@ -1,0 +1,62 @@
+"""Exit statuses, mapped in one place (STYLE habit 10).
+
+The numbers are a public interface for shell runbooks: never renumber, only add.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import IntEnum
+
+from seglog_cli.storage.errors import SeglogError, UnreadableInputError
+
+
+class ExitStatus(IntEnum):
+    OK = 0
+    WARNINGS = 1  # dump: an input was damaged where kafka-dump-log stops (seglog carried on)
+    USAGE = 2  # bad options or arguments
+    DAMAGE = 3  # verify / recover: damage found
+    UNREADABLE = 4  # an input could not be read at all (missing, unreadable, not a log)
+    INTERRUPTED = 130
+    INTERNAL = 70  # a bug in seglog; the message says so
+
+
+class UsageError(Exception):
+    """Bad options or arguments, found after parsing (exit status 2)."""
+
+
+def guarded(action) -> int:
+    """Run ``action()`` and turn any escape into a one-line message and an exit status."""
+    try:
+        return int(action())
+    except BrokenPipeError:
+        _silence_stdout()
+        return ExitStatus.OK
+    except UsageError as exc:
+        print(f"seglog: usage error: {exc}", file=sys.stderr)
+        return ExitStatus.USAGE
+    except KeyboardInterrupt:
+        print("seglog: interrupted", file=sys.stderr)
+        return ExitStatus.INTERRUPTED
+    except UnreadableInputError as exc:
+        print(f"seglog: {exc}", file=sys.stderr)
+        return ExitStatus.UNREADABLE
+    except SeglogError as exc:
+        print(f"seglog: {exc}", file=sys.stderr)
+        return ExitStatus.DAMAGE
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: never a traceback
+        if os.environ.get("SEGLOG_DEBUG"):
+            raise
+        print(f"seglog: internal error: {type(exc).__name__}: {exc} (set SEGLOG_DEBUG=1 for a traceback)",
+              file=sys.stderr)
+        return ExitStatus.INTERNAL
+
+
+def _silence_stdout() -> None:
+    """After a closed pipe (``| head``), stop Python from failing again when it flushes stdout."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

@@ -1,0 +1,289 @@
+"""Decompression of batch record sections and legacy wrapper values, in Kafka's flavours (§5).
+
+Bindings were chosen by measurement (``tests/benchmarks/bench_codecs.py``):
+
+* gzip: stdlib ``zlib`` (faster than cramjam on batch-sized inputs); concatenated members are
+  accepted like ``java.util.zip.GZIPInputStream``.
+* snappy: xerial ``SnappyOutputStream`` framing parsed here, each chunk through
+  ``cramjam.snappy.decompress_raw``; a stream without the xerial header is read as one raw
+  snappy block (snappy-java's compatibility path).
+* lz4: the LZ4 frame parsed here with Kafka's ``Lz4BlockInputStream`` rules (including the
+  magic-0 header-checksum quirk, KIP-57), each block through ``lz4.block``.
+* zstd: ``zstandard`` streaming decompression object (Java producers write frames without a
+  content size; concatenated frames are accepted).
+
+Every decompressor checks its output against ``max_output`` bytes (gzip, snappy and lz4 before
+allocating it) so a hostile batch cannot exhaust memory; exceeding it is reported like any
+other decompression failure.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from functools import lru_cache
+
+import cramjam
+import lz4.block
+import zstandard
+
+NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
+CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
+DEFAULT_MAX_OUTPUT = 256 * 1024 * 1024
+
+
+class DecompressionError(Exception):
+    """The compressed stream cannot be decoded; the message says why, in Kafka's words where
+    Kafka has some."""
+
+
+def codec_name(codec: int) -> str:
+    """Kafka's ``CompressionType.name`` for a codec id; raises for ids 5-7 like Kafka does."""
+    try:
+        return CODEC_NAMES[codec]
+    except KeyError:
+        raise DecompressionError(f"Unknown compression type id: {codec}") from None
+
+
+def decompress(codec: int, data, magic: int, max_output: int = DEFAULT_MAX_OUTPUT) -> bytes:
+    """Decompress one batch records section (magic 2) or legacy wrapper value (magic 0/1)."""
+    if codec == GZIP:
+        return _gunzip(data, max_output)
+    if codec == SNAPPY:
+        return _xerial_snappy(data, max_output)
+    if codec == LZ4:
+        return _lz4_frame(data, ignore_header_checksum=magic == 0, max_output=max_output)
+    if codec == ZSTD:
+        return _zstd(data, max_output)
+    if codec == NONE:
+        return bytes(data)
+    raise DecompressionError(f"Unknown compression type id: {codec}")
+
+
+# -- gzip ------------------------------------------------------------------------------------
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _gunzip(data, max_output: int) -> bytes:
+    data = bytes(data)
+    if not data:
+        raise DecompressionError("java.io.EOFException (empty gzip stream)")
+    out = []
+    total = 0
+    while True:
+        inflater = zlib.decompressobj(wbits=31)
+        try:
+            chunk = inflater.decompress(data, max_output - total + 1)
+        except zlib.error as exc:
+            raise DecompressionError(f"gzip: {exc}") from None
+        total += len(chunk)
+        out.append(chunk)
+        if total > max_output:
+            raise DecompressionError(f"gzip: output exceeds {max_output} bytes")
+        if not inflater.eof:
+            raise DecompressionError("gzip: Unexpected end of ZLIB input stream")
+        data = inflater.unused_data
+        # GZIPInputStream reads a further member only when a gzip header follows.
+        if len(data) < 10 or not data.startswith(_GZIP_MAGIC):
+            return b"".join(out)
+
+
+# -- snappy (xerial framing) -----------------------------------------------------------------
+
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER_SIZE = 16
+_MAX_SNAPPY_CHUNK = 512 * 1024 * 1024
+
+
+def _raw_snappy(chunk, max_output: int) -> bytes:
+    try:
+        size = _uvarint_prefix(chunk)
+        if size > max_output:
+            raise DecompressionError(f"snappy: output exceeds {max_output} bytes")
+        return bytes(cramjam.snappy.decompress_raw(bytes(chunk)))
+    except cramjam.DecompressionError as exc:
+        raise DecompressionError(f"snappy: {exc}") from None
+
+
+def _uvarint_prefix(data) -> int:
+    value = shift = 0
+    for i in range(min(5, len(data))):
+        byte = data[i]
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value
+        shift += 7
+    raise DecompressionError("snappy: invalid uncompressed length")
+
+
+def _xerial_snappy(data, max_output: int) -> bytes:
+    data = memoryview(bytes(data))
+    if len(data) == 0:
+        raise DecompressionError("Cannot decompress empty stream")
+    if len(data) < _XERIAL_HEADER_SIZE or bytes(data[:8]) != _XERIAL_MAGIC:
+        return _raw_snappy(data, max_output)
+    out = []
+    total = 0
+    pos = _XERIAL_HEADER_SIZE
+    end = len(data)
+    while end - pos >= 4:
+        (size,) = struct.unpack_from(">i", data, pos)
+        if bytes(data[pos:pos + 4]) == _XERIAL_MAGIC[:4]:
+            # A concatenated stream header: continue if it is whole and valid, else stop.
+            if end - pos < _XERIAL_HEADER_SIZE:
+                raise DecompressionError("snappy: truncated stream header")
+            if bytes(data[pos:pos + 8]) != _XERIAL_MAGIC:
+                break
+            pos += _XERIAL_HEADER_SIZE
+            continue
+        pos += 4
+        if size < 0:
+            raise DecompressionError(f"snappy: invalid chunk size {size}")
+        if size > _MAX_SNAPPY_CHUNK:
+            raise DecompressionError(f"snappy: chunk size {size} exceeds the 512 MiB limit")
+        if end - pos < size:
+            raise DecompressionError("failed to read chunk")
+        chunk = _raw_snappy(data[pos:pos + size], max_output - total)
+        total += len(chunk)
+        out.append(chunk)
+        pos += size
+    return b"".join(out)
+
+
+# -- lz4 frame -------------------------------------------------------------------------------
+
+_LZ4_MAGIC = 0x184D2204
+_LZ4_INCOMPRESSIBLE = 0x80000000
+
+
+def _lz4_frame(data, ignore_header_checksum: bool, max_output: int) -> bytes:
+    data = bytes(data)
+    end = len(data)
+    if end < 6:
+        raise DecompressionError("Stream ended prematurely")
+    if struct.unpack_from("<I", data, 0)[0] != _LZ4_MAGIC:
+        raise DecompressionError("Stream unsupported (invalid magic bytes)")
+    flg, bd = data[4], data[5]
+    _check_lz4_descriptor(flg, bd)
+    max_block = 1 << (2 * ((bd >> 4) & 0x07) + 8)
+    pos = 6
+    if flg & 0x08:  # content size present: skipped
+        if end - pos < 8:
+            raise DecompressionError("Stream ended prematurely")
+        pos += 8
+    if pos >= end:
+        raise DecompressionError("Stream ended prematurely")
+    if not ignore_header_checksum and data[pos] != _lz4_header_checksum(data[4:pos]):
+        raise DecompressionError("Stream frame descriptor corrupted")
+    pos += 1
+    out = []
+    total = 0
+    while True:
+        if end - pos < 4:
+            raise DecompressionError("Stream ended prematurely")
+        (word,) = struct.unpack_from("<I", data, pos)
+        pos += 4
+        size = word & ~_LZ4_INCOMPRESSIBLE
+        if size == 0:
+            return b"".join(out)  # end mark; a content checksum is not verified, like Kafka
+        if size > max_block:
+            raise DecompressionError(f"Block size {size} exceeded max: {max_block}")
+        if end - pos < size:
+            raise DecompressionError("Stream ended prematurely")
+        block = data[pos:pos + size]
+        if word & _LZ4_INCOMPRESSIBLE:
+            chunk = block
+        else:
+            try:
+                chunk = lz4.block.decompress(block, uncompressed_size=max_block)
+            except lz4.block.LZ4BlockError as exc:
+                raise DecompressionError(f"net.jpountz.lz4.LZ4Exception: {exc}") from None
+        pos += size
+        if flg & 0x10:  # block checksum
+            if end - pos < 4 or struct.unpack_from("<I", data, pos)[0] != xxh32(block):
+                raise DecompressionError("Block checksum mismatch")
+            pos += 4
+        total += len(chunk)
+        if total > max_output:
+            raise DecompressionError(f"lz4: output exceeds {max_output} bytes")
+        out.append(chunk)
+
+
+def _check_lz4_descriptor(flg: int, bd: int) -> None:
+    if flg & 0x03:
+        raise DecompressionError("Reserved bits must be 0")
+    if not flg & 0x20:
+        raise DecompressionError("Dependent block stream is unsupported")
+    if flg >> 6 != 1:
+        raise DecompressionError(f"Version {flg >> 6} is unsupported")
+    if bd & 0x80:
+        raise DecompressionError("Reserved2 field must be 0")
+    if not 4 <= (bd >> 4) & 0x07 <= 7:
+        raise DecompressionError("Block size value must be between 4 and 7")
+    if bd & 0x0F:
+        raise DecompressionError("Reserved3 field must be 0")
+
+
+@lru_cache(maxsize=64)
+def _lz4_header_checksum(descriptor: bytes) -> int:
+    return (xxh32(descriptor) >> 8) & 0xFF
+
+
+_P1, _P2, _P3, _P4, _P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
+_M32 = 0xFFFFFFFF
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def xxh32(data: bytes, seed: int = 0) -> int:
+    """xxHash32 (used by the LZ4 frame format for its header and block checksums)."""
+    n = len(data)
+    pos = 0
+    if n >= 16:
+        v1 = (seed + _P1 + _P2) & _M32
+        v2 = (seed + _P2) & _M32
+        v3 = seed & _M32
+        v4 = (seed - _P1) & _M32
+        while pos <= n - 16:
+            a, b, c, d = struct.unpack_from("<4I", data, pos)
+            v1 = (_rotl((v1 + a * _P2) & _M32, 13) * _P1) & _M32
+            v2 = (_rotl((v2 + b * _P2) & _M32, 13) * _P1) & _M32
+            v3 = (_rotl((v3 + c * _P2) & _M32, 13) * _P1) & _M32
+            v4 = (_rotl((v4 + d * _P2) & _M32, 13) * _P1) & _M32
+            pos += 16
+        acc = (_rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)) & _M32
+    else:
+        acc = (seed + _P5) & _M32
+    acc = (acc + n) & _M32
+    while pos <= n - 4:
+        (word,) = struct.unpack_from("<I", data, pos)
+        acc = (_rotl((acc + word * _P3) & _M32, 17) * _P4) & _M32
+        pos += 4
+    while pos < n:
+        acc = (_rotl((acc + data[pos] * _P5) & _M32, 11) * _P1) & _M32
+        pos += 1
+    acc ^= acc >> 15
+    acc = (acc * _P2) & _M32
+    acc ^= acc >> 13
+    acc = (acc * _P3) & _M32
+    acc ^= acc >> 16
+    return acc
+
+
+# -- zstd ------------------------------------------------------------------------------------
+
+_ZSTD = zstandard.ZstdDecompressor()
+
+
+def _zstd(data, max_output: int) -> bytes:
+    # decompressobj is several times faster than stream_reader on batch-sized frames.
+    try:
+        out = _ZSTD.decompressobj(read_across_frames=True).decompress(bytes(data))
+    except zstandard.ZstdError as exc:
+        raise DecompressionError(f"zstd: {exc}") from None
+    if len(out) > max_output:
+        raise DecompressionError(f"zstd: output exceeds {max_output} bytes")
+    return out

@@ -1,0 +1,291 @@
+"""The engine behind ``seglog dump``: DumpLogSegments' traversal, without its dead ends.
+
+:func:`dump` walks the given files in order and yields the events of
+:mod:`seglog_cli.storage.dump_events`. It makes the same checks, in the same order, as Kafka's
+``kafka.tools.DumpLogSegments`` (§19), so the text renderer can print the same lines; where
+Kafka's tool dies (a size field below 14, a zero-filled tail, a record it cannot decode) the
+dump reports Kafka's message as a :class:`Problem` and carries on: past the damage when a valid
+batch follows (resync), else with the next file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from seglog_cli.storage import dump_indexes
+from seglog_cli.storage.batches import LogScan
+from seglog_cli.storage.control import parse_control_record
+from seglog_cli.storage.dump_events import (
+    CHECKPOINT,
+    INDEX,
+    LOG,
+    SNAPSHOT,
+    TIME_INDEX,
+    TXN_INDEX,
+    UNKNOWN,
+    ControlRecordEntry,
+    DumpReport,
+    FileEnd,
+    FileStart,
+    Notice,
+    Problem,
+    TrailingBytes,
+    UnknownFile,
+)
+from seglog_cli.storage.errors import SeglogError, UnreadableInputError
+from seglog_cli.storage.files import MappedFile
+from seglog_cli.storage.findings import Code
+from seglog_cli.storage.naming import (
+    BOOTSTRAP_CHECKPOINT,
+    parse_kraft_snapshot_name,
+    parse_partition_dir_name,
+    parse_segment_file_name,
+)
+from seglog_cli.storage.partition_log import LogDir, PartitionLog, looks_like_partition_dir
+from seglog_cli.storage.records import read_records
+from seglog_cli.storage.segments import LogSegment
+
+INT32_MAX = 2**31 - 1
+KIND_BY_SUFFIX = {".log": LOG, ".checkpoint": CHECKPOINT, ".index": INDEX, ".timeindex": TIME_INDEX,
+                  ".snapshot": SNAPSHOT, ".txnindex": TXN_INDEX}
+
+
+@dataclass(frozen=True)
+class DumpOptions:
+    deep_iteration: bool = False
+    verify_index_only: bool = False
+    index_sanity_check: bool = False
+    max_message_size: int = 5 * 1024 * 1024
+    max_bytes: int = INT32_MAX
+    resync: bool = True
+    from_offset: int | None = None
+    to_offset: int | None = None
+    from_timestamp: int | None = None
+    to_timestamp: int | None = None
+
+    @property
+    def has_range(self) -> bool:
+        return any(v is not None for v in (self.from_offset, self.to_offset, self.from_timestamp,
+                                           self.to_timestamp))
+
+
+def file_kind(name: str) -> str:
+    """DumpLogSegments' dispatch: the text after the LAST dot decides."""
+    dot = name.rfind(".")
+    return UNKNOWN if dot < 0 else KIND_BY_SUFFIX.get(name[dot:], UNKNOWN)
+
+
+def dump(paths: Iterable[str], options: DumpOptions) -> Iterator[object]:
+    """Dump every path (a file path, as given) in order; the last item is the DumpReport."""
+    report = DumpReport()
+    for path in paths:
+        report.files += 1
+        yield from _dump_file(path, options, report)
+    yield report
+
+
+def _dump_file(path: str, options: DumpOptions, report: DumpReport) -> Iterator[object]:
+    name = Path(path).name
+    kind = file_kind(name)
+    start = _file_start(path, name, kind)
+    yield start
+    if kind == UNKNOWN:
+        yield UnknownFile(path)
+        return
+    problems = 0
+    findings: list = []
+    try:
+        if kind in (LOG, CHECKPOINT):
+            body = _dump_log(path, start, options, report, findings)
+        elif kind == INDEX:
+            body = dump_indexes.dump_offset_index(path, start.base_offset, options, report)
+        elif kind == TIME_INDEX:
+            body = dump_indexes.dump_time_index(path, start.base_offset, options, report)
+        elif kind == SNAPSHOT:
+            body = dump_indexes.dump_snapshot(path)
+        else:
+            body = dump_indexes.dump_txn_index(path, start.base_offset)
+        for item in body:
+            if type(item) is Problem:
+                problems += 1
+            yield item
+    except SeglogError as exc:
+        problems += 1
+        if isinstance(exc, UnreadableInputError):
+            report.unreadable_files.append(path)
+        yield Problem(exc.kafka_line() if exc.kafka_class else f"seglog: {exc}", exc)
+    if problems and path not in report.unreadable_files:
+        report.damaged_files.append(path)
+    yield FileEnd(path, kind, tuple(findings))
+
+
+def _file_start(path: str, name: str, kind: str) -> FileStart:
+    parsed = parse_segment_file_name(name)
+    base = parsed.base_offset if parsed else None
+    partition = parse_partition_dir_name(Path(path).absolute().parent.name)
+    topic, number = (partition.topic, partition.partition) if partition else (None, None)
+    if kind == CHECKPOINT:
+        return FileStart(path, kind, base, parse_kraft_snapshot_name(name),
+                         name == BOOTSTRAP_CHECKPOINT, topic, number)
+    return FileStart(path, kind, base, None, False, topic, number)
+
+
+# -- .log and KRaft .checkpoint -----------------------------------------------------------------
+
+def _dump_log(path: str, start: FileStart, options: DumpOptions, report: DumpReport,
+              findings: list) -> Iterator[object]:
+    if start.kind == CHECKPOINT and not start.bootstrap and start.snapshot_id is None:
+        raise SeglogError("not a KRaft snapshot name (<end offset>-<epoch>.checkpoint)", path)
+    bounded = options.max_bytes != INT32_MAX
+    with MappedFile(path) as mapped:
+        first_position, from_offset, to_offset = _range(path, start, options)
+        scan = LogScan(mapped, first_position, options.max_bytes if bounded else None,
+                       resync=options.resync, bounded=bounded)
+        yield from _log_body(path, mapped, scan, options, report, from_offset, to_offset)
+        findings.extend(scan.findings)
+        if scan.kafka_error is None and not bounded:
+            trailing = scan.end - (scan.end_position if scan.resynced else scan.valid_bytes)
+            if trailing > 0 and first_position == 0 and to_offset is None:
+                yield TrailingBytes(trailing, Path(path).name, scan.end - trailing)
+
+
+def _log_body(path, mapped, scan, options, report, from_offset, to_offset) -> Iterator[object]:
+    deep = options.deep_iteration
+    buf = mapped.buffer
+    reported = 0
+    last_offset = -1
+    pairs = None
+    absolute = None
+    for batch in scan:
+        if len(scan.findings) != reported:
+            yield from _scan_problems(scan, reported)
+            reported = len(scan.findings)
+        if from_offset is not None and batch.last_offset < from_offset:
+            continue
+        if to_offset is not None and batch.magic >= 2 and batch.base_offset > to_offset:
+            break
+        yield batch
+        if not deep:
+            continue
+        try:
+            records = read_records(buf, batch, path)
+            control = batch.is_control
+            for record in records:
+                offset = record.offset
+                if (from_offset is not None and offset < from_offset) or (
+                        to_offset is not None and offset > to_offset):
+                    continue
+                if last_offset == -1:
+                    last_offset = offset
+                elif offset != last_offset + 1:
+                    if pairs is None:
+                        absolute = str(Path(path).absolute())
+                        pairs = report.non_consecutive.setdefault(absolute, [])
+                    pairs.insert(0, (last_offset, offset))
+                last_offset = offset
+                if control:
+                    yield ControlRecordEntry(record, parse_control_record(record, path, batch.position))
+                else:
+                    yield record
+        except SeglogError as exc:
+            yield Problem(exc.kafka_line(), exc)
+    if len(scan.findings) != reported:
+        yield from _scan_problems(scan, reported)
+
+
+def _scan_problems(scan: LogScan, already: int) -> Iterator[object]:
+    """Kafka's exception line for the first too-small size field, seglog notices otherwise."""
+    for finding in scan.findings[already:]:
+        error = scan.kafka_error
+        if error is not None and finding.position == error.position:
+            yield Problem(error.kafka_line(), error, finding)
+        if finding.code == Code.CORRUPT_REGION:
+            yield Notice(f"seglog: {finding}", finding)
+
+
+def _range(path: str, start: FileStart, options: DumpOptions) -> tuple[int, int | None, int | None]:
+    """(first position to read, from offset, to offset) for the requested range.
+
+    Timestamps are resolved to offsets over the whole partition directory holding the file
+    (Kafka's ListOffsets semantics: the first offset whose timestamp >= T), so every segment
+    of a partition agrees on where the range starts and ends.
+    """
+    if not options.has_range or start.kind != LOG:
+        return 0, None, None
+    from_offset, to_offset = resolve_range(str(Path(path).absolute().parent), options)
+    if from_offset is None:
+        return 0, None, to_offset
+    return LogSegment(path, start.base_offset).index_position(from_offset), from_offset, to_offset
+
+
+@lru_cache(maxsize=64)
+def resolve_range(directory: str, options: DumpOptions) -> tuple[int | None, int | None]:
+    """Offsets bounding ``options``' range in the partition held by ``directory``."""
+    from_offset, to_offset = options.from_offset, options.to_offset
+    if options.from_timestamp is None and options.to_timestamp is None:
+        return from_offset, to_offset
+    partition = PartitionLog(directory)
+    try:
+        if options.from_timestamp is not None:
+            found = partition.find_offset_by_timestamp(options.from_timestamp)
+            if found is None:
+                found = partition.log_end_offset() or 0
+            from_offset = found if from_offset is None else max(from_offset, found)
+        if options.to_timestamp is not None:
+            after = partition.find_offset_by_timestamp(options.to_timestamp + 1)
+            if after is not None:
+                to_offset = after - 1 if to_offset is None else min(to_offset, after - 1)
+    finally:
+        partition.close()
+    return from_offset, to_offset
+
+
+# -- expanding command-line paths ----------------------------------------------------------------
+
+DEFAULT_DIR_KINDS = (LOG,)
+
+
+def expand_paths(paths: Iterable[str], kinds: tuple[str, ...] = DEFAULT_DIR_KINDS,
+                 options: DumpOptions | None = None) -> Iterator[str]:
+    """Files to dump, in order: files as given, directories expanded (a partition dir to its
+    files of the requested kinds in offset order, a log dir to each partition in turn)."""
+    for raw in paths:
+        path = Path(raw)
+        if not path.is_dir():
+            yield raw
+            continue
+        if looks_like_partition_dir(path):
+            yield from _partition_files(raw, kinds, options)
+        else:
+            for partition_dir in LogDir(path).partition_dirs():
+                yield from _partition_files(str(Path(raw) / partition_dir.name), kinds, options)
+
+
+def _partition_files(raw: str, kinds, options: DumpOptions | None) -> Iterator[str]:
+    partition = PartitionLog(raw)
+    segments = partition.segments
+    if options is not None and options.from_offset is not None:
+        segments = partition.segments_from(options.from_offset)
+    to_offset = options.to_offset if options is not None else None
+    wanted = []
+    for segment in segments:
+        if to_offset is not None and segment.base_offset > to_offset:
+            break
+        for kind, path in ((LOG, segment.log_path), (INDEX, segment.index_path),
+                           (TIME_INDEX, segment.time_index_path), (TXN_INDEX, segment.txn_index_path)):
+            if kind in kinds and path.is_file():
+                wanted.append((segment.base_offset, _KIND_ORDER[kind], path.name))
+    if SNAPSHOT in kinds:
+        wanted += [(parse_segment_file_name(p.name).base_offset, _KIND_ORDER[SNAPSHOT], p.name)
+                   for p in partition.files.snapshots]
+    if CHECKPOINT in kinds:
+        wanted += [(parse_kraft_snapshot_name(p.name).end_offset if parse_kraft_snapshot_name(p.name) else 0,
+                    _KIND_ORDER[CHECKPOINT], p.name) for p in partition.files.kraft_snapshots]
+    for _, _, name in sorted(wanted):
+        yield str(Path(raw) / name)
+
+
+_KIND_ORDER = {LOG: 0, INDEX: 1, TIME_INDEX: 2, TXN_INDEX: 3, SNAPSHOT: 4, CHECKPOINT: 5}

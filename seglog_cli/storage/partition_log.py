@@ -1,0 +1,193 @@
+"""A partition directory and a log directory, as Kafka lays them out (§13-§15).
+
+:class:`PartitionLog` lists a ``<topic>-<partition>`` directory: its segments ordered by base
+offset, producer snapshots, KRaft snapshots, temporary files (``.deleted``, ``.cleaned``,
+``.swap``) and the rest. Offset lookups go segment floor (largest base offset <= target) ->
+offset index floor -> scan, as Kafka's read path does; timestamp lookups take the first segment
+whose records reach the timestamp and search it through its time index.
+
+:class:`LogDir` is a directory of partition directories plus the log-dir-level files.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from seglog_cli.storage.errors import UnreadableInputError
+from seglog_cli.storage.naming import (
+    CHECKPOINT_SUFFIX,
+    LOG_SUFFIX,
+    METADATA_TOPIC,
+    SNAPSHOT_SUFFIX,
+    PartitionDirName,
+    parse_kraft_snapshot_name,
+    parse_partition_dir_name,
+    parse_segment_file_name,
+)
+from seglog_cli.storage.segments import LogSegment, OffsetMatch
+
+REMOTE_LOG_INDEX_CACHE = "remote-log-index-cache"
+
+
+@dataclass
+class PartitionFiles:
+    """The files of a partition directory, by role (paths, sorted by offset)."""
+
+    segments: list[LogSegment] = field(default_factory=list)
+    snapshots: list[Path] = field(default_factory=list)
+    kraft_snapshots: list[Path] = field(default_factory=list)
+    index_files: list[Path] = field(default_factory=list)
+    temp_files: list[Path] = field(default_factory=list)
+    other_files: list[Path] = field(default_factory=list)
+
+
+class PartitionLog:
+    """One partition directory. ``topic``/``partition`` come from the directory name (None when
+    the name is not Kafka's)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        if not self.path.is_dir():
+            raise UnreadableInputError("not a directory", self.path)
+        self.name: PartitionDirName | None = parse_partition_dir_name(self.path.name)
+        self.files = _list_partition(self.path)
+        self._bases = [segment.base_offset for segment in self.files.segments]
+
+    def __repr__(self) -> str:
+        return f"PartitionLog({str(self.path)!r}, segments={len(self.segments)})"
+
+    @property
+    def topic(self) -> str | None:
+        return self.name.topic if self.name else None
+
+    @property
+    def partition(self) -> int | None:
+        return self.name.partition if self.name else None
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return self.files.segments
+
+    @property
+    def is_metadata_log(self) -> bool:
+        return self.topic == METADATA_TOPIC
+
+    def close(self) -> None:
+        for segment in self.segments:
+            segment.close()
+
+    def floor_segment(self, offset: int) -> LogSegment | None:
+        """The segment with the largest base offset <= ``offset``."""
+        index = bisect.bisect_right(self._bases, offset) - 1
+        return self.segments[index] if index >= 0 else None
+
+    def segments_from(self, offset: int) -> list[LogSegment]:
+        """Segments that may hold ``offset`` or later ones (the floor segment onwards)."""
+        index = max(0, bisect.bisect_right(self._bases, offset) - 1)
+        return self.segments[index:]
+
+    def find_offset(self, offset: int) -> tuple[LogSegment, OffsetMatch] | None:
+        """The batch holding ``offset`` (or the first one after it) and its segment."""
+        for segment in self.segments_from(offset):
+            match = segment.translate_offset(offset)
+            if match is not None:
+                return segment, match
+        return None
+
+    def find_offset_by_timestamp(self, timestamp: int) -> int | None:
+        """Offset of the first record with timestamp >= ``timestamp`` (ListOffsets semantics)."""
+        for segment in self.segments:
+            offset = segment.find_offset_by_timestamp(timestamp)
+            if offset is not None:
+                return offset
+        return None
+
+    @property
+    def log_start_offset(self) -> int | None:
+        return self.segments[0].base_offset if self.segments else None
+
+    def log_end_offset(self) -> int | None:
+        return self.segments[-1].read_next_offset() if self.segments else None
+
+
+def _list_partition(path: Path) -> PartitionFiles:
+    files = PartitionFiles()
+    try:
+        entries = sorted(path.iterdir(), key=lambda p: p.name)
+    except OSError as exc:
+        raise UnreadableInputError(f"cannot list directory: {exc.strerror}", path) from None
+    for entry in entries:
+        if not entry.is_file():
+            continue
+        parsed = parse_segment_file_name(entry.name)
+        if parsed is None:
+            if parse_kraft_snapshot_name(entry.name) is not None:
+                files.kraft_snapshots.append(entry)
+            else:
+                files.other_files.append(entry)
+        elif parsed.is_temp:
+            files.temp_files.append(entry)
+        elif parsed.suffix == LOG_SUFFIX:
+            files.segments.append(LogSegment(entry, parsed.base_offset))
+        elif parsed.suffix == SNAPSHOT_SUFFIX:
+            files.snapshots.append(entry)
+        elif parsed.suffix == CHECKPOINT_SUFFIX:
+            files.kraft_snapshots.append(entry)
+        else:
+            files.index_files.append(entry)
+    files.segments.sort(key=lambda segment: segment.base_offset)
+    files.snapshots.sort(key=lambda p: parse_segment_file_name(p.name).base_offset)
+    return files
+
+
+class LogDir:
+    """A Kafka ``log.dirs`` entry: partition directories plus checkpoint and metadata files."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        if not self.path.is_dir():
+            raise UnreadableInputError("not a directory", self.path)
+
+    def partition_dirs(self) -> list[Path]:
+        """Sub-directories Kafka would load as logs, ordered by topic then partition number;
+        ``remote-log-index-cache`` is skipped, the metadata log included."""
+        found = []
+        for entry in self.path.iterdir():
+            if not entry.is_dir() or entry.name == REMOTE_LOG_INDEX_CACHE:
+                continue
+            name = parse_partition_dir_name(entry.name)
+            if name is not None:
+                found.append((name.topic, name.partition, name.kind, entry))
+        return [entry for *_, entry in sorted(found, key=lambda item: item[:3])]
+
+    def partitions(self) -> list[PartitionLog]:
+        return [PartitionLog(path) for path in self.partition_dirs()]
+
+    def unexpected_dirs(self) -> list[Path]:
+        """Sub-directories whose names Kafka refuses (broker start-up would abort)."""
+        return sorted(entry for entry in self.path.iterdir()
+                      if entry.is_dir() and entry.name != REMOTE_LOG_INDEX_CACHE
+                      and parse_partition_dir_name(entry.name) is None)
+
+    def root_files(self) -> list[Path]:
+        return sorted(entry for entry in self.path.iterdir() if entry.is_file())
+
+
+def looks_like_partition_dir(path: Path) -> bool:
+    """True for a directory of segment files, False for a directory of partition directories.
+
+    Content decides before the name, because a log dir may itself be named like a partition
+    (``/data/kafka-1``).
+    """
+    try:
+        children = list(path.iterdir())
+    except OSError:
+        return False
+    if any(child.suffix in (LOG_SUFFIX, CHECKPOINT_SUFFIX, SNAPSHOT_SUFFIX) and child.is_file()
+           for child in children):
+        return True
+    if any(child.is_dir() and parse_partition_dir_name(child.name) is not None for child in children):
+        return False
+    return parse_partition_dir_name(path.name) is not None

@@ -1,0 +1,31 @@
+"""Text decoding exactly as Kafka's Java tools do it.
+
+Kafka turns bytes into text with ``new String(bytes, UTF_8)``, which replaces malformed input
+with U+FFFD. Python's ``errors="replace"`` agrees on everything except UTF-8-encoded surrogates
+(``ED A0..BF xx``): Java replaces the 3-byte sequence (or its 2-byte prefix) with a single
+U+FFFD where Python emits one per byte. The ``java-replace`` error handler closes that gap;
+``tests/storage/test_text.py`` checks it against a real JVM when one is installed.
+"""
+
+from __future__ import annotations
+
+import codecs
+
+ERRORS = "seglog-java-replace"
+
+
+def _java_replace(exc: UnicodeDecodeError):
+    data, start = exc.object, exc.start
+    if data[start] == 0xED and start + 1 < len(data) and 0xA0 <= data[start + 1] <= 0xBF:
+        if start + 2 < len(data) and 0x80 <= data[start + 2] <= 0xBF:
+            return "\ufffd", start + 3
+        return "\ufffd", start + 2
+    return "\ufffd", exc.end
+
+
+codecs.register_error(ERRORS, _java_replace)
+
+
+def java_utf8(data: bytes) -> str:
+    """``new String(data, StandardCharsets.UTF_8)``."""
+    return data.decode("utf-8", ERRORS)

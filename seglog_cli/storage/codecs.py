@@ -287,3 +287,54 @@ def _zstd(data, max_output: int) -> bytes:
     if len(out) > max_output:
         raise DecompressionError(f"zstd: output exceeds {max_output} bytes")
     return out
+
+
+# -- compression (what Kafka's producers and brokers write) ---------------------------------
+
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x00"  # java.util.zip.GZIPOutputStream's
+_XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
+_XERIAL_BLOCK = 32 * 1024
+_LZ4_BLOCK = 64 * 1024
+_ZSTD_LEVEL = 3
+
+
+def compress(codec: int, data: bytes, magic: int = 2) -> bytes:
+    """Compress a records section (or legacy wrapper value) in the framing Kafka writes."""
+    if codec == GZIP:
+        return _gzip(data)
+    if codec == SNAPPY:
+        return _XERIAL_HEADER + b"".join(
+            _xerial_chunk(data[i:i + _XERIAL_BLOCK]) for i in range(0, len(data), _XERIAL_BLOCK))
+    if codec == LZ4:
+        return _lz4_frame_compress(data, broken_header_checksum=magic == 0)
+    if codec == ZSTD:
+        return zstandard.ZstdCompressor(level=_ZSTD_LEVEL, write_content_size=False).compress(data)
+    if codec == NONE:
+        return bytes(data)
+    raise DecompressionError(f"Unknown compression type id: {codec}")
+
+
+def _gzip(data: bytes) -> bytes:
+    deflater = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, -15)
+    body = deflater.compress(data) + deflater.flush()
+    return _GZIP_HEADER + body + struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF)
+
+
+def _xerial_chunk(chunk: bytes) -> bytes:
+    compressed = bytes(cramjam.snappy.compress_raw(chunk))
+    return struct.pack(">i", len(compressed)) + compressed
+
+
+def _lz4_frame_compress(data: bytes, broken_header_checksum: bool) -> bytes:
+    descriptor = bytes((0x60, 0x40))  # version 01, independent blocks; 64 KiB max block
+    checked = struct.pack("<I", _LZ4_MAGIC) + descriptor if broken_header_checksum else descriptor
+    out = [struct.pack("<I", _LZ4_MAGIC), descriptor, bytes((_lz4_header_checksum(checked),))]
+    for i in range(0, len(data), _LZ4_BLOCK):
+        block = data[i:i + _LZ4_BLOCK]
+        packed = lz4.block.compress(block, store_size=False)
+        if len(packed) >= len(block):
+            out.append(struct.pack("<I", len(block) | _LZ4_INCOMPRESSIBLE) + block)
+        else:
+            out.append(struct.pack("<I", len(packed)) + packed)
+    out.append(b"\x00\x00\x00\x00")
+    return b"".join(out)

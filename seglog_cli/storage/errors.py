@@ -85,6 +85,10 @@ class CorruptSnapshotError(SeglogError):
     kafka_class = CORRUPT_SNAPSHOT
 
 
+class WriteError(SeglogError):
+    """A file could not be written (disk full, permissions, ...)."""
+
+
 class CheckpointError(SeglogError):
     """A text checkpoint or metadata file that does not follow Kafka's format."""
 

@@ -12,7 +12,7 @@ import mmap
 import os
 from pathlib import Path
 
-from seglog_cli.storage.errors import UnreadableInputError
+from seglog_cli.storage.errors import SeglogError, UnreadableInputError, WriteError
 
 _PAGE = mmap.PAGESIZE
 RELEASE_STEP = 64 * 1024 * 1024  # drop resident pages every 64 MiB of progress
@@ -92,3 +92,35 @@ def read_small_file(path: str | Path, limit: int = 64 * 1024 * 1024) -> bytes:
     if len(data) > limit:
         raise UnreadableInputError(f"larger than {limit} bytes", path)
     return data
+
+
+def write_atomically(path: str | Path, data: bytes, error: type[SeglogError] = WriteError) -> None:
+    """Write ``<path>.tmp``, fsync it, rename it over ``path``, fsync the directory.
+
+    A crash at any moment leaves either the old file or the new one (plus perhaps a harmless
+    ``.tmp``, which Kafka ignores too). Failures raise ``error`` and remove the ``.tmp``.
+    """
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+        fsync_dir(path.absolute().parent)
+    except OSError as exc:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise error(f"cannot write: {exc.strerror or exc}", path) from None
+
+
+def fsync_dir(directory: str | Path) -> None:
+    """fsync a directory so renames and creations in it are durable."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

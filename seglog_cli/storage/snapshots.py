@@ -124,3 +124,16 @@ def _offset_from_name(path: str) -> int:
 
 __all__ = ["BatchMetadata", "ProducerSnapshot", "ProducerStateEntry", "decrement_sequence",
            "increment_sequence", "read_snapshot"]
+
+
+def format_snapshot(entries: tuple[ProducerStateEntry, ...] | list[ProducerStateEntry] = ()) -> bytes:
+    """The bytes ``ProducerStateManager.writeSnapshot`` writes for ``entries`` (in that order)."""
+    body = struct.pack(">i", len(entries)) + b"".join(
+        _ENTRY.pack(e.producer_id, e.producer_epoch,
+                    e.batch_metadata.last_sequence if e.batch_metadata else -1,
+                    e.batch_metadata.last_offset if e.batch_metadata else -1,
+                    e.batch_metadata.offset_delta if e.batch_metadata else 0,
+                    e.last_timestamp, e.coordinator_epoch,
+                    -1 if e.current_txn_first_offset is None else e.current_txn_first_offset)
+        for e in entries)
+    return struct.pack(">hI", snapshot_format.SNAPSHOT_VERSION, crc32c(body)) + body

@@ -18,8 +18,11 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from seglog_cli.storage.batches import OFFSET_AND_SIZE, V2_HEADER
+from seglog_cli.storage.batches import V2_HEADER
+from seglog_cli.storage.checkpoints import EpochEntry, write_leader_epoch_checkpoint
+from seglog_cli.storage.files import fsync_dir, write_atomically
 from seglog_cli.storage.naming import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, format_offset
+from seglog_cli.storage.snapshots import format_snapshot
 
 INT32_MAX = 2**31 - 1
 NO_TIMESTAMP = -1
@@ -175,27 +178,60 @@ class SegmentWriter:
         self._log.close()
         write_atomically(self.index_path, b"".join(struct.pack(">ii", *e) for e in self.offset_entries))
         write_atomically(self.time_index_path, b"".join(struct.pack(">qi", *e) for e in self.time_entries))
-        fsync_directory(self.directory)
+        fsync_dir(self.directory)
 
 
-def write_atomically(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through ``<path>.tmp``, fsync, and an atomic rename."""
-    path = Path(path)
-    temp = path.with_name(path.name + ".tmp")
-    with open(temp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temp, path)
+class PartitionWriter:
+    """Appends message sets to a partition directory, rolling segments like ``UnifiedLog``.
+
+    On every roll the old segment becomes inactive (final time index entry, trimmed indexes)
+    and a producer snapshot is written at the new base offset; :meth:`close` is a clean
+    shutdown: the active segment is closed the same way, a snapshot is written at the log end
+    offset and the leader-epoch-checkpoint records the first offset of every epoch seen.
+    Producer state is empty here: this writer does not yet track idempotent producers.
+    """
+
+    def __init__(self, directory: str | Path, config: SegmentConfig = SegmentConfig(), base_offset: int = 0):
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.config = config
+        self.active = SegmentWriter(self.directory, base_offset, config)
+        self.epochs: list[tuple[int, int]] = []  # (leader epoch, start offset)
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.active.next_offset
+
+    def append(self, data: bytes, now_ms: int = 0) -> None:
+        info = describe_v2_message_set(data)
+        if info.first_offset < self.log_end_offset:
+            raise WriterError(f"offset {info.first_offset} is below the log end offset {self.log_end_offset}")
+        if self.active.should_roll(info, now_ms):
+            self.roll(max(info.first_offset, self.log_end_offset))
+        self._track_epochs(data)
+        self.active.append(data, info)
+
+    def roll(self, new_base_offset: int) -> None:
+        self.active.close()
+        write_atomically(self.directory / f"{format_offset(new_base_offset)}.snapshot", format_snapshot())
+        self.active = SegmentWriter(self.directory, new_base_offset, self.config)
+
+    def _track_epochs(self, data: bytes) -> None:
+        pos = 0
+        while pos < len(data):
+            fields = V2_HEADER.unpack_from(data, pos)
+            epoch = fields[2]
+            if epoch >= 0 and (not self.epochs or epoch > self.epochs[-1][0]):
+                self.epochs.append((epoch, fields[0]))
+            pos += fields[1] + 12
+
+    def close(self) -> None:
+        end = self.log_end_offset
+        self.active.close()
+        write_atomically(self.directory / f"{format_offset(end)}.snapshot", format_snapshot())
+        write_leader_epoch_checkpoint(self.directory / "leader-epoch-checkpoint",
+                                      [EpochEntry(epoch, offset) for epoch, offset in self.epochs])
 
 
-def fsync_directory(directory: str | Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-__all__ = ["MessageSetInfo", "SegmentConfig", "SegmentWriter", "WriterError", "OFFSET_AND_SIZE",
-           "describe_v2_message_set", "fsync_directory", "write_atomically"]
+__all__ = ["MessageSetInfo", "PartitionWriter", "SegmentConfig", "SegmentWriter", "WriterError",
+           "describe_v2_message_set"]

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Build examples/logdir: a small Kafka log dir written by seglog's own writer.
+
+    python examples/make_example.py [TARGET_DIR]      (default: examples/logdir)
+
+The content is deterministic (fixed timestamps, ids and payloads), so running the script again
+reproduces the committed files byte for byte; the test suite checks that. The log dir looks like
+one a Kafka 4.x broker (node 1) left after a clean shutdown:
+
+* orders-0: 300 JSON order events in 60 uncompressed batches, segment.bytes=16384 so the
+  partition rolls into several segments, with .index/.timeindex entries every
+  index.interval.bytes=1024, producer snapshots at each roll and at the log end offset;
+* orders-1: the same kind of events in gzip, snappy, lz4 and zstd batches, records with headers,
+  a null key and a tombstone (null value);
+* the log-dir files: meta.properties, the four offset checkpoints, .kafka_cleanshutdown.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from seglog_cli.storage.builder import NewRecord, build_batch
+from seglog_cli.storage.checkpoints import (
+    PartitionMetadata,
+    TopicPartition,
+    write_offset_checkpoint,
+    write_partition_metadata,
+)
+from seglog_cli.storage.codecs import GZIP, LZ4, NONE, SNAPPY, ZSTD
+from seglog_cli.storage.log_dir_files import write_clean_shutdown
+from seglog_cli.storage.writer import PartitionWriter, SegmentConfig
+
+T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+TOPIC = "orders"
+TOPIC_ID = "b3JkZXJzLXRvcGljLWlkAA"  # 16 fixed bytes, base64url
+CLUSTER_ID = "c2VnbG9nLWV4YW1wbGUtMQ"
+DIRECTORY_ID = "ZXhhbXBsZS1sb2ctZGlyMQ"
+CONFIG = SegmentConfig(segment_bytes=16384, index_interval_bytes=1024)
+ITEMS = ["keyboard", "monitor", "mouse", "laptop", "headset", "dock", "cable", "webcam"]
+
+
+def order(n: int) -> bytes:
+    body = {"order_id": f"o-{n:05d}", "customer": f"c-{n % 17:03d}", "item": ITEMS[n % len(ITEMS)],
+            "quantity": 1 + n % 3, "price_cents": 1999 + 250 * (n % 9), "status": "created"}
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def write_orders_0(directory: Path) -> int:
+    writer = PartitionWriter(directory, CONFIG)
+    offset = 0
+    for batch in range(60):
+        records = [NewRecord(key=f"c-{(offset + i) % 17:03d}".encode(), value=order(offset + i),
+                             timestamp=T0 + 1000 * (offset + i)) for i in range(5)]
+        writer.append(build_batch(records, base_offset=offset, partition_leader_epoch=0))
+        offset += 5
+    writer.close()
+    return offset
+
+
+def write_orders_1(directory: Path) -> int:
+    writer = PartitionWriter(directory, CONFIG)
+    offset = 0
+    for batch, codec in enumerate([NONE, GZIP, SNAPPY, LZ4, ZSTD] * 4):
+        records = []
+        for i in range(8):
+            n = offset + i
+            key = None if n % 13 == 5 else f"c-{n % 17:03d}".encode()
+            value = None if n % 29 == 7 else order(1000 + n)
+            headers = [("trace-id", f"t-{n:06d}".encode())] if n % 3 == 0 else []
+            records.append(NewRecord(key=key, value=value, headers=headers, timestamp=T0 + 500 * n))
+        writer.append(build_batch(records, base_offset=offset, compression=codec, partition_leader_epoch=0))
+        offset += len(records)
+    writer.close()
+    return offset
+
+
+def make(target: Path) -> None:
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    ends = {}
+    for partition, write in ((0, write_orders_0), (1, write_orders_1)):
+        directory = target / f"{TOPIC}-{partition}"
+        directory.mkdir()
+        write_partition_metadata(directory / "partition.metadata", PartitionMetadata(0, TOPIC_ID))
+        ends[TopicPartition(TOPIC, partition)] = write(directory)
+    (target / "meta.properties").write_text(
+        "#\n#Thu Jan 01 00:00:00 UTC 2026\nnode.id=1\n"
+        f"directory.id={DIRECTORY_ID}\nversion=1\ncluster.id={CLUSTER_ID}\n")
+    write_offset_checkpoint(target / "recovery-point-offset-checkpoint", ends)
+    write_offset_checkpoint(target / "replication-offset-checkpoint", ends)
+    write_offset_checkpoint(target / "log-start-offset-checkpoint", {})
+    write_offset_checkpoint(target / "cleaner-offset-checkpoint", {})
+    write_clean_shutdown(target / ".kafka_cleanshutdown", 1)
+
+
+if __name__ == "__main__":
+    make(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent / "logdir")

@@ -1,0 +1,30 @@
+"""The README's promises: two quick-start commands, every command documented with an example."""
+
+from __future__ import annotations
+
+import re
+
+from tests.conftest import REPO, run_seglog
+
+README = (REPO / "README.md").read_text()
+COMMANDS = ["dump"]
+
+
+def test_readme_opens_with_exactly_two_commands():
+    block = re.search(r"```bash\n(.*?)```", README, re.S).group(1).strip().splitlines()
+    assert len(block) == 2
+    assert "seglog dump" in block[0] and "examples/" in block[0]
+    assert "pytest" in block[1] and "[test]" in block[1]
+    assert README.index("```bash") < README.index("## ")  # the very first thing in the file
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (REPO / ".ci" / "run").read_text()
+    assert "README.md" in ci and "sed -n 2p" in ci
+
+
+def test_every_command_is_documented_with_an_example():
+    for command in COMMANDS:
+        assert f"### `seglog {command}`" in README
+        help_text = run_seglog(command, "--help").out
+        assert "Example" in help_text and f"seglog {command}" in help_text

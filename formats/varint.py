@@ -20,7 +20,7 @@ error ("Varint is too long"); a varlong with more than 10 groups is an error.
 
 from __future__ import annotations
 
-from construct import Construct, SizeofError, StreamError, stream_read, stream_write
+from construct import Construct, IntegerError, SizeofError, StreamError, stream_read, stream_write
 
 MAX_VARINT_BYTES = 5
 MAX_VARLONG_BYTES = 10
@@ -67,6 +67,9 @@ class _Varint(Construct):
         raise VarintTooLong(f"varint longer than {self.max_bytes} bytes", path=path)
 
     def _build(self, obj, stream, context, path):
+        if not isinstance(obj, int) or not self._low <= obj <= self._high:
+            raise IntegerError(f"{obj!r} does not fit a {self.bits}-bit "
+                               f"{'signed' if self.zigzag else 'unsigned'} varint", path=path)
         raw = zigzag_encode(obj, self.bits) & ((1 << self.bits) - 1) if self.zigzag else obj
         data = encode_unsigned(raw)
         stream_write(stream, data, len(data), path)
@@ -79,18 +82,22 @@ class _Varint(Construct):
 class ZigZagVarIntType(_Varint):
     """Signed 32-bit zig-zag varint (``ByteUtils.readVarint``)."""
 
+    _low, _high = -(2**31), 2**31 - 1
+
 
 class ZigZagVarLongType(_Varint):
     """Signed 64-bit zig-zag varlong (``ByteUtils.readVarlong``)."""
 
     max_bytes = MAX_VARLONG_BYTES
     bits = 64
+    _low, _high = -(2**63), 2**63 - 1
 
 
 class UnsignedVarIntType(_Varint):
     """Unsigned 32-bit varint (``ByteUtils.readUnsignedVarint``), flexible message encodings only."""
 
     zigzag = False
+    _low, _high = 0, 2**32 - 1
 
 
 ZigZagVarInt = ZigZagVarIntType()

@@ -39,6 +39,7 @@ LEGACY_HEADER = struct.Struct(">qiIbbq")
 OFFSET_AND_SIZE = struct.Struct(">qi")
 
 INT32_MAX = 2**31 - 1
+INT64_LIMIT = 2**63
 NO_TIMESTAMP = -1
 
 CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP_TYPE = 0, 1, -1
@@ -46,11 +47,24 @@ TIMESTAMP_TYPE_NAMES = {CREATE_TIME: "CreateTime", LOG_APPEND_TIME: "LogAppendTi
                         NO_TIMESTAMP_TYPE: "NoTimestampType"}
 
 
+def wrap_int32(value: int) -> int:
+    """Java ``int`` overflow."""
+    return ((value + 2**31) & 0xFFFFFFFF) - 2**31
+
+
+def wrap_int64(value: int) -> int:
+    """Java ``long`` overflow (a corrupt base offset near 2^63 plus a delta wraps negative)."""
+    return ((value + 2**63) & 0xFFFFFFFFFFFFFFFF) - 2**63
+
+
 def increment_sequence(sequence: int, increment: int) -> int:
-    """Kafka's 31-bit sequence arithmetic (sequences wrap from 2147483647 to 0)."""
-    if sequence > INT32_MAX - increment:
-        return increment - (INT32_MAX - sequence) - 1
-    return sequence + increment
+    """Kafka's ``DefaultRecordBatch.incrementSequence``: sequences wrap from 2147483647 to 0,
+    computed with Java int arithmetic (so a negative increment from a corrupt record wraps too)."""
+    if 0 <= increment <= INT32_MAX - sequence:
+        return sequence + increment  # the common case, no overflow anywhere
+    if sequence > wrap_int32(INT32_MAX - increment):
+        return wrap_int32(increment - wrap_int32(INT32_MAX - sequence) - 1)
+    return wrap_int32(sequence + increment)
 
 
 class BatchHeader:
@@ -98,11 +112,12 @@ class BatchHeader:
 
     @property
     def last_offset(self) -> int:
-        return self.base_offset + self.last_offset_delta
+        last = self.base_offset + self.last_offset_delta
+        return last if -INT64_LIMIT <= last < INT64_LIMIT else wrap_int64(last)
 
     @property
     def next_offset(self) -> int:
-        return self.base_offset + self.last_offset_delta + 1
+        return wrap_int64(self.last_offset + 1)
 
     @property
     def compression(self) -> int:
@@ -191,10 +206,15 @@ def read_batch_header(buf, view, position: int, end: int, check_crc: bool = True
                        timestamp, timestamp, -1, -1, -1, None, computed)
 
 
-# A position that could start an entry: size field >= 14 and < 2^31, magic byte 0, 1 or 2.
+# A position that could start an entry: offset in [0, 2^48) (no broker gets near 2^48; this
+# keeps random payload bytes from posing as candidates), size field >= 14 and < 2^31, magic
+# byte 0, 1 or 2.
 _SIZE_AT_LEAST_14 = (rb"(?:[\x01-\x7f][\s\S]{3}|\x00[\x01-\xff][\s\S]{2}"
                      rb"|\x00\x00[\x01-\xff][\s\S]|\x00\x00\x00[\x0e-\xff])")
-_CANDIDATE = re.compile(rb"(?=[\s\S]{8}" + _SIZE_AT_LEAST_14 + rb"[\s\S]{4}[\x00-\x02])")
+_CANDIDATE = re.compile(rb"(?=\x00\x00[\s\S]{6}" + _SIZE_AT_LEAST_14 + rb"[\s\S]{4}[\x00-\x02])")
+# Bytes a scan may checksum while resynchronising (on top of 4x the scanned range): crafted
+# input full of candidates that frame huge entries would otherwise cost quadratic time.
+RESYNC_CRC_BUDGET = 256 * 1024 * 1024
 _NON_ZERO = re.compile(rb"[^\x00]")
 
 
@@ -227,6 +247,7 @@ class LogScan:
         self.valid_bytes = 0
         self.end_position = start
         self.resynced = False
+        self._resync_budget = RESYNC_CRC_BUDGET + 4 * max(0, self.end - start)
 
     def __iter__(self) -> Iterator[BatchHeader]:
         mapped = self.mapped
@@ -301,7 +322,11 @@ class LogScan:
                       f"{resume - pos} unreadable bytes ({what}); next valid batch at position {resume}",
                       expected_offset)
             return resume
-        if too_small:
+        if self._resync_budget < 0:
+            self._add(Code.TRAILING_GARBAGE, Severity.ERROR, pos, remaining,
+                      f"{remaining} bytes at the end were not searched for a valid batch (size field "
+                      f"{size}): resync gave up, too many candidate positions", expected_offset)
+        elif too_small:
             self._add(Code.TRAILING_GARBAGE, Severity.ERROR, pos, remaining,
                       f"{remaining} bytes at the end frame no batch (size field {size} is below {MIN_ENTRY_SIZE})",
                       expected_offset)
@@ -338,6 +363,9 @@ class LogScan:
             batch_end = candidate + LOG_OVERHEAD + size
             if batch_end > end:
                 continue
+            self._resync_budget -= size
+            if self._resync_budget < 0:
+                return None
             if buf[candidate + 16] == 2:
                 if size < 49 or V2_HEADER.unpack_from(buf, candidate)[4] != crc32c(view[candidate + 21:batch_end]):
                     continue

@@ -31,6 +31,7 @@ from seglog_cli.storage.batches import (
     RECORD_BATCH_OVERHEAD,
     BatchHeader,
     increment_sequence,
+    wrap_int64,
 )
 from seglog_cli.storage.codecs import DecompressionError, decompress
 from seglog_cli.storage.errors import CorruptRecordError, DecodeError, InvalidRecordError
@@ -100,14 +101,30 @@ def _v2_records(buf, batch: BatchHeader, path) -> Iterator[Record]:
     args = (batch.base_offset, batch.base_timestamp, batch.base_sequence, log_append_time,
             batch.timestamp_type)
     codec = batch.compression
+    if not (-2**62 < batch.base_offset < 2**62 and -2**62 < batch.base_timestamp < 2**62):
+        records = _decode_v2(data if codec == 0 else _decompress(codec, data, batch, path), count,
+                             *args, codec != 0, path, batch.position)
+        return _with_java_long_wrap(records)
     if codec == 0:
         return _decode_v2(data, count, *args, False, path, batch.position)
+    data = _decompress(codec, data, batch, path)
+    return iter(list(_decode_v2(data, count, *args, True, path, batch.position)))
+
+
+def _decompress(codec: int, data: bytes, batch: BatchHeader, path) -> bytes:
     try:
-        data = decompress(codec, data, batch.magic)
+        return decompress(codec, data, batch.magic)
     except DecompressionError as exc:
         raise DecodeError(f"Failed to decompress record stream: {exc}", path, batch.position,
                           batch.base_offset) from None
-    return iter(list(_decode_v2(data, count, *args, True, path, batch.position)))
+
+
+def _with_java_long_wrap(records: Iterable[Record]) -> Iterator[Record]:
+    """Offsets and timestamps past the int64 range wrap as Java longs do (corrupt headers)."""
+    for record in records:
+        record.offset = wrap_int64(record.offset)
+        record.timestamp = wrap_int64(record.timestamp)
+        yield record
 
 
 def _varint_tail(data, pos: int, raw: int, max_bytes: int):

@@ -2,10 +2,31 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
+from typer._click.exceptions import NoArgsIsHelpError, UsageError
+from typer.core import TyperCommand
 
 from seglog_cli import __version__
 from seglog_cli.commands import dump
+from seglog_cli.status import ExitStatus
+
+
+class OneLineUsageErrors(TyperCommand):
+    """A bad option or argument is one ``seglog: usage error:`` line and exit status 2, like
+    the usage errors found after parsing, instead of click's usage block."""
+
+    def make_context(self, *args, **kwargs):
+        try:
+            return super().make_context(*args, **kwargs)
+        except NoArgsIsHelpError:
+            raise
+        except UsageError as exc:
+            message = " ".join(exc.format_message().split())
+            print(f"seglog: usage error: {message}", file=sys.stderr)
+            raise typer.Exit(ExitStatus.USAGE) from None
+
 
 app = typer.Typer(
     name="seglog",
@@ -16,7 +37,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-app.command("dump", help=dump.HELP, no_args_is_help=True)(dump.dump_command)
+app.command("dump", help=dump.HELP, no_args_is_help=True, cls=OneLineUsageErrors)(dump.dump_command)
 
 
 def _version(value: bool) -> None:

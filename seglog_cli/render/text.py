@@ -89,6 +89,8 @@ class TextDumpRenderer:
         self.flush_lines = flush_lines
         self._lines: list[str] = []
         self._batch: BatchHeader | None = None
+        self._path: str | None = None
+        self._undecodable: list[str] = []  # files with a key or value the decoder refused
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -154,6 +156,7 @@ class TextDumpRenderer:
             self._stderr(f"Ignoring unknown file {event.path}")
         elif kind is DumpReport:
             self.flush()
+            event.damaged_files.extend(p for p in self._undecodable if p not in event.damaged_files)
             self.report(event)
             return event
         elif kind is FileEnd:
@@ -161,6 +164,7 @@ class TextDumpRenderer:
         return None
 
     def _file_start(self, event: FileStart) -> None:
+        self._path = event.path
         self._emit(f"Dumping {event.path}")
         if event.kind == LOG and event.base_offset is not None:
             self._emit(f"Log starting offset: {event.base_offset}")
@@ -187,10 +191,17 @@ class TextDumpRenderer:
                 parts.append(control_text(control))
             prefix = " "
         if self.print_data_log and control is None:
-            if record.key is not None:
-                parts.append(f"{prefix}key: {self.key_decoder(record.key)}")
-            if record.value is not None:
-                parts.append(f" payload: {self.value_decoder(record.value)}")
+            try:
+                if record.key is not None:
+                    parts.append(f"{prefix}key: {self.key_decoder(record.key)}")
+                if record.value is not None:
+                    parts.append(f" payload: {self.value_decoder(record.value)}")
+            except DecodeError as exc:
+                # Kafka's tool dies here (BufferUnderflowException); say where, and go on.
+                error = DecodeError(exc.message, self._path, batch.position, record.offset)
+                self._stderr(f"seglog: {error}")
+                if self._path not in self._undecodable:
+                    self._undecodable.append(self._path)
         return "".join(parts)
 
     # -- the end-of-run report (stderr) ----------------------------------------------------

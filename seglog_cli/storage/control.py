@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from construct import ConstructError
 
 from formats import control as control_format
-from seglog_cli.storage.errors import InvalidRecordError
+from seglog_cli.storage.errors import InvalidRecordError, _first_line
 from seglog_cli.storage.records import Record
 
 UNKNOWN = "UNKNOWN"
@@ -60,7 +60,7 @@ def parse_control_record(record: Record, path=None, position=None) -> ControlRec
         data = schema.parse(record.value or b"")
     except (ConstructError, ValueError) as exc:
         raise InvalidRecordError(
-            f"Cannot read {control_format.CONTROL_TYPES[type_id]} control record: {exc}", path,
+            f"Cannot read {control_format.CONTROL_TYPES[type_id]} control record: {_first_line(exc)}", path,
             position, record.offset) from None
     return ControlRecord(type_id, version, data=data)
 

@@ -10,6 +10,7 @@ batch follows (resync), else with the next file.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -92,12 +93,14 @@ def _dump_file(path: str, options: DumpOptions, report: DumpReport) -> Iterator[
     kind = file_kind(name)
     start = _file_start(path, name, kind)
     yield start
-    if kind == UNKNOWN:
+    if kind == UNKNOWN and os.path.exists(path) and not os.path.isdir(path):
         yield UnknownFile(path)
         return
     problems = 0
     findings: list = []
     try:
+        if kind == UNKNOWN:
+            raise _nothing_to_dump(path)
         if kind in (LOG, CHECKPOINT):
             body = _dump_log(path, start, options, report, findings)
         elif kind == INDEX:
@@ -120,6 +123,17 @@ def _dump_file(path: str, options: DumpOptions, report: DumpReport) -> Iterator[
     if problems and path not in report.unreadable_files:
         report.damaged_files.append(path)
     yield FileEnd(path, kind, tuple(findings))
+
+
+def _nothing_to_dump(path: str) -> UnreadableInputError:
+    """Why a path that is neither a file to dump nor an unknown file gives nothing."""
+    if not os.path.isdir(path):
+        return UnreadableInputError("no such file or directory", path)
+    try:
+        os.listdir(path)
+    except OSError as exc:
+        return UnreadableInputError(f"cannot list directory: {exc.strerror}", path)
+    return UnreadableInputError("no files to dump in this directory (--types selects the kinds)", path)
 
 
 def _file_start(path: str, name: str, kind: str) -> FileStart:
@@ -257,11 +271,32 @@ def expand_paths(paths: Iterable[str], kinds: tuple[str, ...] = DEFAULT_DIR_KIND
         if not path.is_dir():
             yield raw
             continue
-        if looks_like_partition_dir(path):
-            yield from _partition_files(raw, kinds, options)
-        else:
-            for partition_dir in LogDir(path).partition_dirs():
-                yield from _partition_files(str(Path(raw) / partition_dir.name), kinds, options)
+        found = False
+        for name in _directory_files(raw, path, kinds, options):
+            found = True
+            yield name
+        if not found:
+            yield raw  # _dump_file reports why nothing came out of it
+
+
+def _directory_files(raw: str, path: Path, kinds, options: DumpOptions | None) -> Iterator[str]:
+    if looks_like_partition_dir(path):
+        yield from _readable_partition_files(raw, kinds, options)
+        return
+    try:
+        partition_dirs = LogDir(path).partition_dirs()
+    except OSError:
+        return
+    for partition_dir in partition_dirs:
+        yield from _readable_partition_files(str(Path(raw) / partition_dir.name), kinds, options)
+
+
+def _readable_partition_files(raw: str, kinds, options: DumpOptions | None) -> Iterator[str]:
+    try:
+        files = list(_partition_files(raw, kinds, options))
+    except UnreadableInputError:
+        files = [raw]  # an unlistable partition directory: _dump_file reports it
+    yield from files
 
 
 def _partition_files(raw: str, kinds, options: DumpOptions | None) -> Iterator[str]:

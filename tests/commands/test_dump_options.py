@@ -147,8 +147,12 @@ def test_exit_statuses(tmp_path, partition):
     assert run_seglog("dump", str(tmp_path / "missing.log")).exit_code == 4
     assert run_seglog("dump", "--types", "nope", str(partition)).exit_code == 2
     assert run_seglog("dump", "--from-timestamp", "yesterday", str(partition)).exit_code == 2
-    unknown = run_seglog("dump", str(partition / "00000000000000000000.log") + ".deleted")
+    deleted = partition / "00000000000000000000.log.deleted"
+    deleted.write_bytes(b"")
+    unknown = run_seglog("dump", str(deleted))
     assert unknown.exit_code == 0  # Kafka's tool ignores unknown suffixes too
+    assert unknown.err == f"Ignoring unknown file {deleted}\n"
+    assert run_seglog("dump", str(deleted) + ".gone").exit_code == 4  # but a missing path is an error
 
 
 def test_closed_pipe_is_quiet(tmp_path):

@@ -65,28 +65,97 @@ def decompress(codec: int, data, magic: int, max_output: int = DEFAULT_MAX_OUTPU
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
+_GZIP_BUFFER = 8 * 1024  # Kafka builds GZIPInputStream(in, 8 * 1024)
+
+
 def _gunzip(data, max_output: int) -> bytes:
+    """``java.util.zip.GZIPInputStream`` over the whole input, as Kafka reads a gzip batch.
+
+    Members follow each other; reserved header flag bits are ignored. After a member Java looks
+    for another one only when its 8 KiB input buffer holds more than 26 bytes past the deflate
+    data or the underlying stream has unread bytes, and a tail that is not a valid member header
+    ends the stream quietly. The buffer is modelled exactly so the same inputs succeed or fail.
+    """
     data = bytes(data)
-    if not data:
-        raise DecompressionError("java.io.EOFException (empty gzip stream)")
+    end = len(data)
+    if not end:
+        raise DecompressionError("java.io.EOFException")
+    in_pos = _gzip_header_end(data, 0)  # readHeader reads straight from the stream
+    buffered = (in_pos, in_pos)  # bytes handed to the Inflater but not read from it yet
     out = []
     total = 0
     while True:
-        inflater = zlib.decompressobj(wbits=31)
+        start = buffered[0] if buffered[0] < buffered[1] else in_pos
+        inflater = zlib.decompressobj(wbits=-15)
         try:
-            chunk = inflater.decompress(data, max_output - total + 1)
+            chunk = inflater.decompress(data[start:], max_output - total + 1)
         except zlib.error as exc:
-            raise DecompressionError(f"gzip: {exc}") from None
+            raise DecompressionError(f"java.util.zip.ZipException: {exc}") from None
         total += len(chunk)
-        out.append(chunk)
         if total > max_output:
             raise DecompressionError(f"gzip: output exceeds {max_output} bytes")
         if not inflater.eof:
-            raise DecompressionError("gzip: Unexpected end of ZLIB input stream")
-        data = inflater.unused_data
-        # GZIPInputStream reads a further member only when a gzip header follows.
-        if len(data) < 10 or not data.startswith(_GZIP_MAGIC):
+            raise DecompressionError("java.io.EOFException: Unexpected end of ZLIB input stream")
+        out.append(chunk)
+        deflate_end = end - len(inflater.unused_data)
+        buffer_end = _gzip_buffer_end(buffered, in_pos, deflate_end, end)
+        remaining = buffer_end - deflate_end  # Inflater.getRemaining() when the member ends
+        if end - deflate_end < 8:
+            raise DecompressionError("java.io.EOFException: Unexpected end of ZLIB input stream")
+        crc, size = struct.unpack_from("<II", data, deflate_end)
+        if crc != zlib.crc32(chunk) or size != len(chunk) & 0xFFFFFFFF:
+            raise DecompressionError("java.util.zip.ZipException: Corrupt GZIP trailer")
+        in_pos = max(buffer_end, deflate_end + 8)
+        if not (end - in_pos > 0 or remaining > 26):
             return b"".join(out)
+        try:
+            header_end = _gzip_header_end(data, deflate_end + 8)
+        except DecompressionError:
+            return b"".join(out)  # "ignore any malformed, do nothing"
+        in_pos = max(in_pos, header_end)
+        buffered = (header_end, buffer_end)
+
+
+def _gzip_buffer_end(buffered: tuple[int, int], in_pos: int, deflate_end: int, end: int) -> int:
+    """End of the Inflater's input buffer at the moment the deflate data ends at ``deflate_end``:
+    the leftover carried from the previous member, then 8 KiB fills from the stream."""
+    if buffered[0] < buffered[1] and deflate_end <= buffered[1]:
+        return buffered[1]
+    fills = max(1, -(-(deflate_end - in_pos) // _GZIP_BUFFER))
+    return min(end, in_pos + fills * _GZIP_BUFFER)
+
+
+_FEXTRA, _FNAME, _FCOMMENT, _FHCRC = 4, 8, 16, 2
+
+
+def _gzip_header_end(data: bytes, start: int) -> int:
+    """``GZIPInputStream.readHeader``: position after the member header at ``start``."""
+    end = len(data)
+    if end - start < 10:
+        raise DecompressionError("java.io.EOFException")
+    if data[start:start + 2] != _GZIP_MAGIC:
+        raise DecompressionError("java.util.zip.ZipException: Not in GZIP format")
+    if data[start + 2] != 8:
+        raise DecompressionError("java.util.zip.ZipException: Unsupported compression method")
+    flags = data[start + 3]
+    pos = start + 10
+    if flags & _FEXTRA:
+        if end - pos < 2:
+            raise DecompressionError("java.io.EOFException")
+        pos += 2 + struct.unpack_from("<H", data, pos)[0]
+    for flag in (_FNAME, _FCOMMENT):
+        if flags & flag:
+            zero = data.find(b"\x00", pos)
+            if zero < 0:
+                raise DecompressionError("java.io.EOFException")
+            pos = zero + 1
+    if flags & _FHCRC:
+        if pos + 2 > end or struct.unpack_from("<H", data, pos)[0] != zlib.crc32(data[start:pos]) & 0xFFFF:
+            raise DecompressionError("java.util.zip.ZipException: Corrupt GZIP header")
+        pos += 2
+    if pos > end:
+        raise DecompressionError("java.io.EOFException")
+    return pos
 
 
 # -- snappy (xerial framing) -----------------------------------------------------------------
@@ -217,11 +286,12 @@ def _check_lz4_descriptor(flg: int, bd: int) -> None:
         raise DecompressionError("Dependent block stream is unsupported")
     if flg >> 6 != 1:
         raise DecompressionError(f"Version {flg >> 6} is unsupported")
-    if bd & 0x80:
+    # Kafka's Lz4BlockOutputStream.BD: "reserved2" is the low nibble, "reserved3" bit 7.
+    if bd & 0x0F:
         raise DecompressionError("Reserved2 field must be 0")
     if not 4 <= (bd >> 4) & 0x07 <= 7:
         raise DecompressionError("Block size value must be between 4 and 7")
-    if bd & 0x0F:
+    if bd & 0x80:
         raise DecompressionError("Reserved3 field must be 0")
 
 
@@ -281,31 +351,40 @@ _ZSTD_MIN_STEP = 1024
 
 
 def _zstd(data, max_output: int) -> bytes:
-    # decompressobj is several times faster than stream_reader on batch-sized frames. The input
-    # is fed in pieces that cannot decode to much more than the room left under max_output, so
-    # a bomb (1 GiB of zeros fits in 32 KiB) hits the cap before it is inflated.
+    """Frame after frame, like zstd-jni's stream: empty input is an empty stream, an unfinished
+    frame is an error ("Truncated source"), garbage after a frame is an error.
+
+    decompressobj is several times faster than stream_reader on batch-sized frames. Input is
+    fed in pieces that cannot decode to much more than the room left under ``max_output``, so a
+    bomb (1 GiB of zeros fits in 32 KiB) hits the cap before it is inflated.
+    """
     data = bytes(data)
-    inflater = _ZSTD.decompressobj(read_across_frames=True)
+    end = len(data)
     out = []
     total = pos = 0
     try:
-        while True:
-            step = max(_ZSTD_MIN_STEP, (max_output - total) // _ZSTD_MAX_RATIO)
-            chunk = inflater.decompress(data[pos:pos + step])
-            pos += step
-            total += len(chunk)
-            if total > max_output:
-                raise DecompressionError(f"zstd: output exceeds {max_output} bytes")
-            out.append(chunk)
-            if pos >= len(data):
-                return b"".join(out)
+        while pos < end:
+            inflater = _ZSTD.decompressobj()
+            while not inflater.eof:
+                if pos >= end:
+                    raise DecompressionError("zstd: Truncated source")
+                step = max(_ZSTD_MIN_STEP, (max_output - total) // _ZSTD_MAX_RATIO)
+                chunk = inflater.decompress(data[pos:pos + step])
+                pos = min(pos + step, end)
+                total += len(chunk)
+                if total > max_output:
+                    raise DecompressionError(f"zstd: output exceeds {max_output} bytes")
+                out.append(chunk)
+            pos -= len(inflater.unused_data)
     except zstandard.ZstdError as exc:
         raise DecompressionError(f"zstd: {exc}") from None
+    return b"".join(out)
 
 
 # -- compression (what Kafka's producers and brokers write) ---------------------------------
 
-_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x00"  # java.util.zip.GZIPOutputStream's
+# java.util.zip.GZIPOutputStream's header on JDK 16+ (OS byte 255), which Kafka 4 brokers run on
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
 _XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
 _XERIAL_BLOCK = 32 * 1024
 _LZ4_BLOCK = 64 * 1024

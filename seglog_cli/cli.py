@@ -1,32 +1,21 @@
-"""The ``seglog`` command line: one typer app, one module per subcommand."""
+"""The ``seglog`` command line: one typer app, one module per subcommand.
+
+Exit statuses are mapped in one place: commands return them through ``typer.Exit``; usage errors
+caught while parsing become one ``seglog: usage error: ...`` line and status 2 here.
+"""
 
 from __future__ import annotations
 
 import sys
 
 import typer
-from typer._click.exceptions import NoArgsIsHelpError, UsageError
-from typer.core import TyperCommand
 
 from seglog_cli import __version__
 from seglog_cli.commands import dump
-from seglog_cli.status import ExitStatus
+from seglog_cli.status import ExitStatus, guarded
 
-
-class OneLineUsageErrors(TyperCommand):
-    """A bad option or argument is one ``seglog: usage error:`` line and exit status 2, like
-    the usage errors found after parsing, instead of click's usage block."""
-
-    def make_context(self, *args, **kwargs):
-        try:
-            return super().make_context(*args, **kwargs)
-        except NoArgsIsHelpError:
-            raise
-        except UsageError as exc:
-            message = " ".join(exc.format_message().split())
-            print(f"seglog: usage error: {message}", file=sys.stderr)
-            raise typer.Exit(ExitStatus.USAGE) from None
-
+# click's UsageError, whether typer vendors click or depends on it
+_UsageError = typer.BadParameter.__mro__[1]
 
 app = typer.Typer(
     name="seglog",
@@ -37,7 +26,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-app.command("dump", help=dump.HELP, no_args_is_help=True, cls=OneLineUsageErrors)(dump.dump_command)
+app.command("dump", help=dump.HELP, no_args_is_help=True)(dump.dump_command)
 
 
 def _version(value: bool) -> None:
@@ -47,10 +36,26 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                      help="Print the version and exit.")) -> None:
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
     """Inspect and repair Apache Kafka log directories offline."""
 
 
+def main(argv: list[str] | None = None) -> int:
+    """Run seglog with ``argv`` (default: the process arguments) and return the exit status."""
+    try:
+        result = app(args=argv, prog_name="seglog", standalone_mode=False)
+    except _UsageError as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            exc.show()  # no arguments: the help text
+        else:
+            print(f"seglog: usage error: {' '.join(exc.format_message().split())}", file=sys.stderr)
+        return ExitStatus.USAGE
+    except typer.Abort:
+        print("seglog: interrupted", file=sys.stderr)
+        return ExitStatus.INTERRUPTED
+    return result if isinstance(result, int) else ExitStatus.OK
+
+
 def run() -> None:
-    app()
+    sys.exit(guarded(main))

@@ -78,8 +78,10 @@ class _Capture(io.TextIOWrapper):
 
 
 def run_seglog(*args: str, cwd: Path | None = None) -> Result:
-    """Run the seglog CLI in-process with captured binary stdout/stderr."""
-    from seglog_cli.cli import app
+    """Run the seglog CLI in-process (the same entry point as the console script) with
+    captured binary stdout/stderr."""
+    from seglog_cli.cli import main
+    from seglog_cli.status import guarded
 
     out, err = _Capture(), _Capture()
     old = sys.stdout, sys.stderr, os.getcwd()
@@ -87,11 +89,7 @@ def run_seglog(*args: str, cwd: Path | None = None) -> Result:
     try:
         if cwd is not None:
             os.chdir(cwd)
-        try:
-            app(list(args), prog_name="seglog", standalone_mode=True)
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        code = int(guarded(lambda: main(list(args))))
     finally:
         sys.stdout, sys.stderr = old[0], old[1]
         os.chdir(old[2])

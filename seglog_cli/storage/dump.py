@@ -99,7 +99,7 @@ def _dump_file(path: str, options: DumpOptions, report: DumpReport) -> Iterator[
     problems = 0
     findings: list = []
     try:
-        if kind == UNKNOWN:
+        if kind == UNKNOWN or not os.path.exists(path):
             raise _nothing_to_dump(path)
         if kind in (LOG, CHECKPOINT):
             body = _dump_log(path, start, options, report, findings)

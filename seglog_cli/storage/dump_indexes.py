@@ -96,12 +96,22 @@ def _time_index_entries(path, base_offset, log, time_index, offset_index, option
     errors = report.time_index
     absolute = str(Path(path).absolute())
     previous = NO_TIMESTAMP
+    last_search = (None, None, None)  # start position, offset and result of the previous search
     for i in range(time_index.entries):
         entry = time_index.entry(i)
         if entry.offset == base_offset and i > 0:
             return
         position = offset_index.lookup(entry.offset).position if offset_index is not None else 0
-        batch = _find_batch(log, position, entry.offset)
+        start, searched, found = last_search
+        if start == position and searched is not None and entry.offset >= searched:
+            # The same walk as the previous search, further on: resume where that one stopped
+            # (without an .index every search starts at 0, which made this quadratic).
+            if found is not None and found.last_offset < entry.offset:
+                found = _find_batch(log, found.position, entry.offset)
+            batch = found
+        else:
+            batch = _find_batch(log, position, entry.offset)
+        last_search = (position, entry.offset, batch)
         if batch is None:
             errors.shallow_offset_not_found.setdefault(absolute, []).append((entry.offset, -1))
         elif batch.last_offset != entry.offset:

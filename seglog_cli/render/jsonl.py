@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from seglog_cli.render.kafka_json import to_kafka_json_value
+from seglog_cli.render.output import LineOutput
 from seglog_cli.render.text import codec_text
 from seglog_cli.storage.batches import TIMESTAMP_TYPE_NAMES, BatchHeader
 from seglog_cli.storage.dump_events import (
@@ -70,36 +71,19 @@ def batch_object(batch: BatchHeader, path: str) -> dict:
     return obj
 
 
-class JsonLinesDumpRenderer:
+class JsonLinesDumpRenderer(LineOutput):
     def __init__(self, out, err, *, payload_encoding: str = "utf8", deep_iteration: bool = True,
                  flush_lines: int = 2048):
-        self.out = out
-        self.err = err
+        super().__init__(out, err, flush_lines)
         self.encode = ENCODERS[payload_encoding]
         self.deep_iteration = deep_iteration
-        self.flush_lines = flush_lines
-        self._lines: list[str] = []
         self._file: FileStart | None = None
         self._segment = None
         self._batch: BatchHeader | None = None
         self._dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
     def _emit(self, obj: dict) -> None:
-        self._lines.append(self._dumps(obj))
-        if len(self._lines) >= self.flush_lines:
-            self.flush()
-
-    def flush(self) -> None:
-        if self._lines:
-            self._lines.append("")
-            self.out.write("\n".join(self._lines).encode("utf-8", "surrogateescape"))
-            self._lines = []
-        self.out.flush()
-
-    def _stderr(self, line: str) -> None:
-        self.flush()
-        self.err.write((line + "\n").encode("utf-8", "surrogateescape"))
-        self.err.flush()
+        self.emit(self._dumps(obj))
 
     def render(self, events) -> DumpReport | None:
         report = None
@@ -187,16 +171,16 @@ class JsonLinesDumpRenderer:
         elif kind is SanityCheckPassed:
             self._emit({"type": "sanityCheck", "path": event.path, "passed": True})
         elif kind is Problem:
-            self._stderr(event.text)
+            self.stderr(event.text)
             obj = {"type": "error", "path": path, "message": str(event.error or event.text),
                    "kafkaMessage": event.text}
             if event.finding is not None:
                 obj.update(code=event.finding.code, position=event.finding.position)
             self._emit(obj)
         elif kind is Notice:
-            self._stderr(event.text)
+            self.stderr(event.text)
         elif kind is UnknownFile:
-            self._stderr(f"Ignoring unknown file {event.path}")
+            self.stderr(f"Ignoring unknown file {event.path}")
             self._emit({"type": "unknownFile", "path": event.path})
         elif kind is FileEnd:
             for finding in event.findings:

@@ -7,6 +7,7 @@ of Kafka's tool. Lines are buffered and written as UTF-8 bytes in large chunks.
 from __future__ import annotations
 
 from seglog_cli.render.kafka_json import to_kafka_json
+from seglog_cli.render.output import LineOutput
 from seglog_cli.storage.batches import BatchHeader
 from seglog_cli.storage.codecs import CODEC_NAMES
 from seglog_cli.storage.control import ControlRecord
@@ -75,47 +76,25 @@ def string_decoder(data: bytes) -> str:
     return java_utf8(data)
 
 
-class TextDumpRenderer:
+class TextDumpRenderer(LineOutput):
     """Writes DumpLogSegments' stdout and stderr lines for a stream of dump events."""
 
     def __init__(self, out, err, *, print_data_log=False, skip_record_metadata=False,
                  key_decoder=string_decoder, value_decoder=string_decoder, flush_lines=4096):
-        self.out = out  # binary streams
-        self.err = err
+        super().__init__(out, err, flush_lines)
         self.print_data_log = print_data_log
         self.skip_record_metadata = skip_record_metadata
         self.key_decoder = key_decoder
         self.value_decoder = value_decoder
-        self.flush_lines = flush_lines
-        self._lines: list[str] = []
         self._batch: BatchHeader | None = None
         self._path: str | None = None
         self._undecodable: list[str] = []  # files with a key or value the decoder refused
-
-    # -- plumbing --------------------------------------------------------------------------
-
-    def _emit(self, line: str) -> None:
-        self._lines.append(line)
-        if len(self._lines) >= self.flush_lines:
-            self.flush()
-
-    def flush(self) -> None:
-        if self._lines:
-            self._lines.append("")
-            self.out.write("\n".join(self._lines).encode("utf-8", "surrogateescape"))
-            self._lines = []
-        self.out.flush()
-
-    def _stderr(self, line: str) -> None:
-        self.flush()
-        self.err.write((line + "\n").encode("utf-8", "surrogateescape"))
-        self.err.flush()
 
     # -- events ----------------------------------------------------------------------------
 
     def render(self, events) -> DumpReport | None:
         report = None
-        emit = self._emit
+        emit = self.emit
         for event in events:
             kind = type(event)
             if kind is Record:
@@ -131,29 +110,29 @@ class TextDumpRenderer:
     def _other(self, event):
         kind = type(event)
         if kind is ControlRecordEntry:
-            self._emit(self.record_line(event.record, event.control))
+            self.emit(self.record_line(event.record, event.control))
         elif kind is OffsetPosition:
-            self._emit(f"offset: {event.offset} position: {event.position}")
+            self.emit(f"offset: {event.offset} position: {event.position}")
         elif kind is TimestampOffset:
-            self._emit(f"timestamp: {event.timestamp} offset: {event.offset}")
+            self.emit(f"timestamp: {event.timestamp} offset: {event.offset}")
         elif kind is FileStart:
             self._file_start(event)
         elif kind is ProducerStateEntry:
-            self._emit(snapshot_line(event))
+            self.emit(snapshot_line(event))
         elif kind is AbortedTxn:
-            self._emit(f"version: {event.version} producerId: {event.producer_id} firstOffset: "
+            self.emit(f"version: {event.version} producerId: {event.producer_id} firstOffset: "
                        f"{event.first_offset} lastOffset: {event.last_offset} lastStableOffset: "
                        f"{event.last_stable_offset}")
         elif kind is TrailingBytes:
-            self._emit(f"Found {event.count} invalid bytes at the end of {event.file_name}")
+            self.emit(f"Found {event.count} invalid bytes at the end of {event.file_name}")
         elif kind is IndexIsEmpty:
-            self._emit(f"{event.path} is empty.")
+            self.emit(f"{event.path} is empty.")
         elif kind is SanityCheckPassed:
-            self._emit(f"{event.path} passed sanity check.")
+            self.emit(f"{event.path} passed sanity check.")
         elif kind in (Problem, Notice):
-            self._stderr(event.text)
+            self.stderr(event.text)
         elif kind is UnknownFile:
-            self._stderr(f"Ignoring unknown file {event.path}")
+            self.stderr(f"Ignoring unknown file {event.path}")
         elif kind is DumpReport:
             self.flush()
             event.damaged_files.extend(p for p in self._undecodable if p not in event.damaged_files)
@@ -165,14 +144,14 @@ class TextDumpRenderer:
 
     def _file_start(self, event: FileStart) -> None:
         self._path = event.path
-        self._emit(f"Dumping {event.path}")
+        self.emit(f"Dumping {event.path}")
         if event.kind == LOG and event.base_offset is not None:
-            self._emit(f"Log starting offset: {event.base_offset}")
+            self.emit(f"Log starting offset: {event.base_offset}")
         elif event.kind == CHECKPOINT:
             if event.bootstrap:
-                self._emit("KRaft bootstrap snapshot")
+                self.emit("KRaft bootstrap snapshot")
             elif event.snapshot_id is not None:
-                self._emit(f"Snapshot end offset: {event.snapshot_id.end_offset}, "
+                self.emit(f"Snapshot end offset: {event.snapshot_id.end_offset}, "
                            f"epoch: {event.snapshot_id.epoch}")
 
     def record_line(self, record: Record, control: ControlRecord | None) -> str:
@@ -199,7 +178,7 @@ class TextDumpRenderer:
             except DecodeError as exc:
                 # Kafka's tool dies here (BufferUnderflowException); say where, and go on.
                 error = DecodeError(exc.message, self._path, batch.position, record.offset)
-                self._stderr(f"seglog: {error}")
+                self.stderr(f"seglog: {error}")
                 if self._path not in self._undecodable:
                     self._undecodable.append(self._path)
         return "".join(parts)
@@ -208,26 +187,26 @@ class TextDumpRenderer:
 
     def report(self, report: DumpReport) -> None:
         for path, mismatches in report.index_mismatches.items():
-            self._stderr(f"Mismatches in :{path}")
+            self.stderr(f"Mismatches in :{path}")
             for index_offset, log_offset in mismatches:
-                self._stderr(f"  Index offset: {index_offset}, log offset: {log_offset}")
+                self.stderr(f"  Index offset: {index_offset}, log offset: {log_offset}")
         errors = report.time_index
         for path, mismatches in errors.mismatches.items():
-            self._stderr(f"Found timestamp mismatch in :{path}")
+            self.stderr(f"Found timestamp mismatch in :{path}")
             for index_ts, log_ts in mismatches:
-                self._stderr(f"  Index timestamp: {index_ts}, log timestamp: {log_ts}")
+                self.stderr(f"  Index timestamp: {index_ts}, log timestamp: {log_ts}")
         for path, entries in errors.out_of_order.items():
-            self._stderr(f"Found out of order timestamp in :{path}")
+            self.stderr(f"Found out of order timestamp in :{path}")
             for index_ts, previous in entries:
-                self._stderr(f"  Index timestamp: {index_ts}, Previously indexed timestamp: {previous}")
+                self.stderr(f"  Index timestamp: {index_ts}, Previously indexed timestamp: {previous}")
         for entries in errors.shallow_offset_not_found.values():
-            self._stderr("The following indexed offsets are not found in the log.")
+            self.stderr("The following indexed offsets are not found in the log.")
             for indexed, found in entries:
-                self._stderr(f"Indexed offset: {indexed}, found log offset: {found}")
+                self.stderr(f"Indexed offset: {indexed}, found log offset: {found}")
         for path, pairs in report.non_consecutive.items():
-            self._stderr(f"Non-consecutive offsets in {path}")
+            self.stderr(f"Non-consecutive offsets in {path}")
             for first, second in pairs:
-                self._stderr(f"  {first} is followed by {second}")
+                self.stderr(f"  {first} is followed by {second}")
 
 
 def snapshot_line(entry: ProducerStateEntry) -> str:

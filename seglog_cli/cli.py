@@ -6,6 +6,7 @@ caught while parsing become one ``seglog: usage error: ...`` line and status 2 h
 
 from __future__ import annotations
 
+import re
 import sys
 
 import typer
@@ -49,12 +50,18 @@ def main(argv: list[str] | None = None) -> int:
         if type(exc).__name__ == "NoArgsIsHelpError":
             exc.show()  # no arguments: the help text
         else:
-            print(f"seglog: usage error: {' '.join(exc.format_message().split())}", file=sys.stderr)
+            print(f"seglog: usage error: {_one_line(exc.format_message())}", file=sys.stderr)
         return ExitStatus.USAGE
     except typer.Abort:
         print("seglog: interrupted", file=sys.stderr)
         return ExitStatus.INTERRUPTED
     return result if isinstance(result, int) else ExitStatus.OK
+
+
+def _one_line(message: str) -> str:
+    """click's message on one line, each sentence once (some versions repeat a suggestion)."""
+    sentences = re.split(r"(?<=[.?!])\s+", " ".join(message.split()))
+    return " ".join(dict.fromkeys(sentences))
 
 
 def run() -> None:

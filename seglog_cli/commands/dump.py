@@ -10,8 +10,6 @@ from typing import List, Optional
 import typer
 
 from seglog_cli.commands.options import parse_timestamp
-from seglog_cli.render.jsonl import JsonLinesDumpRenderer
-from seglog_cli.render.progress import dump_progress
 from seglog_cli.render.text import DECODERS, TextDumpRenderer, decoder_for
 from seglog_cli.status import ExitStatus, UsageError, guarded
 from seglog_cli.storage.dump import INT32_MAX, DumpOptions, dump, expand_paths
@@ -89,9 +87,13 @@ def _run(paths, files, deep_iteration, print_data_log, skip_record_metadata, ver
     )
     events = dump(expand_paths(inputs, kinds, options), options)
     if progress if progress is not None else sys.stderr.isatty():
+        from seglog_cli.render.progress import dump_progress  # rich only when it is used
+
         events = dump_progress(events)
     out, err = sys.stdout.buffer, sys.stderr.buffer
     if output_format == OutputFormat.jsonl:
+        from seglog_cli.render.jsonl import JsonLinesDumpRenderer
+
         renderer = JsonLinesDumpRenderer(out, err, payload_encoding=payload_encoding.value,
                                          deep_iteration=options.deep_iteration)
     else:

@@ -18,7 +18,7 @@ from pathlib import Path
 from seglog_cli.render.kafka_json import to_kafka_json_value
 from seglog_cli.render.output import LineOutput
 from seglog_cli.render.text import codec_text
-from seglog_cli.storage.batches import TIMESTAMP_TYPE_NAMES, BatchHeader
+from seglog_cli.storage.batches import TIMESTAMP_TYPE_NAMES, BatchHeader, BatchRun
 from seglog_cli.storage.dump_events import (
     ControlRecordEntry,
     DumpReport,
@@ -32,7 +32,7 @@ from seglog_cli.storage.dump_events import (
     UnknownFile,
 )
 from seglog_cli.storage.indexes import AbortedTxn, OffsetPosition, TimestampOffset
-from seglog_cli.storage.records import Record
+from seglog_cli.storage.records import Record, RecordRun
 from seglog_cli.storage.snapshots import ProducerStateEntry
 from seglog_cli.storage.text import java_utf8
 
@@ -83,26 +83,33 @@ class JsonLinesDumpRenderer(LineOutput):
         self._dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
     def _emit(self, obj: dict) -> None:
-        self.emit(self._dumps(obj))
+        self.text(self._dumps(obj))
 
     def render(self, events) -> DumpReport | None:
         report = None
         for event in events:
-            kind = type(event)
-            if kind is Record:
-                self._emit(self.record_object(event))
-            elif kind is BatchHeader:
-                self._batch = event
-                self._emit(batch_object(event, self._file.path))
-            elif kind is ControlRecordEntry:
-                self._emit(self.record_object(event.record, event.control))
-            elif kind is DumpReport:
+            if type(event) in (list, BatchRun, RecordRun):
+                for item in event:
+                    self._item(item)
+            elif type(event) is DumpReport:
                 self.report(event)
                 report = event
             else:
                 self._other(event)
         self.flush()
         return report
+
+    def _item(self, event) -> None:
+        kind = type(event)
+        if kind is Record:
+            self._emit(self.record_object(event))
+        elif kind is BatchHeader:
+            self._batch = event
+            self._emit(batch_object(event, self._file.path))
+        elif kind is ControlRecordEntry:
+            self._emit(self.record_object(event.record, event.control))
+        else:
+            self._other(event)
 
     def record_object(self, record: Record, control=None) -> dict:
         batch, start = self._batch, self._file
@@ -189,7 +196,7 @@ class JsonLinesDumpRenderer(LineOutput):
 
     def report(self, report: DumpReport) -> None:
         for path, mismatches in report.index_mismatches.items():
-            for index_offset, log_offset in reversed(mismatches):
+            for index_offset, log_offset in mismatches:
                 self._emit({"type": "indexMismatch", "path": path, "indexOffset": index_offset,
                             "logOffset": log_offset})
         errors = report.time_index
@@ -202,7 +209,7 @@ class JsonLinesDumpRenderer(LineOutput):
                 for first, second in pairs:
                     self._emit({"type": label, "path": path, names[0]: first, names[1]: second})
         for path, pairs in report.non_consecutive.items():
-            for first, second in reversed(pairs):
+            for first, second in pairs:
                 self._emit({"type": "nonConsecutiveOffsets", "path": path, "offset": first,
                             "nextOffset": second})
 

@@ -1,7 +1,10 @@
-"""Buffered line output shared by the renderers: stdout lines written as UTF-8 in large chunks,
-stderr lines written at once (after flushing stdout, so a terminal shows them in order)."""
+"""Buffered line output shared by the renderers: stdout lines (UTF-8 bytes) written in chunks of
+about a megabyte, stderr lines written at once (after flushing stdout, so a terminal shows them
+in order). A "line" may be several lines already joined (the compiled formatter's blocks)."""
 
 from __future__ import annotations
+
+FLUSH_BYTES = 1 << 20
 
 
 class LineOutput:
@@ -9,18 +12,24 @@ class LineOutput:
         self.out = out  # binary streams
         self.err = err
         self.flush_lines = flush_lines
-        self._lines: list[str] = []
+        self._lines: list[bytes] = []
+        self._bytes = 0
 
-    def emit(self, line: str) -> None:
+    def emit(self, line: bytes) -> None:
         self._lines.append(line)
-        if len(self._lines) >= self.flush_lines:
+        self._bytes += len(line)
+        if self._bytes >= FLUSH_BYTES or len(self._lines) >= self.flush_lines:
             self.flush()
+
+    def text(self, line: str) -> None:
+        self.emit(line.encode("utf-8", "surrogateescape"))
 
     def flush(self) -> None:
         if self._lines:
-            self._lines.append("")
-            self.out.write("\n".join(self._lines).encode("utf-8", "surrogateescape"))
+            self._lines.append(b"")
+            self.out.write(b"\n".join(self._lines))
             self._lines = []
+            self._bytes = 0
         self.out.flush()
 
     def stderr(self, line: str) -> None:

@@ -7,10 +7,10 @@ import os
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
-from seglog_cli.storage.batches import BatchHeader
+from seglog_cli.storage.batches import BatchHeader, BatchRun
 from seglog_cli.storage.dump_events import FileEnd, FileStart
+from seglog_cli.storage.records import RecordRun
 
-UPDATE_EVERY = 2048  # events between two bar refreshes: keeps the hot loop cheap
 
 
 def dump_progress(events):
@@ -21,14 +21,18 @@ def dump_progress(events):
     with Progress(*columns, console=console, transient=True) as bar:
         task = None
         batches = 0
-        count = 0
         for event in events:
-            count += 1
             kind = type(event)
-            if kind is BatchHeader:
-                batches += 1
-                if count % UPDATE_EVERY == 0 and task is not None:
-                    bar.update(task, completed=event.end_position, batches=batches)
+            if kind is BatchRun:
+                batches += event.count
+                if task is not None:
+                    bar.update(task, completed=event.end, batches=batches)
+            elif kind is list or kind is RecordRun:  # a run of batches and records
+                headers = event.headers if kind is RecordRun else [i for i in event if type(i) is BatchHeader]
+                last = headers[-1] if headers else None
+                batches += len(headers)
+                if last is not None and task is not None:
+                    bar.update(task, completed=last.end_position, batches=batches)
             elif kind is FileStart:
                 size = _size(event.path)
                 task = bar.add_task(os.path.basename(event.path), total=size, batches=0)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from seglog_cli.render.kafka_json import to_kafka_json
 from seglog_cli.render.output import LineOutput
-from seglog_cli.storage.batches import BatchHeader
+from seglog_cli.storage import native
+from seglog_cli.storage.batches import BatchHeader, BatchRun
 from seglog_cli.storage.codecs import CODEC_NAMES
 from seglog_cli.storage.control import ControlRecord
 from seglog_cli.storage.errors import DecodeError
@@ -27,7 +28,7 @@ from seglog_cli.storage.dump_events import (
     UnknownFile,
 )
 from seglog_cli.storage.indexes import AbortedTxn, OffsetPosition, TimestampOffset
-from seglog_cli.storage.records import Record
+from seglog_cli.storage.records import Record, RecordRun
 from seglog_cli.storage.snapshots import ProducerStateEntry
 from seglog_cli.storage.text import java_utf8
 
@@ -48,7 +49,7 @@ def batch_line(batch: BatchHeader) -> str:
     if batch.magic >= 2:
         attributes = batch.attributes
         horizon = f"OptionalLong[{batch.base_timestamp}]" if attributes & 0x40 else "OptionalLong.empty"
-        head = (f"baseOffset: {batch.base_offset} lastOffset: {batch.base_offset + batch.last_offset_delta} "
+        head = (f"baseOffset: {batch.base_offset} lastOffset: {batch.last_offset} "
                 f"count: {batch.records_count} baseSequence: {batch.base_sequence} "
                 f"lastSequence: {batch.last_sequence} producerId: {batch.producer_id} "
                 f"producerEpoch: {batch.producer_epoch} partitionLeaderEpoch: {batch.partition_leader_epoch} "
@@ -93,42 +94,99 @@ class TextDumpRenderer(LineOutput):
     # -- events ----------------------------------------------------------------------------
 
     def render(self, events) -> DumpReport | None:
+        compiled = native.module
+        custom_decoders = self.key_decoder is not string_decoder or self.value_decoder is not string_decoder
+        # the compiled lines know only Java's StringDecoder
+        fast = compiled if compiled is not None and not (self.print_data_log and custom_decoders) else None
         report = None
-        emit = self.emit
         for event in events:
             kind = type(event)
-            if kind is Record:
-                emit(self.record_line(event, None))
-            elif kind is BatchHeader:
-                self._batch = event
-                emit(batch_line(event))
+            if kind is list:
+                if fast is not None:
+                    self._run_compiled(event, fast)
+                else:
+                    self._run(event)
+            elif kind is BatchRun:
+                self._batch_run(event, compiled)
+            elif kind is RecordRun:
+                self._record_run(event, fast)
             else:
                 report = self._other(event) or report
         self.flush()
         return report
 
+    def _batch_run(self, run: BatchRun, compiled) -> None:
+        if compiled is not None:
+            self.emit(compiled.batch_lines(run.mapped.buffer, run.start, run.end, run.check_crc))
+        else:
+            for batch in run:
+                self.emit(batch_line(batch).encode("ascii"))
+
+    def _record_run(self, run: RecordRun, compiled) -> None:
+        """Batches and records straight from the bytes; a batch the compiled formatter refuses
+        (a line needing Java's UTF-8 replacement) is built and rendered in Python."""
+        if compiled is None:
+            self._run(list(run))
+            return
+        start, count = 0, len(run)
+        while start < count:
+            text, done = compiled.deep_lines(run.buffer, run.headers, run.sections, start,
+                                             self.print_data_log, self.skip_record_metadata)
+            if done > start:
+                self.emit(text)
+            if done < count:
+                batch = run.headers[done]
+                self._run([batch, *run.records(batch, run.sections[done])])
+            start = done + 1
+
+    def _run_compiled(self, items: list, compiled) -> None:
+        """A run of batches and records: formatted in C as far as it goes, the odd item (a
+        control record, a line needing Java's UTF-8 replacement) in Python."""
+        start, count = 0, len(items)
+        while start < count:
+            text, done, self._batch = compiled.render_lines(
+                BatchHeader, Record, items, start, self._batch, self.print_data_log, self.skip_record_metadata)
+            if done > start:
+                self.emit(text)
+            if done < count:
+                self._run(items[done:done + 1])
+            start = done + 1
+
+    def _run(self, items) -> None:
+        """A run of batches and records, in Python."""
+        emit = self.emit
+        for item in items:
+            kind = type(item)
+            if kind is Record:
+                emit(self.record_line(item, None).encode("utf-8", "surrogateescape"))
+            elif kind is BatchHeader:
+                self._batch = item
+                emit(batch_line(item).encode("ascii"))
+            else:
+                self._other(item)
+
     def _other(self, event):
         kind = type(event)
         if kind is ControlRecordEntry:
-            self.emit(self.record_line(event.record, event.control))
+            self.text(self.record_line(event.record, event.control))
         elif kind is OffsetPosition:
-            self.emit(f"offset: {event.offset} position: {event.position}")
+            self.text(f"offset: {event.offset} position: {event.position}")
         elif kind is TimestampOffset:
-            self.emit(f"timestamp: {event.timestamp} offset: {event.offset}")
+            self.text(f"timestamp: {event.timestamp} offset: {event.offset}")
         elif kind is FileStart:
             self._file_start(event)
         elif kind is ProducerStateEntry:
-            self.emit(snapshot_line(event))
+            self.text(snapshot_line(event))
         elif kind is AbortedTxn:
-            self.emit(f"version: {event.version} producerId: {event.producer_id} firstOffset: "
+            self.text(f"version: {event.version} producerId: {event.producer_id} firstOffset: "
                        f"{event.first_offset} lastOffset: {event.last_offset} lastStableOffset: "
                        f"{event.last_stable_offset}")
         elif kind is TrailingBytes:
-            self.emit(f"Found {event.count} invalid bytes at the end of {event.file_name}")
+            self.text(f"Found {event.count} invalid bytes at the end of {event.file_name}")
         elif kind is IndexIsEmpty:
-            self.emit(f"{event.path} is empty.")
+            self.text(f"{event.path} is empty.")
         elif kind is SanityCheckPassed:
-            self.emit(f"{event.path} passed sanity check.")
+            self.text(f"{event.path} passed sanity check.")
         elif kind in (Problem, Notice):
             self.stderr(event.text)
         elif kind is UnknownFile:
@@ -144,14 +202,14 @@ class TextDumpRenderer(LineOutput):
 
     def _file_start(self, event: FileStart) -> None:
         self._path = event.path
-        self.emit(f"Dumping {event.path}")
+        self.text(f"Dumping {event.path}")
         if event.kind == LOG and event.base_offset is not None:
-            self.emit(f"Log starting offset: {event.base_offset}")
+            self.text(f"Log starting offset: {event.base_offset}")
         elif event.kind == CHECKPOINT:
             if event.bootstrap:
-                self.emit("KRaft bootstrap snapshot")
+                self.text("KRaft bootstrap snapshot")
             elif event.snapshot_id is not None:
-                self.emit(f"Snapshot end offset: {event.snapshot_id.end_offset}, "
+                self.text(f"Snapshot end offset: {event.snapshot_id.end_offset}, "
                            f"epoch: {event.snapshot_id.epoch}")
 
     def record_line(self, record: Record, control: ControlRecord | None) -> str:
@@ -188,7 +246,7 @@ class TextDumpRenderer(LineOutput):
     def report(self, report: DumpReport) -> None:
         for path, mismatches in report.index_mismatches.items():
             self.stderr(f"Mismatches in :{path}")
-            for index_offset, log_offset in mismatches:
+            for index_offset, log_offset in reversed(mismatches):
                 self.stderr(f"  Index offset: {index_offset}, log offset: {log_offset}")
         errors = report.time_index
         for path, mismatches in errors.mismatches.items():
@@ -205,7 +263,7 @@ class TextDumpRenderer(LineOutput):
                 self.stderr(f"Indexed offset: {indexed}, found log offset: {found}")
         for path, pairs in report.non_consecutive.items():
             self.stderr(f"Non-consecutive offsets in {path}")
-            for first, second in pairs:
+            for first, second in reversed(pairs):
                 self.stderr(f"  {first} is followed by {second}")
 
 

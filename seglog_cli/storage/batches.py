@@ -16,14 +16,16 @@ from __future__ import annotations
 import re
 import struct
 import zlib
+from operator import itemgetter
 from typing import Iterator
 
-from crc32c import crc32c
+from seglog_cli.storage.checksums import crc32c
 
 from formats import legacy as legacy_format
 from formats import record_batch as v2_format
 from seglog_cli.storage.errors import CorruptRecordError
-from seglog_cli.storage.files import MappedFile
+from seglog_cli.storage import native
+from seglog_cli.storage.files import RELEASE_STEP, MappedFile
 from seglog_cli.storage.findings import Code, Finding, Severity
 
 LOG_OVERHEAD = v2_format.LOG_OVERHEAD  # 12
@@ -38,6 +40,9 @@ V2_HEADER = struct.Struct(">qiibIhiqqqhii")
 LEGACY_HEADER = struct.Struct(">qiIbbq")
 OFFSET_AND_SIZE = struct.Struct(">qi")
 
+NATIVE_CHUNK = 1024  # entries per call into the compiled scanner
+NATIVE_RUN = 4096  # entries per BatchRun
+ENTRIES, RUNS, CHUNKS = 0, 1, 2  # what LogScan._walk yields
 INT32_MAX = 2**31 - 1
 INT64_LIMIT = 2**63
 NO_TIMESTAMP = -1
@@ -67,36 +72,46 @@ def increment_sequence(sequence: int, increment: int) -> int:
     return wrap_int32(sequence + increment)
 
 
-class BatchHeader:
+_HEADER_FIELDS = ("position", "base_offset", "length", "partition_leader_epoch", "magic", "crc",
+                  "attributes", "last_offset_delta", "base_timestamp", "max_timestamp", "producer_id",
+                  "producer_epoch", "base_sequence", "records_count", "computed_crc")
+
+
+class BatchHeader(tuple):
     """One entry of a ``.log``: a v2 record batch or a legacy (v0/v1) log entry.
 
     Field names follow Kafka. For legacy entries ``base_offset`` is the entry's offset field
     (for a compressed wrapper that is the offset of its last inner message), ``length`` is the
-    message size and the producer fields are -1.
+    message size and the producer fields are -1. A tuple underneath (fields in the order of
+    ``_HEADER_FIELDS``), so the compiled scanner can build it directly.
     """
 
-    __slots__ = ("position", "base_offset", "length", "partition_leader_epoch", "magic", "crc",
-                 "attributes", "last_offset_delta", "base_timestamp", "max_timestamp",
-                 "producer_id", "producer_epoch", "base_sequence", "records_count", "computed_crc")
+    __slots__ = ()
+    _fields = _HEADER_FIELDS
 
-    def __init__(self, position, base_offset, length, partition_leader_epoch, magic, crc,
-                 attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id,
-                 producer_epoch, base_sequence, records_count, computed_crc=None):
-        self.position = position
-        self.base_offset = base_offset
-        self.length = length
-        self.partition_leader_epoch = partition_leader_epoch
-        self.magic = magic
-        self.crc = crc
-        self.attributes = attributes
-        self.last_offset_delta = last_offset_delta
-        self.base_timestamp = base_timestamp
-        self.max_timestamp = max_timestamp
-        self.producer_id = producer_id
-        self.producer_epoch = producer_epoch
-        self.base_sequence = base_sequence
-        self.records_count = records_count
-        self.computed_crc = computed_crc
+    def __new__(cls, position, base_offset, length, partition_leader_epoch, magic, crc, attributes,
+                last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch,
+                base_sequence, records_count, computed_crc=None):
+        return tuple.__new__(cls, (position, base_offset, length, partition_leader_epoch, magic, crc,
+                                   attributes, last_offset_delta, base_timestamp, max_timestamp,
+                                   producer_id, producer_epoch, base_sequence, records_count,
+                                   computed_crc))
+
+    position = property(itemgetter(0))
+    base_offset = property(itemgetter(1))
+    length = property(itemgetter(2))
+    partition_leader_epoch = property(itemgetter(3))
+    magic = property(itemgetter(4))
+    crc = property(itemgetter(5))
+    attributes = property(itemgetter(6))
+    last_offset_delta = property(itemgetter(7))
+    base_timestamp = property(itemgetter(8))
+    max_timestamp = property(itemgetter(9))
+    producer_id = property(itemgetter(10))
+    producer_epoch = property(itemgetter(11))
+    base_sequence = property(itemgetter(12))
+    records_count = property(itemgetter(13))
+    computed_crc = property(itemgetter(14))
 
     @property
     def size(self) -> int:
@@ -199,8 +214,8 @@ def read_batch_header(buf, view, position: int, end: int, check_crc: bool = True
     else:
         padded = bytes(view[position:end]).ljust(LEGACY_HEADER.size, b"\0")
         offset, size, crc, magic, attributes, timestamp = LEGACY_HEADER.unpack(padded)
-    if magic < 1 or size < legacy_format.RECORD_OVERHEAD_V1:
-        timestamp = NO_TIMESTAMP
+    if magic == 0:
+        timestamp = NO_TIMESTAMP  # LegacyRecord.timestamp(): only v0 has none
     computed = zlib.crc32(view[position + 16:batch_end]) if check_crc and size >= 4 else None
     return BatchHeader(position, offset, size, -1, magic, crc, attributes & 0xFF, 0,
                        timestamp, timestamp, -1, -1, -1, None, computed)
@@ -216,6 +231,23 @@ _CANDIDATE = re.compile(rb"(?=\x00\x00[\s\S]{6}" + _SIZE_AT_LEAST_14 + rb"[\s\S]
 # input full of candidates that frame huge entries would otherwise cost quadratic time.
 RESYNC_CRC_BUDGET = 256 * 1024 * 1024
 _NON_ZERO = re.compile(rb"[^\x00]")
+
+
+class BatchRun:
+    """Consecutive well-framed entries ``mapped[start:end]`` (``count`` of them), not decoded
+    yet: consumers that want each entry iterate ``LogScan(mapped, start, end)`` over it."""
+
+    __slots__ = ("mapped", "start", "end", "count", "check_crc")
+
+    def __init__(self, mapped: MappedFile, start: int, end: int, count: int, check_crc: bool = True):
+        self.mapped, self.start, self.end, self.count, self.check_crc = mapped, start, end, count, check_crc
+
+    def __iter__(self) -> Iterator[BatchHeader]:
+        return iter(LogScan(self.mapped, self.start, self.end, resync=False, check_crc=self.check_crc,
+                            bounded=True))
+
+    def __repr__(self) -> str:
+        return f"BatchRun(start={self.start}, end={self.end}, count={self.count})"
 
 
 class LogScan:
@@ -250,11 +282,27 @@ class LogScan:
         self._resync_budget = RESYNC_CRC_BUDGET + 4 * max(0, self.end - start)
 
     def __iter__(self) -> Iterator[BatchHeader]:
+        return self._walk(ENTRIES)
+
+    def runs(self) -> Iterator["BatchRun | BatchHeader"]:
+        """Like iterating, but well-framed stretches come as :class:`BatchRun` regions when the
+        compiled scanner is there (entries are then only framed, not decoded), for consumers
+        that handle a whole region at once. Findings and resync work the same."""
+        return self._walk(RUNS)
+
+    def chunks(self) -> Iterator[list[BatchHeader]]:
+        """Like iterating, but the headers come in lists (as many as the compiled scanner reads
+        in one call; one at a time without it)."""
+        return self._walk(CHUNKS)
+
+    def _walk(self, mode: int):
+        runs = mode == RUNS
         mapped = self.mapped
         buf, view, end = mapped.buffer, mapped.view, self.end
         check_crc = self.check_crc
         unpack_size = OFFSET_AND_SIZE.unpack_from
         unpack_v2 = V2_HEADER.unpack_from
+        compiled = native.module
         limit = end - HEADER_SIZE_UP_TO_MAGIC
         pos = self.start
         last_good_next_offset = None
@@ -262,6 +310,30 @@ class LogScan:
             if pos >= limit:
                 self._finish(pos, last_good_next_offset)
                 return
+            if compiled is not None:  # a stretch of well-framed entries in one call
+                if runs:
+                    next_pos, count, last_next = compiled.walk(buf, pos, end, NATIVE_RUN)
+                    if count:
+                        run = BatchRun(mapped, pos, next_pos, count, check_crc)
+                else:
+                    chunk, next_pos = compiled.scan(BatchHeader, buf, pos, end, check_crc, NATIVE_CHUNK)
+                    count = len(chunk)
+                    if count:
+                        last_next = chunk[-1].next_offset
+                if count:
+                    self.valid_bytes += next_pos - pos
+                    self.end_position = next_pos
+                    last_good_next_offset = last_next
+                    if runs:
+                        yield run
+                    elif mode == CHUNKS:
+                        yield chunk
+                    else:
+                        yield from chunk
+                    pos = next_pos
+                    if pos - mapped._released_to > RELEASE_STEP:
+                        mapped.release_behind(pos)
+                    continue
             size = unpack_size(buf, pos)[1]
             next_pos = pos + LOG_OVERHEAD + size
             if size < MIN_ENTRY_SIZE or next_pos > end:
@@ -283,9 +355,9 @@ class LogScan:
             self.valid_bytes += size + LOG_OVERHEAD
             self.end_position = next_pos
             last_good_next_offset = batch.next_offset
-            yield batch
+            yield [batch] if mode == CHUNKS else batch
             pos = next_pos
-            if pos - mapped._released_to > 67108864:
+            if pos - mapped._released_to > RELEASE_STEP:
                 mapped.release_behind(pos)
 
     # -- what stopped the walk -------------------------------------------------------------

@@ -13,7 +13,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from crc32c import crc32c
+from seglog_cli.storage.checksums import crc32c
 
 from formats import control as control_format
 from formats.varint import encode_unsigned, zigzag_encode

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from seglog_cli.storage import dump_indexes
-from seglog_cli.storage.batches import LogScan
+from seglog_cli.storage import native
+from seglog_cli.storage.batches import BatchHeader, BatchRun, LogScan
+from seglog_cli.storage.codecs import decompress
 from seglog_cli.storage.control import parse_control_record
 from seglog_cli.storage.dump_events import (
     CHECKPOINT,
@@ -46,7 +48,7 @@ from seglog_cli.storage.naming import (
     parse_segment_file_name,
 )
 from seglog_cli.storage.partition_log import LogDir, PartitionLog, looks_like_partition_dir
-from seglog_cli.storage.records import read_records
+from seglog_cli.storage.records import RecordRun, read_records
 from seglog_cli.storage.segments import LogSegment
 
 INT32_MAX = 2**31 - 1
@@ -166,46 +168,133 @@ def _dump_log(path: str, start: FileStart, options: DumpOptions, report: DumpRep
                 yield TrailingBytes(trailing, Path(path).name, scan.end - trailing)
 
 
+RUN_LENGTH = 2048  # batches and records passed on together, as one list
+
+
+class _Offsets:
+    """DumpLogSegments' non-consecutive offsets check over one file's records."""
+
+    __slots__ = ("last", "pairs", "_key", "_report")
+
+    def __init__(self, path: str, report: DumpReport):
+        self.last = -1
+        self.pairs: list | None = None
+        self._key = path
+        self._report = report
+
+    def add(self, gaps: list) -> None:
+        if self.pairs is None:
+            self.pairs = self._report.non_consecutive.setdefault(str(Path(self._key).absolute()), [])
+        self.pairs.extend(gaps)
+
+
+def _batch_records(path, buf, batch, offsets: _Offsets, from_offset, to_offset):
+    """The record events of one batch through the Python decoder, and the Problem that ended
+    them early if any (records before a damaged one are kept, as Kafka prints them)."""
+    items = []
+    last = offsets.last
+    gaps = []
+    try:
+        control = batch.is_control
+        for record in read_records(buf, batch, path):
+            offset = record[0]
+            if (from_offset is not None and offset < from_offset) or (
+                    to_offset is not None and offset > to_offset):
+                continue
+            if offset != last + 1 and last != -1:
+                gaps.append((last, offset))
+            last = offset
+            items.append(ControlRecordEntry(record, parse_control_record(record, path, batch.position))
+                         if control else record)
+        problem = None
+    except SeglogError as exc:
+        problem = Problem(exc.kafka_line(), exc)
+    offsets.last = last
+    if gaps:
+        offsets.add(gaps)
+    return items, problem
+
+
 def _log_body(path, mapped, scan, options, report, from_offset, to_offset) -> Iterator[object]:
+    """Batches (and their records) in lists of up to RUN_LENGTH items: per-item generator hops
+    would cost more than decoding them. Problems and notices come between lists, in order."""
     deep = options.deep_iteration
+    if from_offset is None and to_offset is None and native.module is not None:
+        yield from _log_deep_runs(path, mapped, scan, report) if deep else _log_runs(scan)
+        return
     buf = mapped.buffer
+    offsets = _Offsets(path, report)
     reported = 0
-    last_offset = -1
-    pairs = None
-    absolute = None
+    run = []
     for batch in scan:
         if len(scan.findings) != reported:
+            if run:
+                yield run
+                run = []
             yield from _scan_problems(scan, reported)
             reported = len(scan.findings)
         if from_offset is not None and batch.last_offset < from_offset:
             continue
         if to_offset is not None and batch.magic >= 2 and batch.base_offset > to_offset:
             break
-        yield batch
-        if not deep:
-            continue
-        try:
-            records = read_records(buf, batch, path)
-            control = batch.is_control
-            for record in records:
-                offset = record.offset
-                if (from_offset is not None and offset < from_offset) or (
-                        to_offset is not None and offset > to_offset):
-                    continue
-                if last_offset == -1:
-                    last_offset = offset
-                elif offset != last_offset + 1:
-                    if pairs is None:
-                        absolute = str(Path(path).absolute())
-                        pairs = report.non_consecutive.setdefault(absolute, [])
-                    pairs.insert(0, (last_offset, offset))
-                last_offset = offset
-                if control:
-                    yield ControlRecordEntry(record, parse_control_record(record, path, batch.position))
-                else:
-                    yield record
-        except SeglogError as exc:
-            yield Problem(exc.kafka_line(), exc)
+        run.append(batch)
+        if deep:
+            items, problem = _batch_records(path, buf, batch, offsets, from_offset, to_offset)
+            run.extend(items)
+            if problem is not None:
+                yield run
+                run = []
+                yield problem
+        if len(run) >= RUN_LENGTH:
+            yield run
+            run = []
+    if run:
+        yield run
+    if len(scan.findings) != reported:
+        yield from _scan_problems(scan, reported)
+
+
+def _log_deep_runs(path, mapped, scan: LogScan, report: DumpReport) -> Iterator[object]:
+    """Deep iteration with the compiled decoder: stretches of data batches whose records decode
+    cleanly pass as RecordRun (records built only if a renderer asks); any other batch takes
+    the Python path (``_batch_records``), which reports Kafka's exact errors."""
+    check_run = native.module.check_run
+    buf = mapped.buffer
+    offsets = _Offsets(path, report)
+    gaps: list = []
+    reported = 0
+    for chunk in scan.chunks():
+        if len(scan.findings) != reported:
+            yield from _scan_problems(scan, reported)
+            reported = len(scan.findings)
+        start, count = 0, len(chunk)
+        while start < count:
+            done, offsets.last, sections = check_run(BatchHeader, buf, chunk, start, offsets.last, gaps,
+                                                     decompress)
+            if gaps:
+                offsets.add(gaps)
+                gaps.clear()
+            if done > start:
+                yield RecordRun(buf, chunk[start:done], sections)
+            if done < count:
+                batch = chunk[done]
+                items, problem = _batch_records(path, buf, batch, offsets, None, None)
+                yield [batch, *items]
+                if problem is not None:
+                    yield problem
+            start = done + 1
+    if len(scan.findings) != reported:
+        yield from _scan_problems(scan, reported)
+
+
+def _log_runs(scan: LogScan) -> Iterator[object]:
+    """Batch lines only: whole stretches of well-framed batches pass as BatchRun regions."""
+    reported = 0
+    for item in scan.runs():
+        if len(scan.findings) != reported:
+            yield from _scan_problems(scan, reported)
+            reported = len(scan.findings)
+        yield item if type(item) is BatchRun else [item]
     if len(scan.findings) != reported:
         yield from _scan_problems(scan, reported)
 

@@ -97,8 +97,9 @@ class TimeIndexErrors:
 
 @dataclass
 class DumpReport:
-    """Reports Kafka prints after all files, keyed by absolute path, in Kafka's list order
-    (index mismatches and non-consecutive pairs newest first, as the Scala tool prepends)."""
+    """Reports Kafka prints after all files, keyed by absolute path, each list in discovery order
+    (the Scala tool prepends index mismatches and non-consecutive pairs, so it prints those
+    newest first: the text renderer reverses them)."""
 
     index_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     time_index: TimeIndexErrors = field(default_factory=TimeIndexErrors)

@@ -53,7 +53,7 @@ def dump_offset_index(path: str, base_offset: int | None, options, report: DumpR
             if isinstance(batch_last, Problem):
                 yield batch_last
             elif batch_last != entry.offset:
-                report.index_mismatches.setdefault(absolute, []).insert(0, (entry.offset, batch_last))
+                report.index_mismatches.setdefault(absolute, []).append((entry.offset, batch_last))
             if not options.verify_index_only:
                 yield entry
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from seglog_cli.storage.errors import SeglogError, UnreadableInputError, WriteError
 
 _PAGE = mmap.PAGESIZE
-RELEASE_STEP = 64 * 1024 * 1024  # drop resident pages every 64 MiB of progress
+RELEASE_STEP = 16 * 1024 * 1024  # drop resident pages every 16 MiB of progress
 
 
 class MappedFile:

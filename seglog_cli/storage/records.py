@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from operator import itemgetter
 from typing import Iterable, Iterator
 
 from formats import legacy as legacy_format
@@ -33,6 +34,7 @@ from seglog_cli.storage.batches import (
     increment_sequence,
     wrap_int64,
 )
+from seglog_cli.storage import native
 from seglog_cli.storage.codecs import DecompressionError, decompress
 from seglog_cli.storage.errors import CorruptRecordError, DecodeError, InvalidRecordError
 
@@ -45,38 +47,78 @@ _INT32 = struct.Struct(">i")
 _LEGACY_ENTRY = struct.Struct(">qiIbb")
 
 
-class Record:
+class Record(tuple):
     """One record. ``key``/``value`` are ``bytes`` or ``None``; ``headers`` a tuple of
     ``(key_bytes, value_bytes_or_None)``. ``crc``/``is_valid`` are set for legacy records only
-    (v2 records have no CRC of their own)."""
+    (v2 records have no CRC of their own). A tuple underneath, so the compiled decoder can
+    build it directly."""
 
-    __slots__ = ("offset", "timestamp", "timestamp_type", "key", "value", "headers", "sequence",
-                 "size_in_bytes", "crc", "is_valid", "magic")
+    __slots__ = ()
+    _fields = ("offset", "timestamp", "timestamp_type", "key", "value", "headers", "sequence",
+               "size_in_bytes", "crc", "is_valid", "magic")
 
-    def __init__(self, offset, timestamp, timestamp_type, key, value, headers, sequence,
-                 size_in_bytes, crc=None, is_valid=True, magic=2):
-        self.offset = offset
-        self.timestamp = timestamp
-        self.timestamp_type = timestamp_type
-        self.key = key
-        self.value = value
-        self.headers = headers
-        self.sequence = sequence
-        self.size_in_bytes = size_in_bytes
-        self.crc = crc
-        self.is_valid = is_valid
-        self.magic = magic
+    def __new__(cls, offset, timestamp, timestamp_type, key, value, headers, sequence,
+                size_in_bytes, crc=None, is_valid=True, magic=2):
+        return tuple.__new__(cls, (offset, timestamp, timestamp_type, key, value, headers, sequence,
+                                   size_in_bytes, crc, is_valid, magic))
+
+    offset = property(itemgetter(0))
+    timestamp = property(itemgetter(1))
+    timestamp_type = property(itemgetter(2))
+    key = property(itemgetter(3))
+    value = property(itemgetter(4))
+    headers = property(itemgetter(5))
+    sequence = property(itemgetter(6))
+    size_in_bytes = property(itemgetter(7))
+    crc = property(itemgetter(8))
+    is_valid = property(itemgetter(9))
+    magic = property(itemgetter(10))
+
+    def replace(self, **changes) -> "Record":
+        values = dict(zip(self._fields, self))
+        values.update(changes)
+        return Record(**values)
 
     @property
     def key_size(self) -> int:
-        return -1 if self.key is None else len(self.key)
+        return -1 if self[3] is None else len(self[3])
 
     @property
     def value_size(self) -> int:
-        return -1 if self.value is None else len(self.value)
+        return -1 if self[4] is None else len(self[4])
 
     def __repr__(self) -> str:
         return f"Record(offset={self.offset}, timestamp={self.timestamp}, key={self.key!r})"
+
+
+class RecordRun:
+    """Consecutive v2 data batches whose records all decode cleanly (checked by the compiled
+    decoder's ``check_run``), records not built yet. Iterating gives each ``BatchHeader``
+    followed by its ``Record`` items; ``sections[i]`` is the decompressed records section of
+    ``headers[i]`` when it is compressed, else None (the records are read from ``buffer``)."""
+
+    __slots__ = ("buffer", "headers", "sections")
+
+    def __init__(self, buffer, headers: list[BatchHeader], sections: list):
+        self.buffer, self.headers, self.sections = buffer, headers, sections
+
+    def __len__(self) -> int:
+        return len(self.headers)
+
+    def __iter__(self) -> Iterator[BatchHeader | Record]:
+        for batch, section in zip(self.headers, self.sections):
+            yield batch
+            yield from self.records(batch, section)
+
+    def records(self, batch: BatchHeader, section) -> list[Record]:
+        compiled = native.module
+        if compiled is None or not batch.records_count:
+            return list(read_records(self.buffer, batch)) if batch.records_count else []
+        if section is None:
+            return compiled.decode_v2_batch(Record, self.buffer, batch)
+        log_append_time = batch.max_timestamp if batch.timestamp_type == LOG_APPEND_TIME else None
+        return compiled.decode_v2(Record, section, batch.records_count, batch.base_offset, batch.base_timestamp,
+                                  batch.base_sequence, log_append_time, batch.timestamp_type, True)
 
 
 def read_records(buf, batch: BatchHeader, path: str | None = None) -> Iterator[Record]:
@@ -95,20 +137,31 @@ def _v2_records(buf, batch: BatchHeader, path) -> Iterator[Record]:
                                  path, batch.position, batch.base_offset)
     if count == 0:
         return iter(())
+    compiled = native.module
+    if compiled is not None and not batch.compression:  # straight from the mapped file
+        records = compiled.decode_v2_batch(Record, buf, batch)
+        if records is not None:
+            return iter(records)
     start = batch.position + RECORD_BATCH_OVERHEAD
     data = buf[start:batch.end_position]
     log_append_time = batch.max_timestamp if batch.timestamp_type == LOG_APPEND_TIME else None
     args = (batch.base_offset, batch.base_timestamp, batch.base_sequence, log_append_time,
             batch.timestamp_type)
     codec = batch.compression
+    stream = codec != 0
+    if stream:
+        data = _decompress(codec, data, batch, path)
+    if compiled is not None and stream:
+        records = compiled.decode_v2(Record, data, count, *args, stream)
+        if records is not None:
+            return iter(records)
+        # not clean: the Python decoder below finds Kafka's exact error (or Java's wrap-around)
+    records = _decode_v2(data, count, *args, stream, path, batch.position)
     if not (-2**62 < batch.base_offset < 2**62 and -2**62 < batch.base_timestamp < 2**62):
-        records = _decode_v2(data if codec == 0 else _decompress(codec, data, batch, path), count,
-                             *args, codec != 0, path, batch.position)
-        return _with_java_long_wrap(records)
-    if codec == 0:
-        return _decode_v2(data, count, *args, False, path, batch.position)
-    data = _decompress(codec, data, batch, path)
-    return iter(list(_decode_v2(data, count, *args, True, path, batch.position)))
+        records = _with_java_long_wrap(records)
+    # uncompressed records come lazily (those before a damaged one are returned first, as in
+    # Kafka); a compressed batch is decoded whole before the first record, as Kafka does
+    return records if not stream else iter(list(records))
 
 
 def _decompress(codec: int, data: bytes, batch: BatchHeader, path) -> bytes:
@@ -122,9 +175,7 @@ def _decompress(codec: int, data: bytes, batch: BatchHeader, path) -> bytes:
 def _with_java_long_wrap(records: Iterable[Record]) -> Iterator[Record]:
     """Offsets and timestamps past the int64 range wrap as Java longs do (corrupt headers)."""
     for record in records:
-        record.offset = wrap_int64(record.offset)
-        record.timestamp = wrap_int64(record.timestamp)
-        yield record
+        yield record.replace(offset=wrap_int64(record.offset), timestamp=wrap_int64(record.timestamp))
 
 
 def _varint_tail(data, pos: int, raw: int, max_bytes: int):
@@ -382,8 +433,7 @@ def _legacy_inner_records(entry: bytes, batch: BatchHeader, path) -> Iterator[Re
                     f"'{wrapper_offset}' is less than the last inner message offset '{last_inner}' "
                     f"and it is not zero.", path, batch.position, wrapper_offset)
             base = wrapper_offset - last_inner
-        for record in records:
-            record.offset += base
+        records = [record.replace(offset=record.offset + base) for record in records]
     return _check_inner_uncompressed(records, inner, stream, path, batch.position)
 
 

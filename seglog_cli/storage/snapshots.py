@@ -9,7 +9,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from crc32c import crc32c
+from seglog_cli.storage.checksums import crc32c
 
 from formats import producer_snapshot as snapshot_format
 from seglog_cli.storage.batches import increment_sequence

@@ -62,6 +62,19 @@ def _cases():
     return cases
 
 
+@pytest.fixture(params=["compiled", "python"])
+def engine(request):
+    """Both code paths must print Kafka's output: the compiled hot loops and the pure-Python
+    reference (what runs where no C compiler was available at install time)."""
+    from seglog_cli.storage import native
+
+    if request.param == "compiled" and not native.available():
+        pytest.skip("the compiled module is not built")
+    native.set_enabled(request.param == "compiled")
+    yield request.param
+    native.set_enabled(True)
+
+
 @pytest.fixture(scope="session")
 def recovery_copy(corpus, tmp_path_factory) -> Path:
     """kafka-4.2.0/recovery-cases with the preallocated index tails restored."""
@@ -85,7 +98,7 @@ def _golden_stderr_lines(text: str, data_dir: Path) -> list[str]:
 @requires_corpus
 @pytest.mark.corpus
 @pytest.mark.parametrize("golden_stem,data_dir,relpath,flags", _cases())
-def test_dump_matches_kafka_dump_log(golden_stem, data_dir, relpath, flags, live_copy, recovery_copy):
+def test_dump_matches_kafka_dump_log(golden_stem, data_dir, relpath, flags, live_copy, recovery_copy, engine):
     if flags in DECODER_FLAGS:
         pytest.skip("internal-topic decoders are issue 8")
     golden = CORPUS / f"{golden_stem}.{flags}"

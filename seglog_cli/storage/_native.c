@@ -1,0 +1,1009 @@
+/*
+ * seglog_cli.storage._native: the optional compiled hot loops of the storage engine and of the
+ * text renderer.
+ *
+ * The pure-Python code is the reference: batches.py (framing, headers), records.py (records),
+ * render/text.py (DumpLogSegments' lines). tests/storage/test_native.py checks that both paths
+ * give identical results on broker-written files and on generated and damaged input. These
+ * functions only ever handle clean input: at anything else they stop (or return None) and the
+ * Python code takes over, so Kafka's exact error semantics live in one place.
+ *
+ * Framing
+ *   scan(header_type, buffer, pos, end, check_crc, max_count) -> (headers, next_pos)
+ *   walk(buffer, pos, end, max_count) -> (next_pos, count, last_next_offset)
+ *       Consecutive well-framed entries from pos (v2 batches of >= 61 bytes, legacy entries);
+ *       scan builds header_type instances (a tuple subclass in BatchHeader's field order, the
+ *       computed CRC last), walk only skips over them. Both stop before an entry whose size
+ *       field is below 14, one that runs past end, a v2 entry under 61 bytes, or when 17 or
+ *       fewer bytes remain: the cases batches.LogScan judges in Python.
+ * Records
+ *   decode_v2(record_type, data, count, base_offset, base_timestamp, base_sequence,
+ *             log_append_time, timestamp_type, stream) -> list | None
+ *   decode_v2_batch(record_type, buffer, batch) -> list | None
+ *       The records of a v2 records section (decompressed) or of an uncompressed batch read
+ *       from the mapped file; None when anything is off.
+ *   check_run(header_type, buffer, headers, start, last_offset, gaps, decompress)
+ *       -> (done, last_offset, sections)
+ *       Confirms that headers[start:done] are v2 data batches whose records decode cleanly,
+ *       without building a record; appends DumpLogSegments' non-consecutive offset pairs to
+ *       gaps; sections[i] is the decompressed records section of a compressed batch (or None).
+ * Text (DumpLogSegments 4.2)
+ *   batch_line(batch) -> bytes;  batch_lines(buffer, pos, end, check_crc) -> bytes
+ *   record_line(record, batch, print_data_log, skip_record_metadata) -> bytes | None
+ *   render_lines(header_type, record_type, items, start, batch, print_data_log, skip)
+ *       -> (bytes, done, batch)
+ *   deep_lines(buffer, headers, sections, start, print_data_log, skip) -> (bytes, done)
+ *       Lines are joined by newlines, without a trailing one. A record line is refused (None,
+ *       or an early stop) when a key, value or header key is not valid UTF-8: the Python
+ *       renderer then applies Java's replacement rules.
+ *   crc32c(data) -> int
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <nmmintrin.h>
+#define HAVE_SSE42_CRC 1
+#endif
+
+/* ==== checksums ============================================================================ */
+
+static uint32_t crc32c_table[8][256];
+static uint32_t crc32_table[8][256];
+static int use_hw_crc32c = 0;
+
+static void make_tables(uint32_t table[8][256], uint32_t poly) {
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++) c = (c & 1) ? (poly ^ (c >> 1)) : (c >> 1);
+        table[0][n] = c;
+    }
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = table[0][n];
+        for (int k = 1; k < 8; k++) {
+            c = table[0][c & 0xff] ^ (c >> 8);
+            table[k][n] = c;
+        }
+    }
+}
+
+/* slice-by-8, reflected polynomials (CRC-32 IEEE and CRC-32C) */
+static uint32_t crc_soft(uint32_t table[8][256], const uint8_t *p, size_t n) {
+    uint32_t crc = 0xFFFFFFFFu;
+    while (n && ((uintptr_t)p & 7)) { crc = table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8); n--; }
+    while (n >= 8) {
+        uint32_t lo, hi;
+        memcpy(&lo, p, 4);
+        memcpy(&hi, p + 4, 4);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        lo = __builtin_bswap32(lo);
+        hi = __builtin_bswap32(hi);
+#endif
+        lo ^= crc;
+        crc = table[7][lo & 0xff] ^ table[6][(lo >> 8) & 0xff] ^ table[5][(lo >> 16) & 0xff] ^
+              table[4][lo >> 24] ^ table[3][hi & 0xff] ^ table[2][(hi >> 8) & 0xff] ^
+              table[1][(hi >> 16) & 0xff] ^ table[0][hi >> 24];
+        p += 8;
+        n -= 8;
+    }
+    while (n--) crc = table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+    return crc ^ 0xFFFFFFFFu;
+}
+
+#ifdef HAVE_SSE42_CRC
+__attribute__((target("sse4.2"))) static uint32_t crc32c_hw(const uint8_t *p, size_t n) {
+    uint64_t crc = 0xFFFFFFFFu;
+    while (n && ((uintptr_t)p & 7)) { crc = _mm_crc32_u8((uint32_t)crc, *p++); n--; }
+    while (n >= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        crc = _mm_crc32_u64(crc, v);
+        p += 8;
+        n -= 8;
+    }
+    while (n--) crc = _mm_crc32_u8((uint32_t)crc, *p++);
+    return (uint32_t)crc ^ 0xFFFFFFFFu;
+}
+#endif
+
+static uint32_t crc32c(const uint8_t *p, size_t n) {
+#ifdef HAVE_SSE42_CRC
+    if (use_hw_crc32c) return crc32c_hw(p, n);
+#endif
+    return crc_soft(crc32c_table, p, n);
+}
+
+/* ==== primitives =========================================================================== */
+
+static inline int64_t be64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
+    return (int64_t)v;
+}
+static inline int32_t be32(const uint8_t *p) {
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3]);
+}
+static inline int16_t be16(const uint8_t *p) { return (int16_t)(((uint16_t)p[0] << 8) | p[1]); }
+
+static inline int32_t java_int(int64_t v) { return (int32_t)(uint32_t)(uint64_t)v; }
+static inline int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+
+/* DefaultRecordBatch.incrementSequence, in Java int arithmetic */
+static int32_t increment_sequence(int32_t sequence, int32_t increment) {
+    int32_t limit = java_int((int64_t)INT32_MAX - (int64_t)increment);
+    if (sequence > limit) {
+        int32_t gap = java_int((int64_t)INT32_MAX - (int64_t)sequence);
+        return java_int((int64_t)increment - (int64_t)gap - 1);
+    }
+    return java_int((int64_t)sequence + (int64_t)increment);
+}
+
+/* zig-zag varints with Kafka's 5 / 10 byte limits; 0 when malformed or past limit */
+static inline int read_varint(const uint8_t *p, Py_ssize_t limit, Py_ssize_t *pos, int32_t *out) {
+    uint32_t raw = 0;
+    int shift = 0;
+    for (int i = 0; i < 5; i++) {
+        if (*pos >= limit) return 0;
+        uint8_t byte = p[(*pos)++];
+        raw |= (uint32_t)(byte & 0x7f) << shift;
+        if (byte < 0x80) {
+            *out = (int32_t)((raw >> 1) ^ (uint32_t)-(int32_t)(raw & 1));
+            return 1;
+        }
+        shift += 7;
+    }
+    return 0;
+}
+
+static inline int read_varlong(const uint8_t *p, Py_ssize_t limit, Py_ssize_t *pos, int64_t *out) {
+    uint64_t raw = 0;
+    int shift = 0;
+    for (int i = 0; i < 10; i++) {
+        if (*pos >= limit) return 0;
+        uint8_t byte = p[(*pos)++];
+        raw |= (uint64_t)(byte & 0x7f) << shift;
+        if (byte < 0x80) {
+            *out = (int64_t)((raw >> 1) ^ (uint64_t)-(int64_t)(raw & 1));
+            return 1;
+        }
+        shift += 7;
+    }
+    return 0;
+}
+
+/* ==== headers ============================================================================== */
+
+/* The fields of a BatchHeader, however they were obtained. */
+typedef struct {
+    long long position, base_offset, length, ple, magic, crc, attributes, lod, base_ts, max_ts,
+        pid, pepoch, bseq, count, computed;
+    int has_count, has_computed;
+} Header;
+
+static long long item_ll(PyObject *t, Py_ssize_t i, int *ok) {
+    long long r = PyLong_AsLongLong(PyTuple_GET_ITEM(t, i));
+    if (r == -1 && PyErr_Occurred()) *ok = 0;
+    return r;
+}
+
+static int header_from_tuple(PyObject *t, Header *h) {
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 15) {
+        PyErr_SetString(PyExc_TypeError, "a BatchHeader was expected");
+        return 0;
+    }
+    int ok = 1;
+    h->position = item_ll(t, 0, &ok); h->base_offset = item_ll(t, 1, &ok); h->length = item_ll(t, 2, &ok);
+    h->ple = item_ll(t, 3, &ok); h->magic = item_ll(t, 4, &ok); h->crc = item_ll(t, 5, &ok);
+    h->attributes = item_ll(t, 6, &ok); h->lod = item_ll(t, 7, &ok); h->base_ts = item_ll(t, 8, &ok);
+    h->max_ts = item_ll(t, 9, &ok); h->pid = item_ll(t, 10, &ok); h->pepoch = item_ll(t, 11, &ok);
+    h->bseq = item_ll(t, 12, &ok);
+    h->has_count = PyTuple_GET_ITEM(t, 13) != Py_None;
+    h->count = h->has_count ? item_ll(t, 13, &ok) : 0;
+    h->has_computed = PyTuple_GET_ITEM(t, 14) != Py_None;
+    h->computed = h->has_computed ? item_ll(t, 14, &ok) : 0;
+    return ok;
+}
+
+/* From the file bytes of a well-framed entry (batches.read_batch_header's rules). */
+static void header_from_bytes(const uint8_t *b, Py_ssize_t pos, Py_ssize_t entry_size,
+                              Py_ssize_t available, int check_crc, Header *h) {
+    h->position = pos;
+    h->base_offset = be64(b);
+    h->length = be32(b + 8);
+    h->magic = (int8_t)b[16];
+    h->has_computed = check_crc;
+    if (h->magic >= 2) {
+        h->ple = be32(b + 12); h->crc = (uint32_t)be32(b + 17); h->attributes = be16(b + 21);
+        h->lod = be32(b + 23); h->base_ts = be64(b + 27); h->max_ts = be64(b + 35);
+        h->pid = be64(b + 43); h->pepoch = be16(b + 51); h->bseq = be32(b + 53);
+        h->count = be32(b + 57); h->has_count = 1;
+        h->computed = check_crc ? crc32c(b + 21, (size_t)(entry_size - 21)) : 0;
+    } else {
+        long long timestamp = -1;
+        if (h->magic != 0) {  /* at +18, what exists of it, zero-padded */
+            uint8_t tmp[8] = {0};
+            Py_ssize_t have = available - 18;
+            if (have > 8) have = 8;
+            if (have > 0) memcpy(tmp, b + 18, (size_t)have);
+            timestamp = be64(tmp);
+        }
+        h->ple = -1; h->crc = (uint32_t)be32(b + 12); h->attributes = b[17]; h->lod = 0;
+        h->base_ts = h->max_ts = timestamp; h->pid = -1; h->pepoch = -1; h->bseq = -1;
+        h->count = 0; h->has_count = 0;
+        h->computed = check_crc ? crc_soft(crc32_table, b + 16, (size_t)(entry_size - 16)) : 0;
+    }
+}
+
+static PyObject *make_header(PyTypeObject *type, const Header *h) {
+    PyObject *t = type->tp_alloc(type, 15);
+    if (!t) return NULL;
+    long long values[14] = {h->position, h->base_offset, h->length, h->ple, h->magic, h->crc,
+                            h->attributes, h->lod, h->base_ts, h->max_ts, h->pid, h->pepoch,
+                            h->bseq, h->count};
+    for (int i = 0; i < 15; i++) {
+        PyObject *v;
+        if ((i == 13 && !h->has_count) || (i == 14 && !h->has_computed)) {
+            v = Py_None;
+            Py_INCREF(v);
+        } else {
+            v = PyLong_FromLongLong(i == 14 ? (long long)(uint32_t)h->computed : values[i]);
+        }
+        if (!v) { Py_DECREF(t); return NULL; }
+        PyTuple_SET_ITEM(t, i, v);
+    }
+    PyObject_GC_UnTrack(t); /* ints and None only: never part of a cycle */
+    return t;
+}
+
+/* The size of the entry at pos when it is well-framed, else -1 (the Python scanner judges it). */
+static inline Py_ssize_t clean_entry_size(const uint8_t *data, Py_ssize_t pos, Py_ssize_t end) {
+    if (pos < 0 || pos >= end - 17) return -1;
+    int32_t size = be32(data + pos + 8);
+    if (size < 14 || pos + 12 + (Py_ssize_t)size > end) return -1;
+    if ((int8_t)data[pos + 16] >= 2 && size < 49) return -1;
+    return 12 + (Py_ssize_t)size;
+}
+
+/* ==== records ============================================================================== */
+
+typedef struct {
+    int64_t base_offset, base_timestamp, log_append_time;
+    int32_t base_sequence;
+    int have_lat, stream;
+} BatchContext;
+
+typedef struct {
+    int64_t offset, timestamp;
+    int32_t sequence, header_count;
+    Py_ssize_t size_in_bytes, key_len, value_len, headers_len;
+    const uint8_t *key, *value, *headers;  /* key/value NULL when null */
+} RawRecord;
+
+/* Reads one record at *pos; 1 when it is clean (Kafka would read it without complaint and its
+ * offset and timestamp fit a Java long without wrapping), else 0. */
+static int parse_record(const uint8_t *p, Py_ssize_t n, Py_ssize_t *pos, const BatchContext *c, RawRecord *r) {
+    int32_t length, offset_delta, size;
+    int64_t timestamp_delta;
+    if (!read_varint(p, n, pos, &length) || length < 0 || (Py_ssize_t)length > n - *pos) return 0;
+    Py_ssize_t body_start = *pos;
+    Py_ssize_t limit = c->stream ? *pos + length : n;
+    *pos += 1; /* attributes */
+    if (*pos > limit || !read_varlong(p, limit, pos, &timestamp_delta) ||
+        !read_varint(p, limit, pos, &offset_delta))
+        return 0;
+    if (!read_varint(p, limit, pos, &size)) return 0;
+    if (size >= 0) {
+        if ((Py_ssize_t)size > limit - *pos) return 0;
+        r->key = p + *pos; r->key_len = size; *pos += size;
+    } else { r->key = NULL; r->key_len = -1; }
+    if (!read_varint(p, limit, pos, &size)) return 0;
+    if (size >= 0) {
+        if ((Py_ssize_t)size > limit - *pos) return 0;
+        r->value = p + *pos; r->value_len = size; *pos += size;
+    } else { r->value = NULL; r->value_len = -1; }
+    if (!read_varint(p, limit, pos, &r->header_count) || r->header_count < 0 || r->header_count > limit - *pos)
+        return 0;
+    r->headers = p + *pos;
+    for (int32_t h = 0; h < r->header_count; h++) {
+        if (!read_varint(p, limit, pos, &size) || size < 0 || (Py_ssize_t)size > limit - *pos) return 0;
+        *pos += size;
+        if (!read_varint(p, limit, pos, &size)) return 0;
+        if (size >= 0) {
+            if ((Py_ssize_t)size > limit - *pos) return 0;
+            *pos += size;
+        }
+    }
+    r->headers_len = (p + *pos) - r->headers;
+    if (*pos - body_start != length || *pos > limit) return 0;
+    if (__builtin_add_overflow(c->base_offset, (int64_t)offset_delta, &r->offset)) return 0;
+    if (c->have_lat) r->timestamp = c->log_append_time;
+    else if (__builtin_add_overflow(c->base_timestamp, timestamp_delta, &r->timestamp)) return 0;
+    r->sequence = c->base_sequence >= 0 ? increment_sequence(c->base_sequence, offset_delta) : -1;
+    uint32_t raw = ((uint32_t)length << 1) ^ (uint32_t)(length >> 31);
+    Py_ssize_t varint_size = 1;
+    while (raw >= 0x80) { raw >>= 7; varint_size++; }
+    r->size_in_bytes = varint_size + length;
+    return 1;
+}
+
+/* The next header of a record already checked by parse_record. */
+static void next_header(const uint8_t *h, Py_ssize_t *pos, const uint8_t **key, int32_t *key_len,
+                        const uint8_t **value, int32_t *value_len) {
+    read_varint(h, PY_SSIZE_T_MAX, pos, key_len);
+    *key = h + *pos;
+    *pos += *key_len;
+    read_varint(h, PY_SSIZE_T_MAX, pos, value_len);
+    *value = *value_len >= 0 ? h + *pos : NULL;
+    if (*value_len > 0) *pos += *value_len;
+}
+
+static PyObject *bytes_or_none(const uint8_t *p, Py_ssize_t n) {
+    if (!p) Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)p, n);
+}
+
+static PyObject *make_record(PyTypeObject *type, const RawRecord *r, int timestamp_type) {
+    PyObject *headers = PyTuple_New(r->header_count);
+    if (!headers) return NULL;
+    Py_ssize_t hpos = 0;
+    for (int32_t i = 0; i < r->header_count; i++) {
+        const uint8_t *key, *value;
+        int32_t key_len, value_len;
+        next_header(r->headers, &hpos, &key, &key_len, &value, &value_len);
+        PyObject *k = PyBytes_FromStringAndSize((const char *)key, key_len);
+        PyObject *v = bytes_or_none(value, value_len);
+        PyObject *pair = (k && v) ? PyTuple_Pack(2, k, v) : NULL;
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+        if (!pair) { Py_DECREF(headers); return NULL; }
+        PyObject_GC_UnTrack(pair); /* bytes and None only */
+        PyTuple_SET_ITEM(headers, i, pair);
+    }
+    PyObject_GC_UnTrack(headers);
+    PyObject *items[11] = {
+        PyLong_FromLongLong(r->offset), PyLong_FromLongLong(r->timestamp), PyLong_FromLong(timestamp_type),
+        bytes_or_none(r->key, r->key_len), bytes_or_none(r->value, r->value_len), headers,
+        PyLong_FromLong(r->sequence), PyLong_FromSsize_t(r->size_in_bytes), Py_None, Py_True,
+        PyLong_FromLong(2)};
+    Py_INCREF(Py_None);
+    Py_INCREF(Py_True);
+    PyObject *rec = type->tp_alloc(type, 11);
+    int failed = rec == NULL;
+    for (int k = 0; k < 11; k++) {
+        if (!items[k]) failed = 1;
+        if (rec) PyTuple_SET_ITEM(rec, k, items[k]);
+        else Py_XDECREF(items[k]);
+    }
+    if (failed) {
+        Py_XDECREF(rec);
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        return NULL;
+    }
+    PyObject_GC_UnTrack(rec); /* ints, bytes, None and an untracked tuple */
+    return rec;
+}
+
+/* A new list of records, Py_None (new reference) when the section is not clean, or NULL. */
+static PyObject *decode_records(PyTypeObject *type, const uint8_t *p, Py_ssize_t n, Py_ssize_t count,
+                                const BatchContext *c, int timestamp_type) {
+    PyObject *list = PyList_New(0);
+    if (!list) return NULL;
+    Py_ssize_t pos = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        RawRecord r;
+        if (!parse_record(p, n, &pos, c, &r)) { Py_DECREF(list); Py_RETURN_NONE; }
+        PyObject *rec = make_record(type, &r, timestamp_type);
+        if (!rec || PyList_Append(list, rec) < 0) { Py_XDECREF(rec); Py_DECREF(list); return NULL; }
+        Py_DECREF(rec);
+    }
+    if (pos != n) { Py_DECREF(list); Py_RETURN_NONE; }
+    return list;
+}
+
+static BatchContext context_of(const Header *h, int stream) {
+    BatchContext c = {h->base_offset, h->base_ts, h->max_ts, (int32_t)h->bseq, (h->attributes & 0x08) != 0, stream};
+    return c;
+}
+
+/* ==== text ================================================================================= */
+
+typedef struct { char *buf; Py_ssize_t len, cap; } Out;
+
+static int out_reserve(Out *o, Py_ssize_t extra) {
+    if (o->len + extra <= o->cap) return 1;
+    Py_ssize_t cap = o->cap ? o->cap : 256;
+    while (cap < o->len + extra) cap *= 2;
+    char *b = PyMem_Realloc(o->buf, (size_t)cap);
+    if (!b) { PyErr_NoMemory(); return 0; }
+    o->buf = b;
+    o->cap = cap;
+    return 1;
+}
+static inline int out_put(Out *o, const void *s, Py_ssize_t n) {
+    if (o->len + n > o->cap && !out_reserve(o, n)) return 0;
+    memcpy(o->buf + o->len, s, (size_t)n);
+    o->len += n;
+    return 1;
+}
+static int out_str(Out *o, const char *s) { return out_put(o, s, (Py_ssize_t)strlen(s)); }
+#define OUT_LIT(o, lit) out_put((o), (lit), (Py_ssize_t)(sizeof(lit) - 1))
+
+static const char digit_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+static int out_ull(Out *o, unsigned long long v) {
+    char tmp[24];
+    char *end = tmp + sizeof tmp, *p = end;
+    while (v >= 100) {
+        unsigned idx = (unsigned)(v % 100) * 2;
+        v /= 100;
+        *--p = digit_pairs[idx + 1];
+        *--p = digit_pairs[idx];
+    }
+    if (v >= 10) {
+        *--p = digit_pairs[v * 2 + 1];
+        *--p = digit_pairs[v * 2];
+    } else {
+        *--p = (char)('0' + v);
+    }
+    return out_put(o, p, end - p);
+}
+static int out_ll(Out *o, long long v) {
+    if (v >= 0) return out_ull(o, (unsigned long long)v);
+    if (!out_put(o, "-", 1)) return 0;
+    return out_ull(o, 0ULL - (unsigned long long)v);
+}
+static PyObject *out_finish(Out *o) {
+    PyObject *b = PyBytes_FromStringAndSize(o->buf ? o->buf : "", o->len);
+    PyMem_Free(o->buf);
+    return b;
+}
+
+static const char *codec_names[] = {"none", "gzip", "snappy", "lz4", "zstd"};
+static const char *timestamp_name(long long magic, long long attributes) {
+    if (magic == 0) return "NoTimestampType";
+    return (attributes & 0x08) ? "LogAppendTime" : "CreateTime";
+}
+
+/* DumpLogSegments' batch line */
+static int format_batch(Out *o, const Header *h) {
+    long long size = h->length + 12;
+    long long min_size = h->magic >= 2 ? 61 : 26;
+    int valid = size >= min_size && h->has_computed && (uint32_t)h->computed == (uint32_t)h->crc;
+    int codec = (int)(h->attributes & 7);
+    int r = out_reserve(o, 512);
+    if (h->magic >= 2) {
+        long long last_seq = h->bseq == -1 ? -1 : increment_sequence((int32_t)h->bseq, (int32_t)h->lod);
+        r = r && OUT_LIT(o, "baseOffset: ") && out_ll(o, h->base_offset) && OUT_LIT(o, " lastOffset: ") &&
+            out_ll(o, wrap_add(h->base_offset, h->lod)) && OUT_LIT(o, " count: ") && out_ll(o, h->count) &&
+            OUT_LIT(o, " baseSequence: ") && out_ll(o, h->bseq) && OUT_LIT(o, " lastSequence: ") &&
+            out_ll(o, last_seq) && OUT_LIT(o, " producerId: ") && out_ll(o, h->pid) &&
+            OUT_LIT(o, " producerEpoch: ") && out_ll(o, h->pepoch) &&
+            OUT_LIT(o, " partitionLeaderEpoch: ") && out_ll(o, h->ple) &&
+            ((h->attributes & 0x10) ? OUT_LIT(o, " isTransactional: true") : OUT_LIT(o, " isTransactional: false")) &&
+            ((h->attributes & 0x20) ? OUT_LIT(o, " isControl: true") : OUT_LIT(o, " isControl: false")) &&
+            ((h->attributes & 0x40)
+                 ? (OUT_LIT(o, " deleteHorizonMs: OptionalLong[") && out_ll(o, h->base_ts) && OUT_LIT(o, "]"))
+                 : OUT_LIT(o, " deleteHorizonMs: OptionalLong.empty"));
+    } else {
+        r = r && OUT_LIT(o, "offset: ") && out_ll(o, h->base_offset);
+    }
+    r = r && OUT_LIT(o, " position: ") && out_ll(o, h->position) && OUT_LIT(o, " ") &&
+        out_str(o, timestamp_name(h->magic, h->attributes)) && OUT_LIT(o, ": ") && out_ll(o, h->max_ts) &&
+        OUT_LIT(o, " size: ") && out_ll(o, size) && OUT_LIT(o, " magic: ") && out_ll(o, h->magic) &&
+        OUT_LIT(o, " compresscodec: ") &&
+        (codec <= 4 ? out_str(o, codec_names[codec])
+                    : (OUT_LIT(o, "unknown(") && out_ll(o, codec) && OUT_LIT(o, ")")));
+    return r && OUT_LIT(o, " crc: ") && out_ull(o, (unsigned long long)(uint32_t)h->crc) &&
+           (valid ? OUT_LIT(o, " isvalid: true") : OUT_LIT(o, " isvalid: false"));
+}
+
+/* Strict UTF-8 (no overlongs, no surrogates, <= U+10FFFF): Java decodes and re-encodes such
+ * bytes unchanged, so they can be copied straight to the output. */
+static int valid_utf8(const uint8_t *s, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    while (i < n) {
+        if (i + 8 <= n) {  /* eight ASCII bytes at a time */
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (!(w & 0x8080808080808080ULL)) { i += 8; continue; }
+        }
+        uint8_t c = s[i];
+        if (c < 0x80) { i++; continue; }
+        if (c >= 0xC2 && c <= 0xDF) {
+            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80) return 0;
+            i += 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            if (i + 2 >= n) return 0;
+            uint8_t c1 = s[i + 1], c2 = s[i + 2];
+            if ((c1 & 0xC0) != 0x80 || (c2 & 0xC0) != 0x80) return 0;
+            if (c == 0xE0 && c1 < 0xA0) return 0;
+            if (c == 0xED && c1 >= 0xA0) return 0;
+            i += 3;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            if (i + 3 >= n) return 0;
+            uint8_t c1 = s[i + 1], c2 = s[i + 2], c3 = s[i + 3];
+            if ((c1 & 0xC0) != 0x80 || (c2 & 0xC0) != 0x80 || (c3 & 0xC0) != 0x80) return 0;
+            if (c == 0xF0 && c1 < 0x90) return 0;
+            if (c == 0xF4 && c1 >= 0x90) return 0;
+            i += 4;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The fields a record line shows, from a Record tuple or straight from the bytes. */
+typedef struct {
+    long long offset, timestamp, sequence, crc;
+    int is_valid, legacy;
+    const uint8_t *key, *value;
+    Py_ssize_t key_len, value_len;
+    int32_t header_count;
+    const uint8_t *raw_headers;   /* raw header bytes (when from bytes) ... */
+    PyObject *header_tuple;       /* ... or the Record's headers tuple */
+} LineRecord;
+
+/* DumpLogSegments' record line; 1 done, 0 error, -1 refused (not valid UTF-8: nothing added) */
+static int format_record(Out *o, const LineRecord *r, long long magic, long long attributes,
+                         int print_data_log, int skip_metadata) {
+    Py_ssize_t start = o->len;
+    Py_ssize_t need = 256 + (r->key_len > 0 ? r->key_len : 0) + (r->value_len > 0 ? r->value_len : 0);
+    if (!out_reserve(o, need)) return 0;
+    int ok = 1;
+    const char *prefix = "| ";
+    if (!skip_metadata) {
+        ok = OUT_LIT(o, "| offset: ") && out_ll(o, r->offset) && OUT_LIT(o, " ") &&
+             out_str(o, timestamp_name(magic, attributes)) && OUT_LIT(o, ": ") && out_ll(o, r->timestamp) &&
+             OUT_LIT(o, " keySize: ") && out_ll(o, r->key ? r->key_len : -1) &&
+             OUT_LIT(o, " valueSize: ") && out_ll(o, r->value ? r->value_len : -1);
+        if (ok && !r->legacy) {
+            ok = OUT_LIT(o, " sequence: ") && out_ll(o, r->sequence) && OUT_LIT(o, " headerKeys: [");
+            Py_ssize_t hpos = 0;
+            for (int32_t h = 0; ok && h < r->header_count; h++) {
+                const uint8_t *key;
+                Py_ssize_t key_len;
+                if (r->header_tuple) {
+                    PyObject *k = PyTuple_GET_ITEM(PyTuple_GET_ITEM(r->header_tuple, h), 0);
+                    key = (const uint8_t *)PyBytes_AS_STRING(k);
+                    key_len = PyBytes_GET_SIZE(k);
+                } else {
+                    const uint8_t *value;
+                    int32_t klen, vlen;
+                    next_header(r->raw_headers, &hpos, &key, &klen, &value, &vlen);
+                    key_len = klen;
+                }
+                if (!valid_utf8(key, key_len)) { o->len = start; return -1; }
+                ok = (h == 0 || OUT_LIT(o, ",")) && out_put(o, key, key_len);
+            }
+            ok = ok && OUT_LIT(o, "]");
+        } else if (ok) {
+            ok = (r->is_valid ? OUT_LIT(o, " isValid: true crc: ") : OUT_LIT(o, " isValid: false crc: ")) &&
+                 out_ull(o, (unsigned long long)r->crc) && OUT_LIT(o, "}");
+        }
+        prefix = " ";
+    }
+    if (ok && print_data_log) {
+        if (r->key) {
+            if (!valid_utf8(r->key, r->key_len)) { o->len = start; return -1; }
+            ok = out_str(o, prefix) && OUT_LIT(o, "key: ") && out_put(o, r->key, r->key_len);
+        }
+        if (ok && r->value) {
+            if (!valid_utf8(r->value, r->value_len)) { o->len = start; return -1; }
+            ok = OUT_LIT(o, " payload: ") && out_put(o, r->value, r->value_len);
+        }
+    }
+    return ok ? 1 : 0;
+}
+
+/* A LineRecord over a Record tuple (fields checked); 0 with an exception when malformed. */
+static int line_record_of(PyObject *record, LineRecord *r, long long magic) {
+    if (!PyTuple_Check(record) || PyTuple_GET_SIZE(record) != 11) {
+        PyErr_SetString(PyExc_TypeError, "a Record was expected");
+        return 0;
+    }
+    int ok = 1;
+    r->offset = item_ll(record, 0, &ok);
+    r->timestamp = item_ll(record, 1, &ok);
+    r->legacy = magic < 2;
+    r->sequence = r->legacy ? -1 : item_ll(record, 6, &ok);
+    if (!ok) return 0;
+    PyObject *key = PyTuple_GET_ITEM(record, 3), *value = PyTuple_GET_ITEM(record, 4);
+    PyObject *headers = PyTuple_GET_ITEM(record, 5), *crc = PyTuple_GET_ITEM(record, 8);
+    if ((key != Py_None && !PyBytes_Check(key)) || (value != Py_None && !PyBytes_Check(value)) ||
+        !PyTuple_Check(headers)) {
+        PyErr_SetString(PyExc_TypeError, "record fields of unexpected types");
+        return 0;
+    }
+    for (Py_ssize_t h = 0; h < PyTuple_GET_SIZE(headers); h++) {
+        PyObject *pair = PyTuple_GET_ITEM(headers, h);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(pair, 0))) {
+            PyErr_SetString(PyExc_TypeError, "header of unexpected type");
+            return 0;
+        }
+    }
+    r->key = key == Py_None ? NULL : (const uint8_t *)PyBytes_AS_STRING(key);
+    r->key_len = key == Py_None ? -1 : PyBytes_GET_SIZE(key);
+    r->value = value == Py_None ? NULL : (const uint8_t *)PyBytes_AS_STRING(value);
+    r->value_len = value == Py_None ? -1 : PyBytes_GET_SIZE(value);
+    r->header_count = (int32_t)PyTuple_GET_SIZE(headers);
+    r->header_tuple = headers;
+    r->raw_headers = NULL;
+    r->crc = crc == Py_None ? 0 : PyLong_AsLongLong(crc);
+    if (r->crc == -1 && PyErr_Occurred()) return 0;
+    r->is_valid = PyObject_IsTrue(PyTuple_GET_ITEM(record, 9));
+    return 1;
+}
+
+static void line_record_raw(const RawRecord *raw, LineRecord *r) {
+    r->offset = raw->offset; r->timestamp = raw->timestamp; r->sequence = raw->sequence;
+    r->crc = 0; r->is_valid = 1; r->legacy = 0;
+    r->key = raw->key; r->key_len = raw->key_len; r->value = raw->value; r->value_len = raw->value_len;
+    r->header_count = raw->header_count; r->raw_headers = raw->headers; r->header_tuple = NULL;
+}
+
+/* ==== entry points: framing ================================================================ */
+
+static PyObject *native_scan(PyObject *self, PyObject *args) {
+    PyTypeObject *type;
+    PyObject *buffer;
+    Py_ssize_t pos, end, max_count;
+    int check_crc;
+    if (!PyArg_ParseTuple(args, "O!Onnpn", &PyType_Type, &type, &buffer, &pos, &end, &check_crc, &max_count))
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(buffer, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (end > view.len) end = view.len;
+    const uint8_t *data = (const uint8_t *)view.buf;
+    PyObject *list = PyList_New(0);
+    for (Py_ssize_t count = 0; list && count < max_count; count++) {
+        Py_ssize_t size = clean_entry_size(data, pos, end);
+        if (size < 0) break;
+        Header h;
+        header_from_bytes(data + pos, pos, size, end - pos, check_crc, &h);
+        PyObject *t = make_header(type, &h);
+        if (!t || PyList_Append(list, t) < 0) { Py_XDECREF(t); Py_CLEAR(list); }
+        Py_XDECREF(t);
+        pos += size;
+    }
+    PyBuffer_Release(&view);
+    return list ? Py_BuildValue("(Nn)", list, pos) : NULL;
+}
+
+static PyObject *native_walk(PyObject *self, PyObject *args) {
+    PyObject *buffer;
+    Py_ssize_t pos, end, max_count;
+    if (!PyArg_ParseTuple(args, "Onnn", &buffer, &pos, &end, &max_count)) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(buffer, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (end > view.len) end = view.len;
+    const uint8_t *data = (const uint8_t *)view.buf;
+    Py_ssize_t count = 0;
+    int64_t last_next = 0;
+    while (count < max_count) {
+        Py_ssize_t size = clean_entry_size(data, pos, end);
+        if (size < 0) break;
+        const uint8_t *b = data + pos;
+        last_next = wrap_add((int8_t)b[16] >= 2 ? wrap_add(be64(b), be32(b + 23)) : be64(b), 1);
+        pos += size;
+        count++;
+    }
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(nnL)", pos, count, (long long)last_next);
+}
+
+/* ==== entry points: records ================================================================ */
+
+static PyObject *native_decode_v2(PyObject *self, PyObject *args) {
+    PyTypeObject *type;
+    Py_buffer view;
+    Py_ssize_t count;
+    long long base_offset, base_timestamp;
+    int base_sequence, timestamp_type, stream;
+    PyObject *log_append_time;
+    if (!PyArg_ParseTuple(args, "O!y*nLLiOip", &PyType_Type, &type, &view, &count, &base_offset,
+                          &base_timestamp, &base_sequence, &log_append_time, &timestamp_type, &stream))
+        return NULL;
+    BatchContext c = {base_offset, base_timestamp, 0, base_sequence, log_append_time != Py_None, stream};
+    if (c.have_lat) {
+        c.log_append_time = PyLong_AsLongLong(log_append_time);
+        if (c.log_append_time == -1 && PyErr_Occurred()) { PyBuffer_Release(&view); return NULL; }
+    }
+    PyObject *result = decode_records(type, (const uint8_t *)view.buf, view.len, count, &c, timestamp_type);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyObject *native_decode_v2_batch(PyObject *self, PyObject *args) {
+    PyTypeObject *type;
+    PyObject *buffer, *batch;
+    if (!PyArg_ParseTuple(args, "O!OO", &PyType_Type, &type, &buffer, &batch)) return NULL;
+    Header h;
+    if (!header_from_tuple(batch, &h)) return NULL;
+    if (h.magic < 2 || (h.attributes & 7) || !h.has_count || h.count < 0 || h.length < 49) Py_RETURN_NONE;
+    Py_buffer view;
+    if (PyObject_GetBuffer(buffer, &view, PyBUF_SIMPLE) < 0) return NULL;
+    PyObject *result;
+    if (h.position < 0 || h.position + 12 + h.length > view.len) {
+        result = Py_None;
+        Py_INCREF(result);
+    } else {
+        BatchContext c = context_of(&h, 0);
+        result = decode_records(type, (const uint8_t *)view.buf + h.position + 61, (Py_ssize_t)(h.length - 49),
+                                (Py_ssize_t)h.count, &c, c.have_lat ? 1 : 0);
+    }
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* Whether the records section decodes cleanly; appends the offset gaps. -1 on error. */
+static int check_records(const uint8_t *p, Py_ssize_t n, Py_ssize_t count, const BatchContext *c,
+                         long long *last, PyObject *gaps) {
+    Py_ssize_t pos = 0;
+    long long previous = *last;
+    Py_ssize_t gaps_before = PyList_GET_SIZE(gaps);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        RawRecord r;
+        if (!parse_record(p, n, &pos, c, &r)) goto unclean;
+        if (previous != -1 && (unsigned long long)r.offset != (unsigned long long)previous + 1ULL) {
+            PyObject *pair = Py_BuildValue("(LL)", previous, (long long)r.offset);
+            if (!pair || PyList_Append(gaps, pair) < 0) { Py_XDECREF(pair); return -1; }
+            Py_DECREF(pair);
+        }
+        previous = r.offset;
+    }
+    if (pos != n) goto unclean;
+    *last = previous;
+    return 1;
+unclean:
+    if (PyList_SetSlice(gaps, gaps_before, PyList_GET_SIZE(gaps), NULL) < 0) return -1;
+    return 0;
+}
+
+static PyObject *native_check_run(PyObject *self, PyObject *args) {
+    PyTypeObject *header_type;
+    PyObject *buffer, *headers, *gaps, *decompress;
+    Py_ssize_t start;
+    long long last;
+    if (!PyArg_ParseTuple(args, "O!OO!nLO!O", &PyType_Type, &header_type, &buffer, &PyList_Type, &headers,
+                          &start, &last, &PyList_Type, &gaps, &decompress))
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(buffer, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const uint8_t *data = (const uint8_t *)view.buf;
+    PyObject *sections = PyList_New(0);
+    Py_ssize_t i = start, n = PyList_GET_SIZE(headers);
+    for (; sections && i < n; i++) {
+        PyObject *batch = PyList_GET_ITEM(headers, i);
+        Header h;
+        if (Py_TYPE(batch) != header_type) break;
+        if (!header_from_tuple(batch, &h)) { Py_CLEAR(sections); break; }
+        if (h.magic < 2 || (h.attributes & 0x20) || !h.has_count || h.count < 0 || h.length < 49 ||
+            h.position < 0 || h.position + 12 + h.length > view.len)
+            break;
+        int codec = (int)(h.attributes & 7);
+        PyObject *section = Py_None;
+        Py_INCREF(section);
+        int clean;
+        if (h.count == 0) {
+            clean = 1;  /* Kafka reads nothing of an empty batch */
+        } else if (codec == 0) {
+            BatchContext c = context_of(&h, 0);
+            clean = check_records(data + h.position + 61, (Py_ssize_t)(h.length - 49), (Py_ssize_t)h.count, &c, &last, gaps);
+        } else {
+            PyObject *raw = PyBytes_FromStringAndSize((const char *)data + h.position + 61, (Py_ssize_t)(h.length - 49));
+            PyObject *plain = raw ? PyObject_CallFunction(decompress, "iOi", codec, raw, 2) : NULL;
+            Py_XDECREF(raw);
+            if (!plain || !PyBytes_Check(plain)) {  /* the Python path reports the failure */
+                Py_XDECREF(plain);
+                Py_DECREF(section);
+                PyErr_Clear();
+                break;
+            }
+            Py_DECREF(section);
+            section = plain;
+            BatchContext c = context_of(&h, 1);
+            clean = check_records((const uint8_t *)PyBytes_AS_STRING(plain), PyBytes_GET_SIZE(plain),
+                                  (Py_ssize_t)h.count, &c, &last, gaps);
+        }
+        if (clean != 1 || PyList_Append(sections, section) < 0) {
+            Py_DECREF(section);
+            if (clean < 0 || clean == 1) Py_CLEAR(sections);  /* an error, not an unclean batch */
+            break;
+        }
+        Py_DECREF(section);
+    }
+    PyBuffer_Release(&view);
+    if (!sections) return NULL;
+    return Py_BuildValue("(nLN)", i, last, sections);
+}
+
+/* ==== entry points: text =================================================================== */
+
+static PyObject *native_batch_line(PyObject *self, PyObject *batch) {
+    Header h;
+    if (!header_from_tuple(batch, &h)) return NULL;
+    if (h.magic >= 2 && !h.has_count) { PyErr_SetString(PyExc_TypeError, "v2 batch without a count"); return NULL; }
+    Out o = {0};
+    if (!format_batch(&o, &h)) { PyMem_Free(o.buf); return NULL; }
+    return out_finish(&o);
+}
+
+static PyObject *native_batch_lines(PyObject *self, PyObject *args) {
+    PyObject *buffer;
+    Py_ssize_t pos, end;
+    int check_crc;
+    if (!PyArg_ParseTuple(args, "Onnp", &buffer, &pos, &end, &check_crc)) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(buffer, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (end > view.len) end = view.len;
+    const uint8_t *data = (const uint8_t *)view.buf;
+    Out o = {0};
+    int ok = 1;
+    for (int first = 1; ok; first = 0) {
+        Py_ssize_t size = clean_entry_size(data, pos, end);
+        if (size < 0) break;
+        Header h;
+        header_from_bytes(data + pos, pos, size, end - pos, check_crc, &h);
+        ok = (first || OUT_LIT(&o, "\n")) && format_batch(&o, &h);
+        pos += size;
+    }
+    PyBuffer_Release(&view);
+    if (!ok) { PyMem_Free(o.buf); return NULL; }
+    return out_finish(&o);
+}
+
+static PyObject *native_record_line(PyObject *self, PyObject *args) {
+    PyObject *record, *batch;
+    int print_data_log, skip_metadata;
+    if (!PyArg_ParseTuple(args, "OOpp", &record, &batch, &print_data_log, &skip_metadata)) return NULL;
+    Header h;
+    LineRecord r;
+    if (!header_from_tuple(batch, &h) || !line_record_of(record, &r, h.magic)) return NULL;
+    Out o = {0};
+    int done = format_record(&o, &r, h.magic, h.attributes, print_data_log, skip_metadata);
+    if (done == 1) return out_finish(&o);
+    PyMem_Free(o.buf);
+    if (done == 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *native_render_lines(PyObject *self, PyObject *args) {
+    PyTypeObject *header_type, *record_type;
+    PyObject *items, *batch;
+    Py_ssize_t start;
+    int print_data_log, skip_metadata;
+    if (!PyArg_ParseTuple(args, "O!O!O!nOpp", &PyType_Type, &header_type, &PyType_Type, &record_type,
+                          &PyList_Type, &items, &start, &batch, &print_data_log, &skip_metadata))
+        return NULL;
+    Header h = {0};
+    if (batch != Py_None && !header_from_tuple(batch, &h)) return NULL;
+    Py_ssize_t i = start, n = PyList_GET_SIZE(items);
+    Out o = {0};
+    for (; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(items, i);
+        Py_ssize_t mark = o.len;
+        if (mark && !OUT_LIT(&o, "\n")) goto error;
+        if (Py_TYPE(item) == header_type) {
+            Header next;
+            if (!header_from_tuple(item, &next)) goto error;
+            if (next.magic >= 2 && !next.has_count) { o.len = mark; break; }
+            if (!format_batch(&o, &next)) goto error;
+            h = next;
+            batch = item;
+        } else if (Py_TYPE(item) == record_type && batch != Py_None) {
+            LineRecord r;
+            if (!line_record_of(item, &r, h.magic)) goto error;
+            int done = format_record(&o, &r, h.magic, h.attributes, print_data_log, skip_metadata);
+            if (done == 0) goto error;
+            if (done < 0) { o.len = mark; break; }
+        } else {
+            o.len = mark;
+            break;
+        }
+    }
+    PyObject *text = out_finish(&o);
+    return text ? Py_BuildValue("(NnO)", text, i, batch) : NULL;
+error:
+    PyMem_Free(o.buf);
+    return NULL;
+}
+
+static PyObject *native_deep_lines(PyObject *self, PyObject *args) {
+    PyObject *buffer, *headers, *sections;
+    Py_ssize_t start;
+    int print_data_log, skip_metadata;
+    if (!PyArg_ParseTuple(args, "OO!O!npp", &buffer, &PyList_Type, &headers, &PyList_Type, &sections,
+                          &start, &print_data_log, &skip_metadata))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(headers);
+    if (PyList_GET_SIZE(sections) != n) {
+        PyErr_SetString(PyExc_ValueError, "one section per header");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(buffer, &view, PyBUF_SIMPLE) < 0) return NULL;
+    Out o = {0};
+    Py_ssize_t i = start;
+    for (; i < n; i++) {
+        Header h;
+        if (!header_from_tuple(PyList_GET_ITEM(headers, i), &h)) goto error;
+        PyObject *section = PyList_GET_ITEM(sections, i);
+        const uint8_t *p;
+        Py_ssize_t len;
+        if (section == Py_None) {
+            if (h.position < 0 || h.length < 49 || h.position + 12 + h.length > view.len) break;
+            p = (const uint8_t *)view.buf + h.position + 61;
+            len = (Py_ssize_t)(h.length - 49);
+        } else if (PyBytes_Check(section)) {
+            p = (const uint8_t *)PyBytes_AS_STRING(section);
+            len = PyBytes_GET_SIZE(section);
+        } else {
+            break;
+        }
+        Py_ssize_t mark = o.len;
+        if ((mark && !OUT_LIT(&o, "\n")) || !format_batch(&o, &h)) goto error;
+        BatchContext c = context_of(&h, section != Py_None);
+        Py_ssize_t pos = 0;
+        int refused = 0;
+        for (long long k = 0; k < h.count; k++) {
+            RawRecord raw;
+            LineRecord r;
+            if (!parse_record(p, len, &pos, &c, &raw)) { refused = 1; break; }
+            line_record_raw(&raw, &r);
+            if (!OUT_LIT(&o, "\n")) goto error;
+            int done = format_record(&o, &r, h.magic, h.attributes, print_data_log, skip_metadata);
+            if (done == 0) goto error;
+            if (done < 0) { refused = 1; break; }
+        }
+        if (refused) { o.len = mark; break; }
+    }
+    PyBuffer_Release(&view);
+    PyObject *text = out_finish(&o);
+    return text ? Py_BuildValue("(Nn)", text, i) : NULL;
+error:
+    PyBuffer_Release(&view);
+    PyMem_Free(o.buf);
+    return NULL;
+}
+
+static PyObject *native_crc32c(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
+    uint32_t crc = crc32c((const uint8_t *)view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(crc);
+}
+
+static PyMethodDef methods[] = {
+    {"scan", native_scan, METH_VARARGS, "Headers of the well-framed entries from pos."},
+    {"walk", native_walk, METH_VARARGS, "Skip over well-framed entries: (next_pos, count, last_next_offset)."},
+    {"decode_v2", native_decode_v2, METH_VARARGS, "Records of a clean v2 records section, else None."},
+    {"decode_v2_batch", native_decode_v2_batch, METH_VARARGS, "Records of an uncompressed v2 batch, else None."},
+    {"check_run", native_check_run, METH_VARARGS, "Confirm a stretch of cleanly decodable data batches."},
+    {"batch_line", native_batch_line, METH_O, "DumpLogSegments' batch line."},
+    {"batch_lines", native_batch_lines, METH_VARARGS, "Batch lines of the well-framed entries in a region."},
+    {"record_line", native_record_line, METH_VARARGS, "DumpLogSegments' record line, or None."},
+    {"render_lines", native_render_lines, METH_VARARGS, "Lines of a list of batches and records."},
+    {"deep_lines", native_deep_lines, METH_VARARGS, "Batch and record lines straight from the bytes."},
+    {"crc32c", native_crc32c, METH_VARARGS, "CRC-32C of a bytes-like object."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    make_tables(crc32c_table, 0x82F63B78u);
+    make_tables(crc32_table, 0xEDB88320u);
+#ifdef HAVE_SSE42_CRC
+    __builtin_cpu_init();
+    use_hw_crc32c = __builtin_cpu_supports("sse4.2");
+#endif
+    return PyModule_Create(&module);
+}

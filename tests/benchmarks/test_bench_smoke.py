@@ -1,0 +1,99 @@
+"""The benchmark scripts keep working: each runs on a tiny segment. No timing is asserted."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from seglog_cli.storage.batches import LogScan
+from seglog_cli.storage.files import MappedFile
+from tests.benchmarks import bench_codecs, bench_dump, make_segment
+
+TINY = 300 * 1024
+
+
+@pytest.mark.parametrize("shape", [{}, {"one_record": True}, {"compression": "lz4"}])
+def test_make_segment_is_deterministic_and_valid(tmp_path, shape):
+    first = make_segment.write_segment(tmp_path / "a" / "00000000000000000000.log", TINY, **shape)
+    second = make_segment.write_segment(tmp_path / "b" / "00000000000000000000.log", TINY, **shape)
+    data = (tmp_path / "a" / "00000000000000000000.log").read_bytes()
+    assert data == (tmp_path / "b" / "00000000000000000000.log").read_bytes()
+    assert first["size_bytes"] == len(data) <= TINY
+    assert TINY - len(data) < 10_000  # filled up to the last batch that fits
+    with MappedFile(first["path"]) as mapped:
+        scan = LogScan(mapped)
+        batches = list(scan)
+        assert scan.findings == [] and scan.valid_bytes == len(data)
+    assert all(batch.is_valid for batch in batches)
+    assert [b.base_offset for b in batches[1:]] == [b.next_offset for b in batches[:-1]]
+    assert all(b.max_timestamp >= b.base_timestamp for b in batches)
+    assert all(later.base_timestamp > earlier.max_timestamp for earlier, later in zip(batches, batches[1:]))
+    assert len(batches) == first["batches"] == second["batches"]
+    assert sum(b.records_count for b in batches) == first["records"]
+    assert batches[-1].next_offset == first["next_offset"]
+    if shape.get("one_record"):
+        assert first["records"] == first["batches"]
+    else:
+        assert first["records"] > first["batches"]
+
+
+def test_benchmark_readers_see_every_record(tmp_path):
+    pytest.importorskip("kafka")
+    meta = make_segment.write_segment(tmp_path / "00000000000000000000.log", TINY, compression="lz4")
+    engine = bench_dump.step_engine_decode(meta["path"])
+    kafka = bench_dump.step_kafka_python(meta["path"], window=16 * 1024)  # several windows
+    assert engine["records"] == kafka["records"] == meta["records"]
+    assert engine["payload_bytes"] == kafka["payload_bytes"] > 0
+    assert kafka["batches"] == meta["batches"] and kafka["crc_ok"]
+    scan = bench_dump.step_header_scan(meta["path"])
+    assert scan["batches"] == meta["batches"] and scan["valid_bytes"] == meta["size_bytes"]
+
+
+def test_deep_dump_prints_a_line_per_batch_and_record(tmp_path):
+    meta = make_segment.write_segment(tmp_path / "00000000000000000000.log", TINY, one_record=False)
+    out = subprocess.run(bench_dump.seglog_command() + ["dump", *bench_dump.CLI_STEPS["dump_deep"], meta["path"]],
+                         capture_output=True, check=True).stdout
+    lines = out.splitlines()
+    assert len(lines) == 2 + meta["batches"] + meta["records"]  # "Dumping", "Log starting offset"
+    assert sum(line.startswith(b"| offset: ") for line in lines) == meta["records"]
+
+
+def test_bench_dump_main_on_a_tiny_segment(tmp_path):
+    pytest.importorskip("kafka")
+    report = bench_dump.main(["--sizes", "0.3", "--allow-small", "--repeat", "1", "--quiet",
+                              "--variants", "one-none,multi-lz4", "--cache-dir", str(tmp_path / "cache"),
+                              "--json", str(tmp_path / "out.json")])
+    assert (tmp_path / "out.json").is_file()
+    assert set(report) >= {"machine", "settings", "startup", "results", "goals"}
+    assert len(report["results"]) == 2
+    for result in report["results"]:
+        assert result["problems"] == []
+        steps = result["steps"]
+        assert set(steps) >= {"startup", "read", "mmap_touch", "crc_all", "header_scan", "header_scan_nocrc",
+                              "engine_decode", "kafka_python", "dump_batches", "dump_deep"}
+        for step in steps.values():
+            assert step["seconds"] > 0 and step["wall"] > 0 and step["peak_rss_mb"] > 0
+        ratios = result["ratios"]
+        for key in ("header_scan_batches_per_s", "dump_batches_batches_per_s", "dump_deep_records_per_s",
+                    "kafka_python_records_per_s", "engine_decode_records_per_s", "deep_dump_vs_kafka_python",
+                    "dump_batches_time_vs_read", "read_mb_per_s", "seglog_peak_rss_mb"):
+            assert ratios[key] > 0, key
+    assert set(report["goals"]) == {"deep_dump_vs_kafka_python", "header_scan_batches_per_s_one_record",
+                                    "peak_rss_mb"}
+    assert all(goal["worst"] > 0 for goal in report["goals"].values())
+
+
+def test_bench_dump_refuses_small_segments_without_the_flag():
+    with pytest.raises(SystemExit):
+        bench_dump.parse_args(["--sizes", "1"])
+
+
+def test_bench_codecs_main_runs_quickly():
+    report = bench_codecs.main(["--quick", "--quiet", "--sizes", "200,16384"])
+    rows = report["results"]
+    assert {row["codec"] for row in rows} == {"gzip", "snappy", "lz4", "zstd"}
+    assert {row["size"] for row in rows} == {200, 16384}
+    assert all(row["us_per_call"] > 0 and row["mb_per_s"] > 0 for row in rows)
+    assert set(report["fastest"]) == {"gzip", "snappy", "lz4", "zstd"}
+    assert all(set(by_size) == {"200", "16384"} for by_size in report["fastest"].values())

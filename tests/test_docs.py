@@ -28,3 +28,13 @@ def test_every_command_is_documented_with_an_example():
         assert f"### `seglog {command}`" in README
         help_text = run_seglog(command, "--help").out
         assert "Example" in help_text and f"seglog {command}" in help_text
+
+
+def test_readme_library_example_runs(capsys):
+    snippet = re.search(r"```python\n(.*?)```", README, re.S).group(1)
+    example = str(REPO / "examples" / "logdir" / "orders-0")
+    exec(compile(snippet.replace("/var/lib/kafka/data/orders-0", example), "README.md", "exec"), {})
+    lines = capsys.readouterr().out.splitlines()
+    offsets = [int(line.split()[0]) for line in lines[:5]]
+    assert offsets == [120, 121, 122, 123, 124]  # the records of the batch holding offset 120
+    assert lines[5].split() == ["120", "124", "True"]  # then the batches from there on

@@ -93,6 +93,11 @@ class CheckpointError(SeglogError):
     """A text checkpoint or metadata file that does not follow Kafka's format."""
 
 
+class DecompressionError(Exception):
+    """A compressed stream that cannot be decoded (raised by the codecs without file context;
+    the record readers turn it into a :class:`DecodeError` naming the file and batch)."""
+
+
 def parse_struct(schema, data, path=None, position: int | None = None, error=SeglogError):
     """Parse ``data`` with a construct schema; library errors become one seglog error.
 

@@ -19,7 +19,7 @@ def dump_progress(events):
     columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                TextColumn("{task.fields[batches]} batches"), TimeRemainingColumn())
     with Progress(*columns, console=console, transient=True) as bar:
-        task = None
+        task = total = None
         batches = 0
         for event in events:
             kind = type(event)
@@ -34,11 +34,11 @@ def dump_progress(events):
                 if last is not None and task is not None:
                     bar.update(task, completed=last.end_position, batches=batches)
             elif kind is FileStart:
-                size = _size(event.path)
-                task = bar.add_task(os.path.basename(event.path), total=size, batches=0)
+                total = _size(event.path)
+                task = bar.add_task(os.path.basename(event.path), total=total, batches=0)
                 batches = 0
             elif kind is FileEnd and task is not None:
-                bar.update(task, completed=bar.tasks[task].total, batches=batches)
+                bar.update(task, completed=total, batches=batches)
                 bar.remove_task(task)
                 task = None
             yield event

@@ -15,6 +15,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import CORPUS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,17 +25,9 @@ from seglog_cli.storage import log_dir_files as ldf
 from seglog_cli.storage.checkpoints import EpochEntry, PartitionMetadata, TopicPartition
 from seglog_cli.storage.errors import CheckpointError, UnreadableInputError
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 KAFKA_DATA = CORPUS / "kafka-4.2.0" / "data"
 PUBLIC = CORPUS / "public"
 TOPIC_ID = "Jzk05VC1RFa1-eBDd20_kA"
-
-
-@pytest.fixture
-def corpus() -> Path:
-    if not CORPUS.is_dir():
-        pytest.skip(f"../shared/corpus not found: {CORPUS}")
-    return CORPUS
 
 
 def _corpus_files(kinds):

@@ -698,6 +698,154 @@ static PyObject *native_walk(PyObject *self, PyObject *args) {
     return Py_BuildValue("(nnL)", pos, count, (long long)last_next);
 }
 
+/* verify_walk(buffer, pos, end, check_crc, max_count, state, segment_base, want_txn)
+ *     -> (next_pos, count, state, packed, anomalies, txn_events, epochs)
+ * walk() for seglog verify: the same well-framed stretch, with per-batch checks. It stops after
+ * a batch whose CRC fails (Python decides whether what follows is a batch or damage).
+ * packed holds count x 5 native int64: position, base offset, last offset, max timestamp and
+ * flags (magic | attributes << 8 | crc ok << 24 | records count << 32). anomalies lists
+ * (kind, position, offset, a, b): ("crc", stored, computed), ("magic", magic, 0),
+ * ("codec", codec, magic), ("order", previous last offset, base offset) for a batch whose
+ * offsets do not follow the previous one, ("outlier", last offset before it, next base
+ * offset) for a batch whose offsets run past the next one's, ("overflow", last offset -
+ * segment base, 0), ("epoch", epoch, previous epoch) for a partition leader epoch going back
+ * (or below -1), ("epoch_outlier", epoch, next epoch) for a single batch whose epoch is above
+ * both neighbours' (which agree).
+ * txn_events lists (position, base offset, last offset, producer id, producer epoch,
+ * is_control) of transactional batches when asked; epochs lists (position, epoch, base offset)
+ * where the leader epoch changes. state is OffsetOrder.state (see verify_segment.py):
+ * (prev_last|None, before_last, prev_pos, prev_first, prev_epoch, before_epoch, prev_epoch_pos,
+ * epoch_start_pos);
+ * only batches whose headers are trusted (CRC and magic good) move it. */
+static PyObject *native_verify_walk(PyObject *self, PyObject *args) {
+    PyObject *buffer, *state;
+    Py_ssize_t pos, end, max_count;
+    int check_crc, want_txn;
+    long long segment_base;
+    if (!PyArg_ParseTuple(args, "OnnpnO!Lp", &buffer, &pos, &end, &check_crc, &max_count, &PyTuple_Type,
+                          &state, &segment_base, &want_txn))
+        return NULL;
+    PyObject *prev_obj;
+    long long prev_last = 0, before_last, prev_pos, prev_first, prev_epoch, before_epoch, prev_epoch_pos,
+        epoch_start_pos;
+    if (!PyArg_ParseTuple(state, "OLLLLLLL", &prev_obj, &before_last, &prev_pos, &prev_first, &prev_epoch,
+                          &before_epoch, &prev_epoch_pos, &epoch_start_pos))
+        return NULL;
+    int have_prev = prev_obj != Py_None;
+    if (have_prev) {
+        prev_last = PyLong_AsLongLong(prev_obj);
+        if (prev_last == -1 && PyErr_Occurred()) return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(buffer, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (end > view.len) end = view.len;
+    const uint8_t *data = (const uint8_t *)view.buf;
+    Out packed = {0};
+    PyObject *anomalies = PyList_New(0), *txn = PyList_New(0), *epochs = PyList_New(0);
+    Py_ssize_t count = 0;
+    int ok = anomalies && txn && epochs && out_reserve(&packed, 40 * (max_count < 65536 ? max_count : 65536));
+#define ANOMALY(...)                                                                  \
+    do {                                                                              \
+        PyObject *a_ = Py_BuildValue(__VA_ARGS__);                                    \
+        ok = ok && a_ && PyList_Append(anomalies, a_) == 0;                           \
+        Py_XDECREF(a_);                                                               \
+    } while (0)
+    while (ok && count < max_count) {
+        Py_ssize_t size = clean_entry_size(data, pos, end);
+        if (size < 0) break;
+        Header h;
+        header_from_bytes(data + pos, pos, size, end - pos, check_crc, &h);
+        long long last = h.magic >= 2 ? wrap_add(h.base_offset, h.lod) : h.base_offset;
+        long long first = h.base_offset;
+        int crc_ok = h.has_computed && (uint32_t)h.computed == (uint32_t)h.crc;
+        int codec = (int)(h.attributes & 7);
+        int magic_ok = h.magic >= 0 && h.magic <= 2;
+        if (check_crc && !crc_ok && magic_ok)
+            ANOMALY("(snLLL)", "crc", pos, first, (long long)(uint32_t)h.crc, (long long)(uint32_t)h.computed);
+        if (!magic_ok)
+            ANOMALY("(snLLL)", "magic", pos, first, h.magic, 0LL);
+        else if (h.magic >= 2 ? codec > 4 : codec > 3)
+            ANOMALY("(snLLL)", "codec", pos, first, (long long)codec, h.magic);
+        int trusted = magic_ok && (crc_ok || !check_crc);
+        if (trusted) {
+            int in_order = 1;
+            if (have_prev && first <= prev_last) {
+                if (first > before_last && first < prev_first) {  /* the previous batch is the odd one */
+                    ANOMALY("(snLLL)", "outlier", prev_pos, prev_first, before_last, first);
+                } else {
+                    ANOMALY("(snLLL)", "order", pos, first, prev_last, first);
+                    in_order = 0;
+                }
+            } else {
+                before_last = have_prev ? prev_last : before_last;
+            }
+            if (in_order) {
+                long long relative = (long long)((uint64_t)last - (uint64_t)segment_base);
+                if (relative < 0 || relative > INT32_MAX)
+                    ANOMALY("(snLLL)", "overflow", pos, last, relative, 0LL);
+                prev_last = last;
+                prev_first = first;
+                prev_pos = pos;
+                have_prev = 1;
+            }
+            if (h.magic >= 2 && h.ple != -1) {
+                if (h.ple < -1) {
+                    ANOMALY("(snLLL)", "epoch", pos, first, h.ple, prev_epoch);
+                } else if (h.ple < prev_epoch) {
+                    if (h.ple == before_epoch && prev_epoch_pos == epoch_start_pos) {
+                        ANOMALY("(snLLL)", "epoch_outlier", prev_epoch_pos, first, prev_epoch, h.ple);
+                        prev_epoch = h.ple;
+                        prev_epoch_pos = pos;
+                    } else {
+                        ANOMALY("(snLLL)", "epoch", pos, first, h.ple, prev_epoch);
+                    }
+                } else {
+                    if (h.ple > prev_epoch) {
+                        PyObject *e = Py_BuildValue("(nLL)", pos, h.ple, first);
+                        ok = ok && e && PyList_Append(epochs, e) == 0;
+                        Py_XDECREF(e);
+                        before_epoch = prev_epoch;
+                        epoch_start_pos = pos;
+                    }
+                    prev_epoch = h.ple;
+                    prev_epoch_pos = pos;
+                }
+            }
+        }
+        if (ok && want_txn && h.magic >= 2 && (h.attributes & 0x10)) {
+            PyObject *event = Py_BuildValue("(nLLLLi)", pos, first, last, h.pid, h.pepoch,
+                                            (h.attributes & 0x20) ? 1 : 0);
+            ok = event && PyList_Append(txn, event) == 0;
+            Py_XDECREF(event);
+        }
+        if (!ok) break;
+        int64_t row[5] = {pos, first, last, h.max_ts,
+                          (int64_t)(((uint64_t)(uint8_t)h.magic) | ((uint64_t)(uint16_t)h.attributes << 8) |
+                                    ((uint64_t)(trusted ? 1 : 0) << 24) | ((uint64_t)(uint32_t)h.count << 32))};
+        ok = out_put(&packed, row, sizeof row);
+        pos += size;
+        count++;
+        if (check_crc && !trusted) break;
+    }
+#undef ANOMALY
+    PyBuffer_Release(&view);
+    if (!ok) {
+        PyMem_Free(packed.buf);
+        Py_XDECREF(anomalies);
+        Py_XDECREF(txn);
+        Py_XDECREF(epochs);
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        return NULL;
+    }
+    PyObject *packed_bytes = out_finish(&packed);
+    if (!packed_bytes) { Py_DECREF(anomalies); Py_DECREF(txn); Py_DECREF(epochs); return NULL; }
+    PyObject *prev_out = have_prev ? PyLong_FromLongLong(prev_last) : (Py_INCREF(Py_None), Py_None);
+    PyObject *new_state = Py_BuildValue("(NLLLLLLL)", prev_out, before_last, prev_pos, prev_first, prev_epoch,
+                                        before_epoch, prev_epoch_pos, epoch_start_pos);
+    if (!new_state) { Py_DECREF(packed_bytes); Py_DECREF(anomalies); Py_DECREF(txn); Py_DECREF(epochs); return NULL; }
+    return Py_BuildValue("(nnNNNNN)", pos, count, new_state, packed_bytes, anomalies, txn, epochs);
+}
+
 /* ==== entry points: records ================================================================ */
 
 static PyObject *native_decode_v2(PyObject *self, PyObject *args) {
@@ -822,6 +970,109 @@ static PyObject *native_check_run(PyObject *self, PyObject *args) {
     PyBuffer_Release(&view);
     if (!sections) return NULL;
     return Py_BuildValue("(nLN)", i, last, sections);
+}
+
+/* verify_records(buffer, packed, decompress) -> (anomalies, python_positions, records)
+ * seglog verify --level deep over a VerifyRun's packed rows: the records of every v2 data batch
+ * are decoded (compressed sections through decompress(codec, data, 2)) and checked. Legacy,
+ * control and not cleanly decodable batches go to python_positions, for the Python decoder to
+ * report Kafka's exact error. anomalies: ("record_offset", position, offset, previous, 0) for
+ * record offsets not increasing or outside the batch, ("last_delta", position, batch last
+ * offset, last record offset, 0), ("max_ts", position, base offset, records' max, batch max). */
+static int append_position(PyObject *list, int64_t position) {
+    PyObject *p = PyLong_FromLongLong(position);
+    int ok = p && PyList_Append(list, p) == 0;
+    Py_XDECREF(p);
+    return ok;
+}
+
+static int append_anomaly(PyObject *list, const char *kind, int64_t position, long long a, long long b,
+                          long long c) {
+    PyObject *t = Py_BuildValue("(sLLLL)", kind, (long long)position, a, b, c);
+    int ok = t && PyList_Append(list, t) == 0;
+    Py_XDECREF(t);
+    return ok;
+}
+
+static PyObject *native_verify_records(PyObject *self, PyObject *args) {
+    PyObject *buffer, *decompress;
+    Py_buffer packed;
+    if (!PyArg_ParseTuple(args, "Oy*O", &buffer, &packed, &decompress)) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(buffer, &view, PyBUF_SIMPLE) < 0) { PyBuffer_Release(&packed); return NULL; }
+    const uint8_t *data = (const uint8_t *)view.buf;
+    Py_ssize_t n = packed.len / 40;
+    PyObject *anomalies = PyList_New(0), *python = PyList_New(0);
+    long long total = 0;
+    int ok = anomalies && python;
+    for (Py_ssize_t i = 0; ok && i < n; i++) {
+        int64_t row[5];
+        memcpy(row, (const char *)packed.buf + 40 * i, sizeof row);
+        int64_t position = row[0], base = row[1], last = row[2], max_ts = row[3];
+        uint64_t flags = (uint64_t)row[4];
+        int magic = (int8_t)(flags & 0xff);
+        int attributes = (int)((flags >> 8) & 0xffff);
+        int32_t count = (int32_t)(flags >> 32);
+        if (magic == 2 && count == 0) continue;  /* Kafka reads nothing of an empty batch */
+        if (!((flags >> 24) & 1)) continue;  /* CRC or magic failed: reported as such, not decoded */
+        const uint8_t *b = data + position;
+        Py_ssize_t length = position + 12 <= view.len ? be32(b + 8) : -1;
+        if (magic != 2 || (attributes & 0x20) || count < 0 || length < 49 || position + 12 + length > view.len) {
+            ok = append_position(python, position);
+            continue;
+        }
+        int codec = attributes & 7, log_append = (attributes & 0x08) != 0;
+        BatchContext c = {base, be64(b + 27), max_ts, be32(b + 53), log_append, codec != 0};
+        const uint8_t *section = b + 61;
+        Py_ssize_t section_len = length - 49;
+        PyObject *plain = NULL;
+        if (codec != 0) {
+            PyObject *raw = PyBytes_FromStringAndSize((const char *)section, section_len);
+            plain = raw ? PyObject_CallFunction(decompress, "iOi", codec, raw, 2) : NULL;
+            Py_XDECREF(raw);
+            if (!plain || !PyBytes_Check(plain)) {  /* the Python path reports why */
+                Py_XDECREF(plain);
+                PyErr_Clear();
+                ok = append_position(python, position);
+                continue;
+            }
+            section = (const uint8_t *)PyBytes_AS_STRING(plain);
+            section_len = PyBytes_GET_SIZE(plain);
+        }
+        Py_ssize_t pos = 0;
+        int clean = 1, reported = 0;
+        long long previous = (long long)base - 1, records_max = -1;
+        for (int32_t k = 0; ok && k < count; k++) {
+            RawRecord r;
+            if (!parse_record(section, section_len, &pos, &c, &r)) { clean = 0; break; }
+            if (!reported && (r.offset <= previous || r.offset > last)) {
+                ok = append_anomaly(anomalies, "record_offset", position, r.offset, previous, 0);
+                reported = 1;
+            }
+            previous = r.offset;
+            if (r.timestamp > records_max) records_max = r.timestamp;
+        }
+        if (clean && pos != section_len) clean = 0;
+        Py_XDECREF(plain);
+        if (!ok) break;
+        if (!clean) {
+            ok = append_position(python, position);
+            continue;
+        }
+        total += count;
+        if (previous != last) ok = append_anomaly(anomalies, "last_delta", position, last, previous, 0);
+        if (ok && !log_append && records_max != max_ts)
+            ok = append_anomaly(anomalies, "max_ts", position, base, records_max, max_ts);
+    }
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&packed);
+    if (!ok) {
+        Py_XDECREF(anomalies);
+        Py_XDECREF(python);
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        return NULL;
+    }
+    return Py_BuildValue("(NNL)", anomalies, python, total);
 }
 
 /* ==== entry points: text =================================================================== */
@@ -984,6 +1235,8 @@ static PyObject *native_crc32c(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"scan", native_scan, METH_VARARGS, "Headers of the well-framed entries from pos."},
     {"walk", native_walk, METH_VARARGS, "Skip over well-framed entries: (next_pos, count, last_next_offset)."},
+    {"verify_walk", native_verify_walk, METH_VARARGS, "walk() with seglog verify's per-batch checks."},
+    {"verify_records", native_verify_records, METH_VARARGS, "Deep checks of a VerifyRun's v2 data batches."},
     {"decode_v2", native_decode_v2, METH_VARARGS, "Records of a clean v2 records section, else None."},
     {"decode_v2_batch", native_decode_v2_batch, METH_VARARGS, "Records of an uncompressed v2 batch, else None."},
     {"check_run", native_check_run, METH_VARARGS, "Confirm a stretch of cleanly decodable data batches."},

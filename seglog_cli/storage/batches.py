@@ -42,7 +42,7 @@ OFFSET_AND_SIZE = struct.Struct(">qi")
 
 NATIVE_CHUNK = 1024  # entries per call into the compiled scanner
 NATIVE_RUN = 4096  # entries per BatchRun
-ENTRIES, RUNS, CHUNKS = 0, 1, 2  # what LogScan._walk yields
+ENTRIES, RUNS, CHUNKS, VERIFY = 0, 1, 2, 3  # what LogScan._walk yields
 INT32_MAX = 2**31 - 1
 INT64_LIMIT = 2**63
 NO_TIMESTAMP = -1
@@ -250,6 +250,29 @@ class BatchRun:
         return f"BatchRun(start={self.start}, end={self.end}, count={self.count})"
 
 
+class VerifyRun:
+    """Well-framed entries ``[start, end)`` checked by the compiled walker (see ``_native.c``,
+    ``verify_walk``): ``packed`` holds 5 int64 per batch (position, base offset, last offset,
+    max timestamp, flags), ``anomalies`` what the checks found, ``txn_events`` the
+    transactional batches."""
+
+    __slots__ = ("start", "end", "count", "packed", "anomalies", "txn_events", "epochs")
+
+    def __init__(self, start, end, count, packed, anomalies, txn_events, epochs):
+        self.start, self.end, self.count = start, end, count
+        self.packed, self.anomalies, self.txn_events, self.epochs = packed, anomalies, txn_events, epochs
+
+    @property
+    def last_trusted(self) -> bool:
+        """Whether the run's last batch passed its CRC and magic checks (flag bit 24)."""
+        return bool(memoryview(self.packed)[-8:].cast("q")[0] >> 24 & 1)
+
+
+def _last_position(run: VerifyRun) -> int:
+    """Where a run's last entry starts."""
+    return memoryview(run.packed)[-40:].cast("q")[0]
+
+
 class LogScan:
     """Iterate the entries of ``mapped[start:end]`` and collect what stopped or interrupted it.
 
@@ -279,6 +302,8 @@ class LogScan:
         self.valid_bytes = 0
         self.end_position = start
         self.resynced = False
+        self._verify_args = (0, False)
+        self._order = None
         self._resync_budget = RESYNC_CRC_BUDGET + 4 * max(0, self.end - start)
 
     def __iter__(self) -> Iterator[BatchHeader]:
@@ -294,6 +319,21 @@ class LogScan:
         """Like iterating, but the headers come in lists (as many as the compiled scanner reads
         in one call; one at a time without it)."""
         return self._walk(CHUNKS)
+
+    def verify_runs(self, segment_base: int, want_txn: bool, order) -> Iterator["VerifyRun | BatchHeader"]:
+        """For seglog verify: well-framed stretches come as :class:`VerifyRun` (checked by the
+        compiled walker: CRC, magic, codec, offset order, relative offset overflow), everything
+        else (and everything, without the compiled module) as ``BatchHeader`` for the Python
+        checks. ``order`` carries the offset-order state (``.state``, ``.expected_offset``)
+        between the two.
+
+        Unlike the other walks, a batch failing its CRC or magic check is not trusted to frame
+        the next one: when what follows it is no plausible batch header, the scan searches for
+        the next valid batch from just after its start and reports a damaged size field
+        (``BATCH_SIZE_MISMATCH``) or a corrupt region."""
+        self._verify_args = (segment_base, want_txn)
+        self._order = order
+        return self._walk(VERIFY)
 
     def _walk(self, mode: int):
         runs = mode == RUNS
@@ -311,7 +351,14 @@ class LogScan:
                 self._finish(pos, last_good_next_offset)
                 return
             if compiled is not None:  # a stretch of well-framed entries in one call
-                if runs:
+                if mode == VERIFY:
+                    order = self._order
+                    next_pos, count, order.state, packed, anomalies, txn, epochs = compiled.verify_walk(
+                        buf, pos, end, check_crc, NATIVE_RUN, order.state, *self._verify_args)
+                    if count:
+                        run = VerifyRun(pos, next_pos, count, packed, anomalies, txn, epochs)
+                        last_next = order.expected_offset
+                elif runs:
                     next_pos, count, last_next = compiled.walk(buf, pos, end, NATIVE_RUN)
                     if count:
                         run = BatchRun(mapped, pos, next_pos, count, check_crc)
@@ -324,12 +371,14 @@ class LogScan:
                     self.valid_bytes += next_pos - pos
                     self.end_position = next_pos
                     last_good_next_offset = last_next
-                    if runs:
+                    if runs or mode == VERIFY:
                         yield run
                     elif mode == CHUNKS:
                         yield chunk
                     else:
                         yield from chunk
+                    if mode == VERIFY and not run.last_trusted:
+                        next_pos = self._after_untrusted(_last_position(run), next_pos)
                     pos = next_pos
                     if pos - mapped._released_to > RELEASE_STEP:
                         mapped.release_behind(pos)
@@ -356,6 +405,10 @@ class LogScan:
             self.end_position = next_pos
             last_good_next_offset = batch.next_offset
             yield [batch] if mode == CHUNKS else batch
+            if mode == VERIFY:
+                last_good_next_offset = self._order.expected_offset
+                if not (0 <= batch.magic <= 2 and (batch.computed_crc is None or batch.crc_matches)):
+                    next_pos = self._after_untrusted(pos, next_pos)
             pos = next_pos
             if pos - mapped._released_to > RELEASE_STEP:
                 mapped.release_behind(pos)
@@ -411,6 +464,35 @@ class LogScan:
                       f"{remaining} bytes at the end frame no batch (size field {size} runs past the end)",
                       expected_offset)
         return None
+
+    def _after_untrusted(self, bad: int, pos: int) -> int:
+        """Where to go on after the batch at ``bad`` failed its CRC or magic check, its size
+        field having led to ``pos``: ``pos`` when a plausible batch header is there (or at the
+        end of the file), else the next valid batch found from just after ``bad``."""
+        end = self.end
+        if not self.resync or pos + HEADER_SIZE_UP_TO_MAGIC > end:
+            if pos == end or not self.resync:
+                return pos
+        else:
+            size = OFFSET_AND_SIZE.unpack_from(self.mapped.buffer, pos)[1]
+            if MIN_ENTRY_SIZE <= size and pos + LOG_OVERHEAD + size <= end and \
+                    self._plausible_header(pos, self._order.expected_offset):
+                return pos
+        found = self._find_next_batch(bad + 1)
+        if found is None or found == pos:
+            return pos
+        self.resynced = True
+        if found < pos:
+            stored = OFFSET_AND_SIZE.unpack_from(self.mapped.buffer, bad)[1]
+            self._add(Code.BATCH_SIZE_MISMATCH, Severity.ERROR, bad, found - bad,
+                      f"the size field says {stored + LOG_OVERHEAD} bytes but the next valid batch starts "
+                      f"{found - bad} bytes in, at position {found}: the size field is damaged",
+                      self._order.expected_offset)
+        else:
+            self._add(Code.CORRUPT_REGION, Severity.ERROR, pos, found - pos,
+                      f"{found - pos} unreadable bytes after a damaged batch; next valid batch at position {found}",
+                      self._order.expected_offset)
+        return found
 
     def _plausible_header(self, pos: int, expected_offset: int | None) -> bool:
         buf = self.mapped.buffer

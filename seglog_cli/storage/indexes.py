@@ -55,16 +55,18 @@ class _MappedIndex:
     entry_size = 0
     _layout: struct.Struct
 
-    def __init__(self, path: str | Path, base_offset: int):
+    def __init__(self, path: str | Path, base_offset: int, data: bytes | None = None):
+        """The index at ``path``, or ``data`` when given (the bytes of such a file)."""
         self.path = str(path)
         self.base_offset = base_offset
-        self._file = MappedFile(self.path)
-        self._buf = self._file.buffer
-        self.length = self._file.size
+        self._file = MappedFile(self.path) if data is None else None
+        self._buf = self._file.buffer if data is None else data
+        self.length = len(self._buf)
         self.entries = self.length // self.entry_size  # Kafka's count: the whole file
 
     def close(self) -> None:
-        self._file.close()
+        if self._file is not None:
+            self._file.close()
 
     def __enter__(self):
         return self

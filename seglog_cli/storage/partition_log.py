@@ -179,15 +179,57 @@ def looks_like_partition_dir(path: Path) -> bool:
     """True for a directory of segment files, False for a directory of partition directories.
 
     Content decides before the name, because a log dir may itself be named like a partition
-    (``/data/kafka-1``).
+    (``/data/kafka-1``); a log dir holds ``bootstrap.checkpoint`` but no segment.
     """
     try:
         children = list(path.iterdir())
     except OSError:
         return False
-    if any(child.suffix in (LOG_SUFFIX, CHECKPOINT_SUFFIX, SNAPSHOT_SUFFIX) and child.is_file()
-           for child in children):
-        return True
     if any(child.is_dir() and parse_partition_dir_name(child.name) is not None for child in children):
         return False
+    if any(child.is_file() and (child.suffix in (LOG_SUFFIX, SNAPSHOT_SUFFIX)
+                                or parse_kraft_snapshot_name(child.name) is not None)
+           for child in children):
+        return True
     return parse_partition_dir_name(path.name) is not None
+
+
+LOG_DIR_FILES = ("meta.properties", "recovery-point-offset-checkpoint", "replication-offset-checkpoint",
+                 "log-start-offset-checkpoint", "cleaner-offset-checkpoint", ".kafka_cleanshutdown",
+                 "bootstrap.checkpoint", ".lock")
+MAX_SEARCH_DEPTH = 8
+
+
+def is_log_dir(path: Path) -> bool:
+    """A directory Kafka would use as a ``log.dirs`` entry: it holds log-dir files or partition
+    directories."""
+    try:
+        children = list(path.iterdir())
+    except OSError:
+        return False
+    return any(child.name in LOG_DIR_FILES for child in children) or any(
+        child.is_dir() and parse_partition_dir_name(child.name) is not None and looks_like_partition_dir(child)
+        for child in children)
+
+
+def find_kafka_dirs(path: Path, depth: int = MAX_SEARCH_DEPTH) -> tuple[list[Path], list[Path]]:
+    """Log dirs and stray partition dirs under ``path`` (a copy of a machine's disk, a backup
+    tree): ``(log_dirs, partition_dirs)``, in path order. Hidden directories and symlinks
+    are not followed."""
+    log_dirs: list[Path] = []
+    partition_dirs: list[Path] = []
+    try:
+        children = sorted(child for child in path.iterdir()
+                          if child.is_dir() and not child.is_symlink() and not child.name.startswith("."))
+    except OSError:
+        return log_dirs, partition_dirs
+    for child in children:
+        if looks_like_partition_dir(child) and parse_partition_dir_name(child.name) is not None:
+            partition_dirs.append(child)
+        elif is_log_dir(child):
+            log_dirs.append(child)
+        elif depth > 0:
+            more_logs, more_partitions = find_kafka_dirs(child, depth - 1)
+            log_dirs.extend(more_logs)
+            partition_dirs.extend(more_partitions)
+    return log_dirs, partition_dirs

@@ -1,0 +1,274 @@
+"""The engine behind ``seglog verify``: every kind of damage in files, partitions and log dirs.
+
+:func:`verify` takes paths (segment and index files, snapshots, checkpoint files, partition
+directories, log dirs), verifies each partition (in parallel processes with ``jobs > 1``) and
+the log-dir files (checkpoints against each partition's log start and end offsets,
+``meta.properties``, directories Kafka would refuse), and returns a :class:`VerifyReport`.
+Nothing here prints; the exit status is derived from the findings' severities.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from seglog_cli.storage.checkpoints import TopicPartition
+from seglog_cli.storage.errors import SeglogError
+from seglog_cli.storage.findings import Code, Finding, Severity
+from seglog_cli.storage.naming import parse_segment_file_name
+from seglog_cli.storage.partition_log import LogDir, find_kafka_dirs, is_log_dir, looks_like_partition_dir
+from seglog_cli.storage.segments import LogSegment
+from seglog_cli.storage.snapshots import read_snapshot
+from seglog_cli.storage.verify_partition import TEMP_FILE_SEVERITY, PartitionReport, verify_partition
+from seglog_cli.storage.indexes import TransactionIndex
+from seglog_cli.storage.verify_files import OFFSET_CHECKPOINTS, TEXT_FILES, is_batch_file, read_text_file, verify_batch_file
+from seglog_cli.storage.verify_segment import SHALLOW, SegmentVerifier
+
+REPORT_VERSION = 1
+ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
+CLEAN, WARNINGS, DAMAGE, UNREADABLE = "clean", "warnings", "damage", "unreadable"
+
+
+@dataclass
+class VerifyReport:
+    level: str
+    paths: list[str]
+    partitions: list[PartitionReport] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)  # outside any partition
+    unreadable: list[str] = field(default_factory=list)  # inputs that could not be read at all
+    files: PartitionReport = field(default_factory=lambda: PartitionReport("", None, None))  # files given alone
+
+    def all_findings(self) -> list[Finding]:
+        out = list(self.findings)
+        for partition in self.partitions:
+            out.extend(partition.findings)
+        return out
+
+    def counts(self) -> dict[str, int]:
+        counts = {"error": 0, "warning": 0, "info": 0}
+        for finding in self.all_findings():
+            counts[finding.severity.value] += 1
+        return counts
+
+    @property
+    def status(self) -> str:
+        """damage > unreadable > warnings > clean. A file that cannot be read at all is not
+        damage found (exit 4, not 3) unless damage was found elsewhere."""
+        findings = self.all_findings()
+        if any(f.severity is ERROR and f.code != Code.UNREADABLE_FILE for f in findings):
+            return DAMAGE
+        if self.unreadable or any(f.code == Code.UNREADABLE_FILE for f in findings):
+            return UNREADABLE
+        return WARNINGS if any(f.severity is WARNING for f in findings) else CLEAN
+
+    def as_dict(self) -> dict:
+        counts = self.counts()
+        every = self.partitions + [self.files]
+        return {
+            "seglogVerifyReport": REPORT_VERSION,
+            "level": self.level,
+            "paths": self.paths,
+            "status": self.status,
+            "summary": {
+                "partitions": len(self.partitions),
+                "segments": sum(p.segments for p in every),
+                "batches": sum(p.batches for p in every),
+                "records": sum(p.records for p in every) if self.level != SHALLOW else None,
+                "bytes": sum(p.bytes for p in every),
+                "errors": counts["error"], "warnings": counts["warning"], "infos": counts["info"],
+            },
+            "unreadable": self.unreadable,
+            "partitions": [partition.as_dict() for partition in self.partitions],
+            "findings": [finding.as_dict() for finding in self.findings],
+        }
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    level: str = SHALLOW
+    jobs: int = 1
+
+
+def verify(paths: list[str], options: VerifyOptions = VerifyOptions(), progress=None) -> VerifyReport:
+    """Verify ``paths``; ``progress(bytes, batches)`` is called as work completes."""
+    report = VerifyReport(options.level, list(paths))
+    partition_dirs: list[Path] = []
+    log_dirs: list[LogDir] = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            report.unreadable.append(raw)
+            report.findings.append(Finding(Code.UNREADABLE_FILE, ERROR, raw, None, "no such file or directory"))
+        elif path.is_dir():
+            if looks_like_partition_dir(path):
+                partition_dirs.append(path)
+            elif is_log_dir(path):
+                log_dirs.append(LogDir(path))
+            else:  # a tree holding log dirs (a copied disk, a backup)
+                found_logs, found_partitions = find_kafka_dirs(path)
+                if not found_logs and not found_partitions:
+                    report.unreadable.append(raw)
+                    report.findings.append(Finding(Code.UNREADABLE_FILE, ERROR, raw, None,
+                                                   "no Kafka log dir or partition directory in this directory"))
+                log_dirs.extend(LogDir(found) for found in found_logs)
+                partition_dirs.extend(found_partitions)
+        else:
+            _verify_file(path, options.level, report)
+    for log_dir in log_dirs:
+        partition_dirs.extend(_log_dir_partitions(log_dir, report))
+    report.partitions = _verify_partitions(partition_dirs, options, progress)
+    for log_dir in log_dirs:
+        _log_dir_files(log_dir, report)
+    return report
+
+
+def _log_dir_partitions(log_dir: LogDir, report: VerifyReport) -> list[Path]:
+    for directory in log_dir.unexpected_dirs():
+        report.findings.append(Finding(Code.UNEXPECTED_DIRECTORY, ERROR, str(directory), None,
+                                       "not named <topic>-<partition>: Kafka refuses to start with it in a log dir"))
+    return log_dir.partition_dirs()
+
+
+def _verify_partitions(directories: list[Path], options: VerifyOptions, progress) -> list[PartitionReport]:
+    if options.jobs <= 1 or len(directories) <= 1:
+        return [verify_partition(directory, options.level, progress) for directory in directories]
+    reports: dict[str, PartitionReport] = {}
+    with ProcessPoolExecutor(max_workers=options.jobs) as pool:
+        futures = {pool.submit(verify_partition, str(directory), options.level): str(directory)
+                   for directory in directories}
+        for future in as_completed(futures):
+            report = future.result()
+            reports[futures[future]] = report
+            if progress is not None:
+                progress(report.bytes, report.batches)
+    return [reports[str(directory)] for directory in directories]
+
+
+def _verify_file(path: Path, level: str, report: VerifyReport) -> None:
+    """A file given on its own: a segment file (the segment is verified with its sibling
+    indexes), a producer snapshot, a checkpoint or metadata file, a KRaft snapshot, a leftover."""
+    name = path.name
+    parsed = parse_segment_file_name(name)
+    findings = report.findings
+    stats = report.files
+    if name in TEXT_FILES:
+        content = read_text_file(path, findings)
+        if name == "leader-epoch-checkpoint" and content is not None:
+            _epochs_increasing(path, content, findings)
+    elif is_batch_file(name):
+        _count(stats, verify_batch_file(path, level, findings), segment=False)
+    elif parsed is not None and parsed.is_temp or name.endswith(".tmp"):
+        suffix = next((s for s in TEMP_FILE_SEVERITY if name.endswith(s)), ".deleted")
+        severity, why = TEMP_FILE_SEVERITY[suffix]
+        findings.append(Finding(Code.STRAY_TEMP_FILE, severity, str(path), None, f"{suffix} file: {why}"))
+    elif parsed is not None and parsed.suffix in (".log", ".index", ".timeindex", ".txnindex"):
+        log_path = path.with_name(name[: name.index(parsed.suffix)] + ".log")
+        if not log_path.is_file():
+            findings.append(Finding(Code.ORPHAN_INDEX, WARNING, str(path), None,
+                                    "an index file without its .log: Kafka deletes it at start-up"))
+            return
+        segment = LogSegment(log_path)
+        _count(stats, SegmentVerifier(segment, findings, active=_is_last_segment(log_path), level=level).run())
+        _txn_index_alone(segment, findings)
+    elif parsed is not None and parsed.suffix == ".snapshot":
+        try:
+            read_snapshot(path)
+        except SeglogError as exc:
+            findings.append(Finding(Code.SNAPSHOT_CORRUPT, WARNING, str(path), exc.position,
+                                    f"{exc.message} (Kafka deletes it and rebuilds the producer state from the log)"))
+    else:
+        report.unreadable.append(str(path))
+        findings.append(Finding(Code.UNREADABLE_FILE, ERROR, str(path), None,
+                                "not a file seglog verifies (segment, index, snapshot, checkpoint or metadata "
+                                "files of a Kafka log dir)"))
+
+
+def _count(stats: PartitionReport, summary, segment: bool = True) -> None:
+    stats.segments += segment
+    stats.batches += summary.batches
+    stats.records += summary.records
+    stats.bytes += summary.size
+
+
+def _epochs_increasing(path: Path, entries, findings: list[Finding]) -> None:
+    for previous, entry in zip(entries, entries[1:]):
+        if entry.epoch <= previous.epoch or entry.start_offset < previous.start_offset:
+            findings.append(Finding(Code.LEADER_EPOCH_NOT_INCREASING, ERROR, str(path), None,
+                                    f"epoch {entry.epoch} at offset {entry.start_offset} follows epoch "
+                                    f"{previous.epoch} at offset {previous.start_offset}", offset=entry.start_offset))
+            return
+
+
+def _txn_index_alone(segment: LogSegment, findings: list[Finding]) -> None:
+    """A segment's .txnindex on its own: readable and sane (matching it against the ABORT
+    markers needs the whole partition)."""
+    if not segment.txn_index_path.is_file():
+        return
+    try:
+        index = TransactionIndex(segment.txn_index_path, segment.base_offset)
+        list(index.aborted_txns())
+        index.sanity_check()
+    except SeglogError as exc:
+        findings.append(Finding(Code.TXN_INDEX_SANITY_FAILED, WARNING, str(segment.txn_index_path), exc.position,
+                                f"{exc.message} (Kafka recovers this segment at start-up)"))
+
+
+def _is_last_segment(log_path: Path) -> bool:
+    bases = [parse_segment_file_name(p.name) for p in log_path.parent.glob("*.log")]
+    highest = max((b.base_offset for b in bases if b is not None and not b.is_temp), default=None)
+    parsed = parse_segment_file_name(log_path.name)
+    return parsed is None or highest is None or parsed.base_offset >= highest
+
+
+# -- log-dir files ------------------------------------------------------------------------------
+
+def _log_dir_files(log_dir: LogDir, report: VerifyReport) -> None:
+    ranges = {}
+    for partition in report.partitions:
+        if Path(partition.path).parent == log_dir.path and partition.topic is not None:
+            ranges[TopicPartition(partition.topic, partition.partition)] = (partition.log_start_offset,
+                                                                           partition.log_end_offset)
+    for path in log_dir.root_files():
+        name = path.name
+        if name in OFFSET_CHECKPOINTS:
+            content = read_text_file(path, report.findings)
+            if content is not None:
+                _check_offsets(path, content, ranges, report.findings)
+        elif name in TEXT_FILES:
+            read_text_file(path, report.findings)
+        elif is_batch_file(name):
+            _count(report.files, verify_batch_file(path, report.level, report.findings), segment=False)
+        elif name.endswith(".tmp"):
+            severity, why = TEMP_FILE_SEVERITY[".tmp"]
+            report.findings.append(Finding(Code.STRAY_TEMP_FILE, severity, str(path), None, f".tmp file: {why}"))
+
+
+def _check_offsets(path: Path, offsets: dict, ranges: dict, findings: list[Finding]) -> None:
+    name = path.name
+    for tp, offset in offsets.items():
+        if tp not in ranges:
+            findings.append(Finding(Code.CHECKPOINT_UNKNOWN_PARTITION, INFO, str(path), None,
+                                    f"{tp.topic}-{tp.partition}: no such partition directory in this log dir"))
+            continue
+        start, end = ranges[tp]
+        if end is None:
+            continue
+        label = f"{tp.topic}-{tp.partition} {offset}"
+        if offset > end:
+            severity, why = {
+                "log-start-offset-checkpoint": (ERROR, "Kafka deletes every segment of a log whose end is "
+                                                       "below its log start offset"),
+                "recovery-point-offset-checkpoint": (WARNING, "Kafka recovers from the log end instead"),
+                "replication-offset-checkpoint": (WARNING, "the high watermark is beyond the data on this disk"),
+                "cleaner-offset-checkpoint": (WARNING, "the cleaner resets it to the log start"),
+            }[name]
+            findings.append(Finding(Code.CHECKPOINT_PAST_LOG_END, severity, str(path), None,
+                                    f"{label} is past the log end offset {end}: {why}", offset=offset))
+        elif name == "cleaner-offset-checkpoint" and start is not None and offset < start:
+            findings.append(Finding(Code.CHECKPOINT_BEFORE_LOG_START, WARNING, str(path), None,
+                                    f"{label} is below the log start offset {start}: the cleaner resets it",
+                                    offset=offset))
+
+
+__all__ = ["CLEAN", "DAMAGE", "UNREADABLE", "WARNINGS", "VerifyOptions", "VerifyReport", "verify"]

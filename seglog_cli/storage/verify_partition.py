@@ -1,0 +1,280 @@
+"""Verifying a partition directory: its segments in order, and what ties them together.
+
+Beyond each segment (``verify_segment``): offsets across segments, orphan index files,
+``.deleted``/``.cleaned``/``.swap`` leftovers, producer snapshots (CRC, version, the stray and
+past-the-end ones Kafka deletes at start-up), the ``.txnindex`` files against the ABORT markers
+in the log (Kafka's ``ProducerStateManager`` rules, §11-§12), the leader-epoch-checkpoint and
+``partition.metadata``.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from seglog_cli.storage.batches import LogScan
+from seglog_cli.storage.control import parse_control_record
+from seglog_cli.storage.errors import SeglogError
+from seglog_cli.storage.findings import Code, Finding, Severity
+from seglog_cli.storage.indexes import TransactionIndex
+from seglog_cli.storage.naming import parse_segment_file_name
+from seglog_cli.storage.partition_log import PartitionLog
+from seglog_cli.storage.records import read_records
+from seglog_cli.storage.snapshots import read_snapshot
+from seglog_cli.storage.verify_files import read_text_file, verify_batch_file
+from seglog_cli.storage.verify_segment import SHALLOW, SegmentSummary, SegmentVerifier, TxnEvent
+
+ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
+TEMP_FILE_SEVERITY = {
+    ".deleted": (INFO, "scheduled for deletion (removed after file.delete.delay.ms)"),
+    ".cleaned": (WARNING, "left by an interrupted log cleaning or segment split; Kafka deletes it at start-up"),
+    ".swap": (WARNING, "left by an interrupted segment swap; Kafka completes the swap at start-up"),
+    ".tmp": (INFO, "left by a checkpoint write interrupted before its rename; harmless, Kafka overwrites it"),
+}
+
+
+@dataclass
+class PartitionReport:
+    path: str
+    topic: str | None
+    partition: int | None
+    segments: int = 0
+    batches: int = 0
+    records: int = 0
+    bytes: int = 0
+    log_start_offset: int | None = None
+    log_end_offset: int | None = None
+    findings: list[Finding] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"path": self.path, "topic": self.topic, "partition": self.partition, "segments": self.segments,
+                "batches": self.batches, "records": self.records, "bytes": self.bytes,
+                "logStartOffset": self.log_start_offset, "logEndOffset": self.log_end_offset,
+                "findings": [finding.as_dict() for finding in self.findings]}
+
+
+def verify_partition(path: str | Path, level: str = SHALLOW, progress=None) -> PartitionReport:
+    """Verify the partition directory at ``path``; ``progress(bytes)`` is called per segment."""
+    log = PartitionLog(path)
+    report = PartitionReport(str(log.path), log.topic, log.partition)
+    findings = report.findings
+    summaries: list[SegmentSummary] = []
+    for i, segment in enumerate(log.segments):
+        summary = SegmentVerifier(segment, findings, active=i == len(log.segments) - 1, level=level).run()
+        segment.close()
+        if summaries:
+            _between(summaries[-1], summary, findings)
+        summaries.append(summary)
+        report.segments += 1
+        report.batches += summary.batches
+        report.records += summary.records
+        report.bytes += summary.size
+        if progress is not None:
+            progress(summary.size, summary.batches)
+    if log.segments:
+        report.log_start_offset = log.segments[0].base_offset
+        last = next((s for s in reversed(summaries) if s.last_offset is not None), None)
+        report.log_end_offset = last.last_offset + 1 if last is not None else log.segments[-1].base_offset
+    _files(log, report, level)
+    _leader_epochs(log, report, summaries)
+    _transactions(log, summaries, findings)
+    return report
+
+
+def _between(previous: SegmentSummary, current: SegmentSummary, findings: list[Finding]) -> None:
+    if previous.last_offset is None:
+        return
+    if current.base_offset <= previous.last_offset or (
+            current.first_offset is not None and current.first_offset <= previous.last_offset):
+        findings.append(Finding(Code.OVERLAPPING_SEGMENTS, ERROR, current.path, 0,
+                                f"starts at offset {current.first_offset if current.first_offset is not None else current.base_offset} "
+                                f"(base {current.base_offset}), not after the previous segment's last offset "
+                                f"{previous.last_offset}", offset=current.base_offset))
+    elif current.base_offset > previous.last_offset + 1:
+        findings.append(Finding(Code.OFFSET_GAP, INFO, current.path, 0,
+                                f"offsets {previous.last_offset + 1}..{current.base_offset - 1} are in no segment "
+                                f"(removed by compaction)", offset=previous.last_offset + 1))
+
+
+def _files(log: PartitionLog, report: PartitionReport, level: str) -> None:
+    findings = report.findings
+    bases = {segment.base_offset for segment in log.segments}
+    for path in log.files.index_files:
+        parsed = parse_segment_file_name(path.name)
+        if parsed is not None and parsed.base_offset not in bases:
+            findings.append(Finding(Code.ORPHAN_INDEX, WARNING, str(path), None,
+                                    "an index file without its .log: Kafka deletes it at start-up"))
+    for path in log.files.temp_files:
+        suffix = next((s for s in TEMP_FILE_SEVERITY if path.name.endswith(s)), None)
+        if suffix is not None:
+            severity, why = TEMP_FILE_SEVERITY[suffix]
+            findings.append(Finding(Code.STRAY_TEMP_FILE, severity, str(path), None, f"{suffix} file: {why}"))
+    for path in log.files.other_files:
+        if path.name.endswith(".tmp"):
+            severity, why = TEMP_FILE_SEVERITY[".tmp"]
+            findings.append(Finding(Code.STRAY_TEMP_FILE, severity, str(path), None, f".tmp file: {why}"))
+    _snapshots(log, report)
+    for name in ("partition.metadata", "quorum-state"):
+        if (log.path / name).is_file():
+            read_text_file(log.path / name, findings)
+    for path in log.files.kraft_snapshots:
+        if not path.name.endswith(".checkpoint"):
+            continue  # .checkpoint.part / .checkpoint.deleted: temp files, listed above
+        summary = verify_batch_file(path, level, findings)
+        report.batches += summary.batches
+        report.records += summary.records
+        report.bytes += summary.size
+
+
+def _snapshots(log: PartitionLog, report: PartitionReport) -> None:
+    findings = report.findings
+    bases = sorted(segment.base_offset for segment in log.segments)
+    offsets = []
+    for path in log.files.snapshots:
+        try:
+            snapshot = read_snapshot(path)
+        except SeglogError as exc:
+            findings.append(Finding(Code.SNAPSHOT_CORRUPT, WARNING, str(path), exc.position,
+                                    f"{exc.message} (Kafka deletes it and rebuilds the producer state from the log)"))
+            continue
+        offsets.append((snapshot.offset, str(path)))
+    if not offsets:
+        return
+    highest = max(offset for offset, _ in offsets)
+    for offset, path in offsets:
+        if report.log_end_offset is not None and offset > report.log_end_offset:
+            findings.append(Finding(Code.SNAPSHOT_PAST_LOG_END, WARNING, path, None,
+                                    f"snapshot at offset {offset} is past the log end offset {report.log_end_offset}: "
+                                    f"Kafka deletes it at start-up", offset=offset))
+        elif offset not in bases and not (offset == highest and bases and offset >= bases[-1]):
+            findings.append(Finding(Code.SNAPSHOT_STRAY, INFO, path, None,
+                                    f"snapshot at offset {offset} is at no segment's base offset: Kafka deletes it "
+                                    f"at start-up", offset=offset))
+
+
+def _leader_epochs(log: PartitionLog, report: PartitionReport, summaries: list[SegmentSummary]) -> None:
+    """The leader-epoch-checkpoint: readable, increasing, within the log, and naming the epoch of
+    every batch (Kafka answers OffsetsForLeaderEpoch from it; a missing epoch makes followers
+    truncate at the wrong offset). Kafka rebuilds it only for the segments it recovers."""
+    path = log.path / "leader-epoch-checkpoint"
+    if not path.is_file():
+        return
+    entries = read_text_file(path, report.findings)
+    if entries is None:
+        return
+    for previous, entry in zip(entries, entries[1:]):
+        if entry.epoch <= previous.epoch or entry.start_offset < previous.start_offset:
+            report.findings.append(Finding(
+                Code.LEADER_EPOCH_NOT_INCREASING, ERROR, str(path), None,
+                f"epoch {entry.epoch} at offset {entry.start_offset} follows epoch {previous.epoch} at offset "
+                f"{previous.start_offset}", offset=entry.start_offset))
+            return
+    end = report.log_end_offset
+    for entry in entries:
+        if end is not None and entry.start_offset > end:
+            report.findings.append(Finding(
+                Code.LEADER_EPOCH_PAST_LOG_END, WARNING, str(path), None,
+                f"epoch {entry.epoch} starts at offset {entry.start_offset}, past the log end offset {end}: Kafka "
+                f"truncates the cache at start-up", offset=entry.start_offset))
+    starts = [entry.start_offset for entry in entries]
+    seen = set()
+    for summary in summaries:
+        for _position, epoch, first in summary.epochs:
+            if epoch in seen:
+                continue
+            seen.add(epoch)
+            i = bisect.bisect_right(starts, first) - 1
+            if i >= 0 and entries[i].epoch == epoch:
+                continue
+            said = f"epoch {entries[i].epoch} from offset {starts[i]}" if i >= 0 else "no epoch"
+            report.findings.append(Finding(
+                Code.LEADER_EPOCH_NOT_IN_CHECKPOINT, WARNING, str(path), None,
+                f"batches from offset {first} carry leader epoch {epoch}, but the checkpoint gives {said} there "
+                f"(Kafka rebuilds it only when it recovers those segments)", offset=first))
+
+
+# -- transaction index ---------------------------------------------------------------------------
+
+def _transactions(log: PartitionLog, summaries: list[SegmentSummary], findings: list[Finding]) -> None:
+    """Replay the transactional batches as ProducerStateManager does and compare the aborted
+    transactions with each segment's ``.txnindex``."""
+    expected: dict[int, list[tuple]] = defaultdict(list)  # segment base -> (pid, first, last, lso)
+    markers: dict[int, set[tuple[int, int]]] = defaultdict(set)  # segment base -> {(pid, marker offset)}
+    ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
+    for segment, summary in zip(log.segments, summaries):
+        events = summary.txn_events
+        if not events:
+            continue
+        markers_of = _marker_types(segment, events, findings)
+        for event in events:
+            if not event.is_control:
+                ongoing.setdefault(event.producer_id, event.base_offset)
+                continue
+            marker = markers_of.get(event.position)
+            if marker is None:
+                continue
+            if marker == "ABORT":
+                markers[segment.base_offset].add((event.producer_id, event.base_offset))
+            first = ongoing.pop(event.producer_id, None)
+            if first is not None and marker == "ABORT":
+                stable = min(ongoing.values(), default=event.base_offset + 1)
+                expected[segment.base_offset].append((event.producer_id, first, event.base_offset, stable))
+    for segment in log.segments:
+        _compare_txn_index(segment, expected.get(segment.base_offset, []), markers.get(segment.base_offset, set()),
+                           findings)
+
+
+def _marker_types(segment, events: list[TxnEvent], findings) -> dict[int, str]:
+    """position -> "ABORT"/"COMMIT" for the control batches among ``events``."""
+    out = {}
+    controls = [event for event in events if event.is_control]
+    if not controls:
+        return out
+    mapped = segment.log
+    for event in controls:
+        batch = next(iter(LogScan(mapped, event.position, resync=False, bounded=True)), None)
+        if batch is None:
+            continue
+        try:
+            for record in read_records(mapped.buffer, batch, str(segment.log_path)):
+                control = parse_control_record(record)
+                if control.is_transaction_marker:
+                    out[event.position] = control.type_name
+                break
+        except SeglogError:
+            continue  # reported by the deep level as CONTROL_RECORD_INVALID / RECORD_PARSE_ERROR
+    segment.close()
+    return out
+
+
+def _compare_txn_index(segment, expected: list[tuple], abort_markers: set, findings: list[Finding]) -> None:
+    path = segment.txn_index_path
+    actual = []
+    if path.is_file():
+        index = TransactionIndex(path, segment.base_offset)
+        try:
+            actual = [(t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset) for t in index.aborted_txns()]
+            index.sanity_check()
+        except SeglogError as exc:
+            findings.append(Finding(Code.TXN_INDEX_SANITY_FAILED, WARNING, str(path), exc.position,
+                                    f"{exc.message} (Kafka recovers this segment at start-up)"))
+    by_marker = {(pid, last): (first, lso) for pid, first, last, lso in actual}
+    for pid, first, last, lso in expected:
+        found = by_marker.get((pid, last))
+        if found is None:
+            findings.append(Finding(Code.TXN_INDEX_MISMATCH, ERROR, str(path), None,
+                                    f"the ABORT marker at offset {last} (producer {pid}, transaction from offset "
+                                    f"{first}) has no .txnindex entry: read_committed consumers would read the "
+                                    f"aborted records", offset=last))
+        elif found != (first, lso):
+            findings.append(Finding(Code.TXN_INDEX_MISMATCH, ERROR, str(path), None,
+                                    f"entry for producer {pid} aborted at offset {last} says first offset {found[0]}, "
+                                    f"last stable offset {found[1]}; the log gives {first} and {lso}", offset=last))
+    known = {(pid, last) for pid, _, last, _ in expected}
+    for pid, first, last, lso in actual:
+        if (pid, last) not in known and (pid, last) not in abort_markers:
+            findings.append(Finding(Code.TXN_INDEX_MISMATCH, ERROR, str(path), None,
+                                    f"entry for producer {pid} aborted at offset {last} has no ABORT marker there "
+                                    f"in the log", offset=last))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import time
+from contextlib import contextmanager
 
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
@@ -10,7 +12,6 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 from seglog_cli.storage.batches import BatchHeader, BatchRun
 from seglog_cli.storage.dump_events import FileEnd, FileStart
 from seglog_cli.storage.records import RecordRun
-
 
 
 def dump_progress(events):
@@ -49,3 +50,22 @@ def _size(path: str) -> int | None:
         return os.path.getsize(path)
     except OSError:
         return None
+
+
+@contextmanager
+def verify_progress(total_bytes: int):
+    """A bar over the ``.log`` bytes to verify; yields ``advance(bytes, batches)``."""
+    console = Console(stderr=True)
+    columns = (TextColumn("verify"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+               TextColumn("{task.fields[batches]} batches ({task.fields[rate]} batches/s)"), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("verify", total=total_bytes or None, batches=0, rate=0)
+        counted = {"batches": 0}
+        started = time.monotonic()
+
+        def advance(size: int, batches: int) -> None:
+            counted["batches"] += batches
+            elapsed = max(time.monotonic() - started, 1e-6)
+            bar.update(task, advance=size, batches=counted["batches"], rate=int(counted["batches"] / elapsed))
+
+        yield advance

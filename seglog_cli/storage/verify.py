@@ -20,7 +20,7 @@ from seglog_cli.storage.naming import parse_segment_file_name
 from seglog_cli.storage.partition_log import LogDir, find_kafka_dirs, is_log_dir, looks_like_partition_dir
 from seglog_cli.storage.segments import LogSegment
 from seglog_cli.storage.snapshots import read_snapshot
-from seglog_cli.storage.verify_partition import TEMP_FILE_SEVERITY, PartitionReport, verify_partition
+from seglog_cli.storage.verify_partition import TEMP_FILE_SEVERITY, PartitionReport, finding_order, verify_partition
 from seglog_cli.storage.indexes import TransactionIndex
 from seglog_cli.storage.verify_files import OFFSET_CHECKPOINTS, TEXT_FILES, is_batch_file, read_text_file, verify_batch_file
 from seglog_cli.storage.verify_segment import SHALLOW, SegmentVerifier
@@ -120,6 +120,7 @@ def verify(paths: list[str], options: VerifyOptions = VerifyOptions(), progress=
     report.partitions = _verify_partitions(partition_dirs, options, progress)
     for log_dir in log_dirs:
         _log_dir_files(log_dir, report)
+    report.findings.sort(key=finding_order)
     return report
 
 

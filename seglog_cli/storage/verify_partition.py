@@ -80,7 +80,14 @@ def verify_partition(path: str | Path, level: str = SHALLOW, progress=None) -> P
     _files(log, report, level)
     _leader_epochs(log, report, summaries)
     _transactions(log, summaries, findings)
+    findings.sort(key=finding_order)
     return report
+
+
+def finding_order(finding: Finding):
+    """Findings by file, then position (whole-file findings first), then code: the same order
+    whatever order the checks ran in."""
+    return finding.path, -1 if finding.position is None else finding.position, finding.code
 
 
 def _between(previous: SegmentSummary, current: SegmentSummary, findings: list[Finding]) -> None:

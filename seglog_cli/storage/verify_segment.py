@@ -28,6 +28,7 @@ from seglog_cli.storage.segments import LogSegment
 
 SHALLOW, DEEP = "shallow", "deep"
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
+MAX_HELD = 64  # stretches held back for a late outlier verdict (bounds memory on pathological logs)
 
 
 @dataclass
@@ -89,7 +90,10 @@ class OffsetOrder:
         (prev_last, before_last, prev_pos, prev_first, prev_epoch, before_epoch, prev_epoch_pos,
          epoch_start_pos) = self.state
         in_order = True
-        if prev_last is not None and first <= prev_last:
+        if last < first:  # a negative last offset delta
+            anomalies.append(("delta", position, first, last, first))
+            in_order = False
+        elif prev_last is not None and first <= prev_last:
             if before_last < first < prev_first:
                 anomalies.append(("outlier", prev_pos, prev_first, before_last, first))
             else:
@@ -154,12 +158,13 @@ class SegmentVerifier:
         self.blamed: set[int] = set()  # positions of batches whose offsets are out of order
         self.damaged_ranges: list[tuple[int, int]] = []  # byte ranges that hold no trusted batch
         self.unknown_offsets: list[tuple[int, float]] = []  # (lo, hi): offsets strictly between are unreadable
-        self._held: _Stretch | None = None
+        self._held: list[_Stretch] = []
         self._last_trusted: int = segment.base_offset - 1
         self._window_lo: int | None = None  # an open unknown-offsets window
         self._first_finding: Finding | None = None  # SEGMENT_BASE_GAP / _MISMATCH of the first batch
         self._first_position: int | None = None
         self._overflows: dict[int, Finding] = {}
+        self._lost_before_first = False  # damage before the first trusted batch
 
     def add(self, code, severity, position, message, offset=None, length=None, path=None) -> Finding:
         finding = Finding(code, severity, path or self.path, position, message, length=length, offset=offset)
@@ -195,7 +200,8 @@ class SegmentVerifier:
                 self._damage_after(scan.findings[seen:])
             self.summary.end_position = scan.end_position
             self._scan_findings(scan)
-            self._flush()
+            while self._held:
+                self._flush()
             self.index.finish(scan.end_position)
             self.time_index.finish(self.summary.max_timestamp)
         self.summary.last_offset = self.order.state[0]
@@ -261,25 +267,34 @@ class SegmentVerifier:
     # -- the index feed ----------------------------------------------------------------------
 
     def _hold(self, stretch: _Stretch) -> None:
-        if self._held is not None:
+        """Hold ``stretch`` back until no batch in it can still be blamed: only the last batch
+        in offset order (``OffsetOrder``'s previous batch) can turn out to be an outlier."""
+        held = self._held
+        held.append(stretch)
+        state = self.order.state
+        candidate = state[2] if state[0] is not None else None
+        while held and (len(held) > MAX_HELD or (candidate is not None and held[0].end <= candidate)):
             self._flush()
-        self._held = stretch
 
     def _damage_after(self, findings: list[Finding]) -> None:
         for finding in findings:
             self.damaged_ranges.append((finding.position, finding.position + (finding.length or 0)))
         self.summary.damaged = True
-        if self._held is not None:
-            self._held.damage_after = True
+        held = self._held
+        if self.summary.first_offset is None and not any(h.trusted is None or any(h.trusted) for h in held):
+            self._lost_before_first = True  # no trusted batch before this damage
+        if held:
+            held[-1].damage_after = True
         elif self._window_lo is None:
             self._window_lo = self._last_trusted
 
     def _flush(self) -> None:
-        """Give the held stretch to the index checks, without its untrusted batches."""
-        stretch, self._held = self._held, None
-        if stretch is None:
+        """Give the oldest held stretch to the index checks, without its untrusted batches."""
+        if not self._held:
             return
-        rows = memoryview(stretch.packed).cast("q")
+        stretch = self._held.pop(0)
+        packed = stretch.packed
+        rows = memoryview(packed).cast("q")
         positions, bases, lasts, max_ts = rows[0::5], rows[1::5], rows[2::5], rows[3::5]
         blamed = self.blamed
         suspect = (stretch.trusted is not None
@@ -295,12 +310,15 @@ class SegmentVerifier:
                     self._last_trusted = lasts[i]
                 else:
                     self.summary.damaged = True
+                    if self.summary.first_offset is None and not any(k < i for k in keep):
+                        self._lost_before_first = True
                     self.damaged_ranges.append((positions[i], positions[i + 1] if i + 1 < len(positions)
                                                 else stretch.end))
                     if self._window_lo is None:
                         self._window_lo = self._last_trusted
             positions, bases, lasts, max_ts = (array("q", (a[i] for i in keep)) for a in (positions, bases, lasts,
                                                                                         max_ts))
+            packed = b"".join(packed[40 * i:40 * i + 40] for i in keep)
         elif len(positions):
             if self._window_lo is not None:
                 self.unknown_offsets.append((self._window_lo, bases[0]))
@@ -309,8 +327,8 @@ class SegmentVerifier:
         if len(positions):
             self.summary.max_timestamp = max(self.summary.max_timestamp, max(max_ts))
             self._first_batch(positions[0], bases[0], lasts[0])
-        self.index.check(positions, lasts, stretch.end)
-        self.time_index.check(bases, lasts, max_ts)
+        self.index.check(positions, lasts, stretch.end, packed)
+        self.time_index.check(bases, lasts, max_ts, packed)
         if stretch.damage_after and self._window_lo is None:
             self._window_lo = self._last_trusted
 
@@ -339,7 +357,7 @@ class SegmentVerifier:
                 Code.SEGMENT_BASE_MISMATCH, ERROR, position,
                 f"the first batch starts at offset {base_offset}, below the segment's base offset {base}",
                 offset=base_offset)
-        elif base_offset > base and not self.summary.damaged:
+        elif base_offset > base and not self._lost_before_first:
             self._first_finding = self.add(
                 Code.SEGMENT_BASE_GAP, INFO, position,
                 f"the first batch starts at offset {base_offset}, after the base offset {base} "
@@ -358,6 +376,11 @@ class SegmentVerifier:
             self.blamed.add(position)
             self.add(Code.OFFSET_OUT_OF_ORDER, ERROR, position,
                      f"batch starts at offset {b}, not after the previous batch's last offset {a}", offset=offset)
+        elif kind == "delta":
+            self.blamed.add(position)
+            self.add(Code.OFFSET_OUT_OF_ORDER, ERROR, position,
+                     f"batch ends at offset {a}, before its base offset {b} (a negative last offset delta)",
+                     offset=offset)
         elif kind == "outlier":
             self.blamed.add(position)
             overflow = self._overflows.pop(position, None)
@@ -371,8 +394,8 @@ class SegmentVerifier:
                      f"batch starts at offset {offset}, past the next batch's base offset {b} (the batch before "
                      f"ends at {a}): its base offset field, which no CRC covers, is damaged", offset=offset)
         elif kind == "overflow":
-            if a < 0 and self._first_finding is not None and self._first_finding.code == Code.SEGMENT_BASE_MISMATCH:
-                return  # the segment's data starts below its name: reported once
+            if a < 0:
+                return  # below the base offset: SEGMENT_BASE_MISMATCH or OFFSET_OUT_OF_ORDER says it once
             self._overflows[position] = self.add(
                 Code.OFFSET_OVERFLOW, ERROR, position,
                 f"last offset {offset} is {a} past the segment base {self.segment.base_offset}: "
@@ -426,10 +449,12 @@ class SegmentVerifier:
             self._record_checks(batch, records)
 
     def _record_checks(self, batch: BatchHeader, records) -> None:
-        previous = batch.base_offset - 1
+        previous = None
         for record in records:
-            if record.offset <= previous or record.offset > batch.last_offset:
-                self._record_anomaly("record_offset", batch.position, record.offset, previous, 0)
+            if ((record.offset < batch.base_offset if previous is None else record.offset <= previous)
+                    or record.offset > batch.last_offset):
+                self._record_anomaly("record_offset", batch.position, record.offset,
+                                     wrap_int64(batch.base_offset - 1) if previous is None else previous, 0)
                 break
             previous = record.offset
         if records[-1].offset != batch.last_offset:

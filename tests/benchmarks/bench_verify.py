@@ -1,0 +1,391 @@
+"""How fast ``seglog verify`` checks big segments, against baselines measured in the same run.
+
+Each generated segment (``make_segment.py``, cached in ``--cache-dir``) becomes a partition
+directory with the ``.index`` and ``.timeindex`` Kafka would have written for it (seglog's
+segment writer, replaying the batches one append at a time), and a log dir holding two such
+partitions (hard links) for ``--jobs``. Every step runs in a fresh process, best of
+``--repeat``, page cache warm; peak RSS comes from ``os.wait4``:
+
+    crc_all            CRC-32C (the ``crc32c`` package) of the whole mmap'd ``.log``: the floor
+    kafka_python_crc   kafka-python's ``MemoryRecords`` over 1 MiB windows, ``validate_crc()``
+                       of every batch (its CRC validation, records not decoded)
+    kafka_python       the same, every record decoded (key, value, headers touched)
+    verify_shallow     ``verify([partition], level="shallow")`` in process: framing, CRC,
+                       offsets, the offset and time index checked against the log, snapshots
+    verify_deep        the same at ``level="deep"``: every record decompressed and decoded
+    jobs1_shallow ...  ``verify([log dir of 2 partitions], jobs=1|2)`` at both levels
+    cli_shallow        ``seglog verify --format json PARTITION > /dev/null``, wall (start-up incl.)
+
+Goals (issue 3), from the in-process times (the CLI's start-up is shown beside them):
+
+* shallow verify >= 40 % of the raw crc32c throughput on ~3 KB batches (``multi-none``);
+* shallow verify >= 3x kafka-python's CRC validation on one-record batches (``one-none``);
+* deep verify >= 2.5x kafka-python's decode rate (every variant);
+* ``--jobs 2`` on two partitions >= 1.7x one job (both levels, every variant);
+* memory flat: verify's peak RSS grows by < 16 MB from 256 MiB to 1 GiB and stays < 150 MB.
+
+Usage (from the repository root)::
+
+    python tests/benchmarks/bench_verify.py --sizes 256,1024 --json bench-verify.json
+
+Not a test: nothing here asserts a time. ``test_bench_smoke.py`` only checks it still runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.benchmarks import bench_dump  # noqa: E402
+
+MIB = bench_dump.MIB
+MIN_SEGMENT_MIB = bench_dump.MIN_SEGMENT_MIB
+DEFAULT_VARIANTS = ("multi-none", "one-none", "multi-lz4")
+GOAL_SHALLOW_VS_CRC = 0.40
+GOAL_ONE_RECORD_VS_KAFKA_CRC = 3.0
+GOAL_DEEP_VS_KAFKA = 2.5
+GOAL_JOBS2_SPEEDUP = 1.7
+GOAL_RSS_GROWTH_MB = 16
+GOAL_PEAK_RSS_MB = 150
+LOG_STEPS = ("crc_all", "kafka_python_crc", "kafka_python")
+PARTITION_STEPS = ("verify_shallow", "verify_deep", "cli_shallow")
+LOG_DIR_STEPS = ("jobs1_shallow", "jobs2_shallow", "jobs1_deep", "jobs2_deep")
+ALL_STEPS = LOG_STEPS + PARTITION_STEPS + LOG_DIR_STEPS
+VERIFY_STEPS = ("verify_shallow", "verify_deep") + LOG_DIR_STEPS
+
+
+# -- the measured steps ------------------------------------------------------------------------
+
+def step_crc_all(path: str) -> dict:
+    return bench_dump.step_crc_all(path)
+
+
+def step_kafka_python(path: str) -> dict:
+    return bench_dump.step_kafka_python(path)
+
+
+def step_kafka_python_crc(path: str, window: int = MIB) -> dict:
+    """kafka-python's CRC validation of every batch (what its consumer's check_crcs does)."""
+    from kafka.record import MemoryRecords
+
+    started = time.perf_counter()
+    batches = 0
+    crc_ok = True
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        position = 0
+        while position < size:
+            memory_records = MemoryRecords(os.pread(fd, window, position))
+            for batch in memory_records:
+                crc_ok &= batch.validate_crc()
+                batches += 1
+            used = memory_records.valid_bytes()
+            if used == 0:
+                if position + window >= size:
+                    break
+                window *= 2
+            position += used
+    finally:
+        os.close(fd)
+    return {"seconds": time.perf_counter() - started, "batches": batches, "crc_ok": crc_ok}
+
+
+def _verify(path: str, level: str, jobs: int = 1) -> dict:
+    from seglog_cli.storage.verify import VerifyOptions, verify
+
+    started = time.perf_counter()
+    report = verify([path], VerifyOptions(level=level, jobs=jobs))
+    seconds = time.perf_counter() - started
+    summary = report.as_dict()["summary"]
+    return {"seconds": seconds, "status": report.status, "batches": summary["batches"],
+            "records": summary["records"], "bytes": summary["bytes"], "errors": summary["errors"],
+            "warnings": summary["warnings"]}
+
+
+def step_verify_shallow(path: str) -> dict:
+    return _verify(path, "shallow")
+
+
+def step_verify_deep(path: str) -> dict:
+    return _verify(path, "deep")
+
+
+def step_jobs1_shallow(path: str) -> dict:
+    return _verify(path, "shallow", 1)
+
+
+def step_jobs2_shallow(path: str) -> dict:
+    return _verify(path, "shallow", 2)
+
+
+def step_jobs1_deep(path: str) -> dict:
+    return _verify(path, "deep", 1)
+
+
+def step_jobs2_deep(path: str) -> dict:
+    return _verify(path, "deep", 2)
+
+
+STEP_FUNCTIONS = {name: globals()[f"step_{name}"] for name in ALL_STEPS if name != "cli_shallow"}
+
+
+def measure_once(step: str, path: str) -> dict:
+    if step == "cli_shallow":
+        run = bench_dump.run_process(bench_dump.seglog_command() + ["verify", "--format", "json", path])
+        if run["returncode"] != 0:
+            raise RuntimeError(f"seglog verify failed ({run['returncode']}): {run['stderr'][-2000:]}")
+        return {"seconds": run["wall"], "wall": run["wall"], "peak_rss_mb": run["peak_rss_mb"]}
+    argv = [sys.executable, str(Path(__file__).resolve()), "--step", step, path]
+    with tempfile.TemporaryFile() as out:
+        run = bench_dump.run_process(argv, stdout=out)
+        if run["returncode"] != 0:
+            raise RuntimeError(f"{step} failed ({run['returncode']}): {run['stderr'][-2000:]}")
+        out.seek(0)
+        result = json.loads(out.read())
+    result.update(wall=run["wall"], peak_rss_mb=run["peak_rss_mb"])
+    return result
+
+
+def measure(plan: list[tuple[str, str]], repeat: int) -> dict:
+    """Best of ``repeat`` runs of each (step, path); rounds interleave the steps."""
+    best: dict = {}
+    for _ in range(repeat):
+        for step, path in plan:
+            result = measure_once(step, path)
+            previous = best.get(step)
+            peak = max(result["peak_rss_mb"], previous["peak_rss_mb"] if previous else 0.0)
+            if previous is None or result["seconds"] < previous["seconds"]:
+                best[step] = result
+            best[step]["peak_rss_mb"] = peak
+    return best
+
+
+# -- partition directories -----------------------------------------------------------------------
+
+def partition_dirs(meta: dict) -> tuple[str, str]:
+    """(partition dir, log dir of two partitions) for a cached segment, built once."""
+    from seglog_cli.storage.batches import LogScan
+    from seglog_cli.storage.files import MappedFile
+    from seglog_cli.storage.writer import SegmentConfig, SegmentWriter
+
+    log = Path(meta["path"])
+    log_dir = log.parent / "logdir"
+    first, second = log_dir / "bench-0", log_dir / "bench-1"
+    names = ("00000000000000000000.log", "00000000000000000000.index", "00000000000000000000.timeindex")
+    if all((second / name).is_file() for name in names):
+        return str(first), str(log_dir)
+    shutil.rmtree(log_dir, ignore_errors=True)
+    with tempfile.TemporaryDirectory(dir=log.parent) as scratch:
+        writer = SegmentWriter(scratch, 0, SegmentConfig(segment_bytes=1 << 31))
+        with MappedFile(log) as mapped:
+            for batch in LogScan(mapped):
+                writer.append(bytes(mapped.view[batch.position:batch.end_position]))
+        writer.close()
+        for directory in (first, second):
+            directory.mkdir(parents=True)
+            os.link(log, directory / names[0])
+            for name in names[1:]:
+                shutil.copyfile(Path(scratch) / name, directory / name)
+    return str(first), str(log_dir)
+
+
+# -- results -----------------------------------------------------------------------------------
+
+def ratios(meta: dict, steps: dict) -> dict:
+    batches, records, size = meta["batches"], meta["records"], meta["size_bytes"]
+    out = {}
+
+    def rate(step, count):
+        return count / steps[step]["seconds"] if step in steps else None
+
+    out["crc_all_mb_per_s"] = rate("crc_all", size / MIB)
+    out["verify_shallow_mb_per_s"] = rate("verify_shallow", size / MIB)
+    out["verify_shallow_batches_per_s"] = rate("verify_shallow", batches)
+    out["kafka_python_crc_batches_per_s"] = rate("kafka_python_crc", batches)
+    out["verify_deep_records_per_s"] = rate("verify_deep", records)
+    out["kafka_python_records_per_s"] = rate("kafka_python", records)
+    if out["crc_all_mb_per_s"] and out["verify_shallow_mb_per_s"]:
+        out["shallow_vs_crc"] = out["verify_shallow_mb_per_s"] / out["crc_all_mb_per_s"]
+    if out["kafka_python_crc_batches_per_s"] and out["verify_shallow_batches_per_s"]:
+        out["shallow_vs_kafka_python_crc"] = out["verify_shallow_batches_per_s"] / out["kafka_python_crc_batches_per_s"]
+    if out["kafka_python_records_per_s"] and out["verify_deep_records_per_s"]:
+        out["deep_vs_kafka_python"] = out["verify_deep_records_per_s"] / out["kafka_python_records_per_s"]
+    if "cli_shallow" in steps and out["crc_all_mb_per_s"]:
+        out["cli_shallow_vs_crc"] = size / MIB / steps["cli_shallow"]["wall"] / out["crc_all_mb_per_s"]
+    for level in ("shallow", "deep"):
+        one, two = steps.get(f"jobs1_{level}"), steps.get(f"jobs2_{level}")
+        if one and two:
+            out[f"jobs2_speedup_{level}"] = one["seconds"] / two["seconds"]
+    out["verify_peak_rss_mb"] = max((steps[s]["peak_rss_mb"] for s in VERIFY_STEPS if s in steps), default=None)
+    return {key: value for key, value in out.items() if value is not None}
+
+
+def check_counts(result: dict) -> list[str]:
+    meta, steps = result["segment"], result["steps"]
+    problems = []
+    for step in VERIFY_STEPS:
+        if step not in steps:
+            continue
+        partitions = 2 if step.startswith("jobs") else 1
+        if steps[step]["status"] != "clean":
+            problems.append(f"{step}: status {steps[step]['status']}")
+        if steps[step]["batches"] != partitions * meta["batches"]:
+            problems.append(f"{step} saw {steps[step]['batches']} batches, expected {partitions * meta['batches']}")
+        if step.endswith("deep") and steps[step]["records"] != partitions * meta["records"]:
+            problems.append(f"{step} saw {steps[step]['records']} records")
+    for step in ("kafka_python", "kafka_python_crc"):
+        if step in steps and not steps[step].get("crc_ok", True):
+            problems.append(f"{step} found a CRC mismatch")
+    return problems
+
+
+def goals(results: list[dict]) -> dict:
+    def worst(key, shape=None, codec=None, highest=False):
+        values = [r["ratios"][key] for r in results if key in r["ratios"]
+                  and (shape is None or r["segment"]["shape"] == shape)
+                  and (codec is None or r["segment"]["compression"] == codec)]
+        return (max if highest else min)(values, default=None)
+
+    rss_by_size: dict[float, float] = {}
+    for r in results:
+        size = round(r["segment"]["size_bytes"] / MIB)
+        if "verify_peak_rss_mb" in r["ratios"]:
+            rss_by_size[size] = max(rss_by_size.get(size, 0.0), r["ratios"]["verify_peak_rss_mb"])
+    growth = (rss_by_size[max(rss_by_size)] - rss_by_size[min(rss_by_size)]) if len(rss_by_size) > 1 else None
+    table = {
+        "shallow_vs_crc_3kb_batches": (worst("shallow_vs_crc", "multi", "none"), GOAL_SHALLOW_VS_CRC),
+        "shallow_vs_kafka_python_crc_one_record": (worst("shallow_vs_kafka_python_crc", "one-record"),
+                                                   GOAL_ONE_RECORD_VS_KAFKA_CRC),
+        "deep_vs_kafka_python": (worst("deep_vs_kafka_python"), GOAL_DEEP_VS_KAFKA),
+        "jobs2_speedup_shallow": (worst("jobs2_speedup_shallow"), GOAL_JOBS2_SPEEDUP),
+        "jobs2_speedup_deep": (worst("jobs2_speedup_deep"), GOAL_JOBS2_SPEEDUP),
+    }
+    out = {name: {"goal": goal, "worst": value, "met": value is not None and value >= goal}
+           for name, (value, goal) in table.items()}
+    peak = worst("verify_peak_rss_mb", highest=True)
+    out["peak_rss_mb"] = {"goal": GOAL_PEAK_RSS_MB, "worst": peak, "met": peak is not None and peak < GOAL_PEAK_RSS_MB}
+    out["rss_growth_mb"] = {"goal": GOAL_RSS_GROWTH_MB, "worst": growth,
+                            "met": growth is not None and growth < GOAL_RSS_GROWTH_MB,
+                            "by_size_mib": rss_by_size}
+    return out
+
+
+def _fmt(value, scale=1.0, digits=2):
+    return "-" if value is None else f"{value / scale:.{digits}f}"
+
+
+def print_table(results: list[dict], goal_status: dict, file=sys.stdout) -> None:
+    columns = (("segment", 16, None), ("MiB", 5, None), ("crc MB/s", 8, "crc_all_mb_per_s"),
+               ("shal MB/s", 9, "verify_shallow_mb_per_s"), ("shal/crc", 8, "shallow_vs_crc"),
+               ("cli/crc", 7, "cli_shallow_vs_crc"), ("shal kb/s", 9, "verify_shallow_batches_per_s"),
+               ("kpcrc kb/s", 10, "kafka_python_crc_batches_per_s"), ("x", 5, "shallow_vs_kafka_python_crc"),
+               ("deep kr/s", 9, "verify_deep_records_per_s"), ("kp kr/s", 7, "kafka_python_records_per_s"),
+               ("x", 5, "deep_vs_kafka_python"), ("j2 shal", 7, "jobs2_speedup_shallow"),
+               ("j2 deep", 7, "jobs2_speedup_deep"), ("RSS", 5, "verify_peak_rss_mb"))
+    print(" ".join(f"{name:>{width}}" for name, width, _ in columns), file=file)
+    for result in results:
+        meta, r = result["segment"], result["ratios"]
+        cells = [f"{meta['shape'] + '-' + meta['compression']:>16}", f"{meta['size_bytes'] / MIB:>5.0f}"]
+        for _name, width, key in columns[2:]:
+            value = r.get(key)
+            scale, digits = ((1e3, 0) if key.endswith("_per_s") and not key.endswith("mb_per_s")
+                             else (1, 0) if key.endswith("mb_per_s") or key.endswith("_mb") else (1, 2))
+            cells.append(f"{_fmt(value, scale, digits):>{width}}")
+        print(" ".join(cells), file=file)
+    print("kb/s = thousand batches/s, kr/s = thousand records/s; shal/crc and x are throughput ratios "
+          "(in process); cli/crc includes seglog's start-up; j2 = jobs 1 time / jobs 2 time; RSS in MB.",
+          file=file)
+    for name, goal in goal_status.items():
+        print(f"goal {name}: worst {_fmt(goal['worst'])} vs {goal['goal']} -> "
+              f"{'MET' if goal['met'] else 'MISSED'}", file=file)
+
+
+# -- command line ----------------------------------------------------------------------------
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="256,1024", help="segment sizes in MiB, comma-separated")
+    parser.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
+                        help="<multi|one>-<codec>, comma-separated (default %(default)s)")
+    parser.add_argument("--cache-dir", default=os.environ.get("SEGLOG_BENCH_DIR", "/tmp/seglog-bench"))
+    parser.add_argument("--seed", type=int, default=20250101)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per step; the best is kept")
+    parser.add_argument("--steps", default=",".join(ALL_STEPS), help="steps to run (default: all)")
+    parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--allow-small", action="store_true",
+                        help=f"allow segments under {MIN_SEGMENT_MIB} MiB (smoke tests; not valid for the goals)")
+    parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--step", nargs=2, metavar=("NAME", "PATH"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    args.sizes = [float(s) for s in args.sizes.split(",") if s.strip()]
+    args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    args.steps = tuple(s.strip() for s in args.steps.split(",") if s.strip())
+    unknown = [s for s in args.steps if s not in ALL_STEPS]
+    if unknown:
+        parser.error(f"unknown steps: {', '.join(unknown)}")
+    if not args.allow_small and min(args.sizes) < MIN_SEGMENT_MIB:
+        parser.error(f"segments under {MIN_SEGMENT_MIB} MiB need --allow-small")
+    for variant in args.variants:
+        try:
+            bench_dump.variant_params(variant)
+        except ValueError as exc:
+            parser.error(str(exc))
+    return args
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    if args.step:
+        name, path = args.step
+        print(json.dumps(STEP_FUNCTIONS[name](path)))
+        return {}
+    cache_dir = Path(args.cache_dir)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    log = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))
+    results = []
+    for size in args.sizes:
+        for variant in args.variants:
+            meta = bench_dump.cached_segment(cache_dir, variant, size, args.seed)
+            partition, log_dir = partition_dirs(meta)
+            log(f"{partition}: {meta['size_bytes'] / MIB:.0f} MiB, {meta['batches']} batches, {meta['records']} records")
+            bench_dump.measure_once("read", meta["path"])  # warm the page cache
+            target = {step: meta["path"] if step in LOG_STEPS else partition if step in PARTITION_STEPS else log_dir
+                      for step in args.steps}
+            load_before = os.getloadavg()
+            steps = measure([(step, target[step]) for step in args.steps], args.repeat)
+            result = {"segment": meta, "partition": partition, "log_dir": log_dir, "steps": steps,
+                      "ratios": ratios(meta, steps),
+                      "load_average": {"before": load_before, "after": os.getloadavg()}}
+            result["problems"] = check_counts(result)
+            for problem in result["problems"]:
+                log(f"  PROBLEM: {problem}")
+            results.append(result)
+    report = {
+        "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
+                    "seglog": bench_dump.seglog_command(), "load_average": os.getloadavg()},
+        "settings": {"repeat": args.repeat, "sizes_mib": args.sizes, "variants": args.variants,
+                     "steps": list(args.steps), "cache_dir": str(cache_dir)},
+        "results": results,
+        "goals": goals(results),
+    }
+    if not args.quiet:
+        print_table(results, report["goals"])
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2))
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from seglog_cli.storage.findings import Finding, Severity
 from seglog_cli.storage.verify import VerifyReport
@@ -58,13 +59,24 @@ def render_jsonl(report: VerifyReport, out) -> None:
         out.write(json.dumps(obj, separators=(",", ":")) + "\n")
 
 
+def _short(path: str) -> str:
+    """A finding's file as ``<partition dir>/<file>`` (the table is narrow; text and json keep
+    the whole path)."""
+    parts = Path(path).parts
+    return "/".join(parts[-2:]) if len(parts) >= 2 else path
+
+
 def render_table(report: VerifyReport, console, minimum: Severity) -> None:
     from rich.table import Table
 
     if report.partitions:
         table = Table(title="Partitions", title_justify="left", show_lines=False)
-        for column in ("partition", "segments", "batches", "bytes", "offsets", "errors", "warnings"):
-            table.add_column(column, justify="left" if column in ("partition", "offsets") else "right")
+        table.add_column("partition", no_wrap=True, overflow="fold")
+        for column in ("segments", "batches", "bytes"):
+            table.add_column(column, justify="right")
+        table.add_column("offsets", no_wrap=True)
+        for column in ("errors", "warnings"):
+            table.add_column(column, justify="right")
         for partition in report.partitions:
             errors = sum(1 for f in partition.findings if f.severity is Severity.ERROR)
             warnings = sum(1 for f in partition.findings if f.severity is Severity.WARNING)
@@ -78,11 +90,15 @@ def render_table(report: VerifyReport, console, minimum: Severity) -> None:
     findings = shown(report, minimum)
     if findings:
         table = Table(title="Findings", title_justify="left")
-        for column in ("severity", "code", "file", "position", "offset", "message"):
-            table.add_column(column, overflow="fold")
+        table.add_column("severity", no_wrap=True)
+        table.add_column("code", no_wrap=True)
+        table.add_column("file", overflow="fold")
+        table.add_column("position", justify="right", no_wrap=True)
+        table.add_column("offset", justify="right", no_wrap=True)
+        table.add_column("message", overflow="fold", ratio=1)
         for finding in findings[:MAX_TABLE_FINDINGS]:
             table.add_row(f"[{SEVERITY_STYLE[finding.severity.value]}]{finding.severity.value}[/]", finding.code,
-                          finding.path, "" if finding.position is None else str(finding.position),
+                          _short(finding.path), "" if finding.position is None else str(finding.position),
                           "" if finding.offset is None else str(finding.offset), finding.message)
         console.print(table)
         if len(findings) > MAX_TABLE_FINDINGS:

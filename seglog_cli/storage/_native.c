@@ -842,16 +842,21 @@ static PyObject *native_verify_walk(PyObject *self, PyObject *args) {
             ANOMALY("(snLLL)", "crc", pos, first, (long long)(uint32_t)h.crc, (long long)(uint32_t)h.computed);
         if (!magic_ok)
             ANOMALY("(snLLL)", "magic", pos, first, h.magic, 0LL);
-        else if (h.magic >= 2 ? codec > 4 : codec > 3)
-            ANOMALY("(snLLL)", "codec", pos, first, (long long)codec, h.magic);
         int trusted = magic_ok && (crc_ok || !check_crc);
+        if (trusted && (h.magic >= 2 ? codec > 4 : codec > 3))  /* attributes are CRC-covered */
+            ANOMALY("(snLLL)", "codec", pos, first, (long long)codec, h.magic);
         if (trusted) {
             int in_order = 1;
             if (last < first) {  /* a negative last offset delta */
                 ANOMALY("(snLLL)", "delta", pos, first, last, first);
                 in_order = 0;
             } else if (have_prev && first <= prev_last) {
-                if (first > before_last && first < prev_first) {  /* the previous batch is the odd one */
+                /* the previous batch is the odd one when this one follows the batch before it and
+                 * lies below the previous one's start, or exactly where the previous one would
+                 * have ended had it followed on without a gap */
+                if (first > before_last &&
+                    (first < prev_first ||
+                     (prev_first != before_last + 1 && first == before_last + 1 + (prev_last - prev_first) + 1))) {
                     ANOMALY("(snLLL)", "outlier", prev_pos, prev_first, before_last, first);
                 } else {
                     ANOMALY("(snLLL)", "order", pos, first, prev_last, first);
@@ -893,7 +898,7 @@ static PyObject *native_verify_walk(PyObject *self, PyObject *args) {
                 }
             }
         }
-        if (ok && want_txn && h.magic >= 2 && (h.attributes & 0x10)) {
+        if (ok && trusted && want_txn && h.magic >= 2 && (h.attributes & 0x10)) {
             PyObject *event = Py_BuildValue("(nLLLLi)", pos, first, last, h.pid, h.pepoch,
                                             (h.attributes & 0x20) ? 1 : 0);
             ok = event && PyList_Append(txn, event) == 0;
@@ -1121,27 +1126,28 @@ static PyObject *native_verify_records(PyObject *self, PyObject *args) {
             section_len = PyBytes_GET_SIZE(plain);
         }
         Py_ssize_t pos = 0;
-        int clean = 1, reported = 0;
-        long long previous = (long long)base - 1, records_max = LLONG_MIN;
-        for (int32_t k = 0; ok && k < count; k++) {
+        int clean = 1, misplaced = 0;
+        long long previous = (long long)base - 1, records_max = LLONG_MIN, bad_offset = 0, bad_previous = 0;
+        for (int32_t k = 0; k < count; k++) {
             RawRecord r;
             if (!parse_record(section, section_len, &pos, &c, &r)) { clean = 0; break; }
-            if (!reported && ((k == 0 ? r.offset < base : r.offset <= previous) || r.offset > last)) {
-                ok = append_anomaly(anomalies, "record_offset", position, r.offset, previous, 0);
-                reported = 1;
+            if (!misplaced && ((k == 0 ? r.offset < base : r.offset <= previous) || r.offset > last)) {
+                misplaced = 1;  /* reported once the whole section is known to decode */
+                bad_offset = r.offset;
+                bad_previous = previous;
             }
             previous = r.offset;
             if (k == 0 || r.timestamp > records_max) records_max = r.timestamp;
         }
         if (clean && pos != section_len) clean = 0;
         Py_XDECREF(plain);
-        if (!ok) break;
         if (!clean) {
             ok = append_position(python, position);
             continue;
         }
         total += count;
-        if (previous != last) ok = append_anomaly(anomalies, "last_delta", position, last, previous, 0);
+        if (misplaced) ok = append_anomaly(anomalies, "record_offset", position, bad_offset, bad_previous, 0);
+        if (ok && previous != last) ok = append_anomaly(anomalies, "last_delta", position, last, previous, 0);
         if (ok && !log_append && records_max != max_ts)
             ok = append_anomaly(anomalies, "max_ts", position, base, records_max, max_ts);
     }

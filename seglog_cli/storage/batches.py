@@ -304,6 +304,7 @@ class LogScan:
         self.resynced = False
         self._verify_args = (0, False)
         self._order = None
+        self.size_field_only: set[int] = set()  # damaged batches whose CRC matches once resized
         self._resync_budget = RESYNC_CRC_BUDGET + 4 * max(0, self.end - start)
 
     def __iter__(self) -> Iterator[BatchHeader]:
@@ -467,32 +468,61 @@ class LogScan:
 
     def _after_untrusted(self, bad: int, pos: int) -> int:
         """Where to go on after the batch at ``bad`` failed its CRC or magic check, its size
-        field having led to ``pos``: ``pos`` when a plausible batch header is there (or at the
-        end of the file), else the next valid batch found from just after ``bad``."""
+        field having led to ``pos``.
+
+        1. A valid batch (CRC good, offset plausible) starting inside the claimed extent: the
+           size field is too large; resume there (``BATCH_SIZE_MISMATCH``).
+        2. A plausible batch header at ``pos`` (or the end of the file): resume at ``pos``.
+        3. Else the next valid batch from ``pos`` on: if the damaged batch's CRC matches its
+           bytes up to it, the size field was too small (``BATCH_SIZE_MISMATCH``), else the bytes
+           in between are a ``CORRUPT_REGION``.
+        """
+        if not self.resync:
+            return pos
         end = self.end
-        if not self.resync or pos + HEADER_SIZE_UP_TO_MAGIC > end:
-            if pos == end or not self.resync:
-                return pos
-        else:
+        expected = self._order.expected_offset
+        inside = self._find_next_batch(bad + 1, limit=min(pos, end), expected_offset=expected)
+        if inside is not None:
+            return self._size_mismatch(bad, inside, expected)
+        if pos >= end:
+            return pos
+        if pos + HEADER_SIZE_UP_TO_MAGIC <= end:
             size = OFFSET_AND_SIZE.unpack_from(self.mapped.buffer, pos)[1]
-            if MIN_ENTRY_SIZE <= size and pos + LOG_OVERHEAD + size <= end and \
-                    self._plausible_header(pos, self._order.expected_offset):
+            if MIN_ENTRY_SIZE <= size and pos + LOG_OVERHEAD + size <= end and self._plausible_header(pos, expected):
                 return pos
-        found = self._find_next_batch(bad + 1)
+        found = self._find_next_batch(pos)
         if found is None or found == pos:
             return pos
+        if self._crc_matches(bad, found):
+            return self._size_mismatch(bad, found, expected)
         self.resynced = True
-        if found < pos:
-            stored = OFFSET_AND_SIZE.unpack_from(self.mapped.buffer, bad)[1]
-            self._add(Code.BATCH_SIZE_MISMATCH, Severity.ERROR, bad, found - bad,
-                      f"the size field says {stored + LOG_OVERHEAD} bytes but the next valid batch starts "
-                      f"{found - bad} bytes in, at position {found}: the size field is damaged",
-                      self._order.expected_offset)
-        else:
-            self._add(Code.CORRUPT_REGION, Severity.ERROR, pos, found - pos,
-                      f"{found - pos} unreadable bytes after a damaged batch; next valid batch at position {found}",
-                      self._order.expected_offset)
+        self._add(Code.CORRUPT_REGION, Severity.ERROR, pos, found - pos,
+                  f"{found - pos} unreadable bytes after a damaged batch; next valid batch at position {found}",
+                  expected)
         return found
+
+    def _size_mismatch(self, bad: int, found: int, expected: int | None) -> int:
+        self.resynced = True
+        stored = OFFSET_AND_SIZE.unpack_from(self.mapped.buffer, bad)[1]
+        intact = self._crc_matches(bad, found)
+        if intact:
+            self.size_field_only.add(bad)
+        self._add(Code.BATCH_SIZE_MISMATCH, Severity.ERROR, bad, found - bad,
+                  f"the size field says {stored + LOG_OVERHEAD} bytes but the next valid batch starts {found - bad} "
+                  f"bytes in, at position {found}: the size field is damaged"
+                  + ("; the batch's CRC matches those bytes, so only its size field is" if intact else ""),
+                  expected)
+        return found
+
+    def _crc_matches(self, position: int, end: int) -> bool:
+        """Whether the entry at ``position`` would pass its CRC if it ended at ``end``."""
+        buf, view = self.mapped.buffer, self.mapped.view
+        magic = buf[position + 16]
+        if magic == 2 and end - position >= 61:
+            return V2_HEADER.unpack_from(buf, position)[4] == crc32c(view[position + 21:end])
+        if magic in (0, 1) and end - position >= 17:
+            return LEGACY_HEADER.unpack_from(buf, position)[2] == zlib.crc32(view[position + 16:end])
+        return False
 
     def _plausible_header(self, pos: int, expected_offset: int | None) -> bool:
         buf = self.mapped.buffer
@@ -506,11 +536,14 @@ class LogScan:
     def _all_zero(self, pos: int) -> bool:
         return _NON_ZERO.search(self.mapped.buffer, pos, self.end) is None
 
-    def _find_next_batch(self, pos: int) -> int | None:
-        """First position >= ``pos`` that frames a whole entry with a valid CRC."""
+    def _find_next_batch(self, pos: int, limit: int | None = None, expected_offset: int | None = None) -> int | None:
+        """First position >= ``pos`` (and below ``limit``) that frames a whole entry with a
+        valid CRC (and, given ``expected_offset``, a plausible offset)."""
         buf, view, end = self.mapped.buffer, self.mapped.view, self.end
         for match in _CANDIDATE.finditer(buf, pos, end):
             candidate = match.start()
+            if limit is not None and candidate >= limit:
+                return None
             if candidate + HEADER_SIZE_UP_TO_MAGIC > end:
                 return None
             size = OFFSET_AND_SIZE.unpack_from(buf, candidate)[1]
@@ -524,6 +557,8 @@ class LogScan:
                 if size < 49 or V2_HEADER.unpack_from(buf, candidate)[4] != crc32c(view[candidate + 21:batch_end]):
                     continue
             elif LEGACY_HEADER.unpack_from(buf, candidate)[2] != zlib.crc32(view[candidate + 16:batch_end]):
+                continue
+            if expected_offset is not None and not self._plausible_header(candidate, expected_offset):
                 continue
             return candidate
         return None

@@ -98,15 +98,78 @@ class _NoIndex:
 NO_INDEX = _NoIndex()
 
 
-class IndexChecker:
+MAX_ENTRY_FINDINGS = 20  # per index file and code; the rest are counted in one more finding
+
+
+class _EntryChecker:
+    """What both checkers share: order violations with their likely culprit, reporting with a
+    cap, and the entries left unjudged at the end."""
+
+    width = 8
+    order_code = Code.INDEX_NOT_INCREASING
+
+    def _init_common(self, path: str, base: int, owner, active: bool) -> None:
+        self.path, self.base, self.owner, self.active = path, base, owner, active
+        self.violations: list[list] = []  # [entry, message, explained]
+        self.suspects: dict[int, list[int]] = {}  # entry -> violations it may explain
+        self.reported: dict[str, int] = {}  # code -> findings so far
+        self.suppressed: dict[str, list[int]] = {}  # code -> [count, first byte position]
+
+    def _report(self, code, severity, i: int, message: str, offset) -> None:
+        for number in self.suspects.get(i, ()):
+            self.violations[number][2] = True
+        count = self.reported.get(code, 0)
+        if count >= MAX_ENTRY_FINDINGS:
+            self.suppressed.setdefault(code, [0, i * self.width])[0] += 1
+            return
+        self.reported[code] = count + 1
+        self.owner.add(code, severity, i * self.width, message, path=self.path, offset=offset)
+
+    def _finish_common(self) -> None:
+        for i, message, explained in self.violations:
+            if not explained:
+                self._report(self.order_code, ERROR, i, message, self.base + self.relatives[i])
+        for code, (count, position) in self.suppressed.items():
+            self.owner.add(code, ERROR, position, f"{count} more entries of this index with the same problem",
+                           path=self.path)
+
+    def _trailing(self, unjudged: list[int], code, what) -> list[int]:
+        """Entries left unjudged at the end of the log. Those at the end of the index, in one
+        finding: what a crash leaves when the log loses its end but the index keeps it (a
+        warning in the active segment, whose indexes Kafka rebuilds when it recovers it after
+        an unclean shutdown; an error in a rolled one); nothing when a torn or damaged tail of
+        the .log is already reported. Returns the others, to be judged one by one."""
+        count = len(self.relatives)
+        suffix = []
+        for i in sorted(unjudged, reverse=True):
+            if i != count - 1 - len(suffix):
+                break
+            suffix.append(i)
+        suffix.reverse()
+        if suffix and not self.owner.tail_damaged:
+            first, last = suffix[0], suffix[-1]
+            entries = f"entry {first}" if first == last else f"entries {first}..{last}"
+            self.owner.add(code, WARNING if self.active else ERROR, first * self.width,
+                           f"{entries} {what(first == last)}" + (" (the log lost its end: a crash?)" if self.active else ""),
+                           path=self.path, offset=self.base + self.relatives[first])
+        return [i for i in unjudged if i not in set(suffix)]
+
+
+class IndexChecker(_EntryChecker):
     """``<base>.index`` against the batches of its ``.log``."""
 
-    def __init__(self, path: str, base: int, log_size: int, relatives: array, positions: array, owner):
-        self.path, self.base, self.log_size, self.owner = path, base, log_size, owner
+    width = 8
+    order_code = Code.INDEX_NOT_INCREASING
+
+    def __init__(self, path: str, base: int, log_size: int, relatives: array, positions: array, owner,
+                 active: bool = False):
+        self._init_common(path, base, owner, active)
+        self.log_size = log_size
         self.relatives, self.positions = relatives, positions
-        self.next = 0  # next entry to match, by position
+        self.next = 0  # cursor: entries before it (in position order) are judged
         self.pending: list[tuple[int, int, int]] = []  # (entry, offset, next entry's position) awaiting batches
-        self.sorted = True  # entries in order (the fast path may bisect them)
+        self.by_position: list[int] | None = None  # entry numbers in position order, when not in index order
+        self.following: dict[int, int] = {}
 
     @classmethod
     def open(cls, segment, log_size: int, owner, active: bool):
@@ -128,7 +191,7 @@ class IndexChecker:
             raw.byteswap()
         relatives, positions = raw[0::2], raw[1::2]
         del raw
-        checker = cls(path, segment.base_offset, log_size, relatives, positions, owner)
+        checker = cls(path, segment.base_offset, log_size, relatives, positions, owner, active)
         checker._order()
         return checker
 
@@ -136,17 +199,31 @@ class IndexChecker:
         relatives, positions = self.relatives, self.positions
         if _increasing(relatives) and _increasing(positions, strictly=False):
             return
-        self.sorted = False
-        for i in range(1, len(relatives)):
-            if relatives[i] <= relatives[i - 1] or positions[i] < positions[i - 1]:
-                self.owner.add(Code.INDEX_NOT_INCREASING, ERROR, i * 8,
-                               f"entry {i} (offset {self.base + relatives[i]}, position {positions[i]}) does not "
-                               f"follow entry {i - 1} (offset {self.base + relatives[i - 1]}, position "
-                               f"{positions[i - 1]})", path=self.path, offset=self.base + relatives[i])
-                return
+        keys = list(zip(relatives, positions))
+        n = len(keys)
+
+        def ordered(a, b):
+            return keys[a][0] < keys[b][0] and keys[a][1] <= keys[b][1]
+
+        for i in range(1, n):
+            if ordered(i - 1, i):
+                continue
+            candidates = [c for c, fine in ((i - 1, i - 2 < 0 or ordered(i - 2, i)),
+                                            (i, i + 1 >= n or ordered(i - 1, i + 1))) if fine]
+            number = len(self.violations)
+            self.violations.append([i, self._disorder_message(i), False])
+            for candidate in candidates:
+                self.suspects.setdefault(candidate, []).append(number)
+        self.by_position = sorted(range(n), key=lambda i: (positions[i], i))
+        for k in range(n - 1):
+            self.following[self.by_position[k]] = positions[self.by_position[k + 1]]
+
+    def _disorder_message(self, i: int) -> str:
+        return (f"entry {i} (offset {self.base + self.relatives[i]}, position {self.positions[i]}) does not follow "
+                f"entry {i - 1} (offset {self.base + self.relatives[i - 1]}, position {self.positions[i - 1]})")
 
     def _error(self, code, i, message) -> None:
-        self.owner.add(code, ERROR, i * 8, message, path=self.path, offset=self.base + self.relatives[i])
+        self._report(code, ERROR, i, message, self.base + self.relatives[i])
 
     def check(self, positions, lasts, end: int, packed: bytes | None = None) -> None:
         """Entries whose position is below ``end``, against the batches (positions, last offsets;
@@ -159,30 +236,38 @@ class IndexChecker:
         count, start = len(self.positions), self.next
         if start >= count:
             return
-        if self.sorted:
-            stop = bisect.bisect_left(self.positions, end, start)
-        else:
-            stop = start
-            while stop < count and self.positions[stop] < end:
-                stop += 1
-        if stop == start:
-            return
-        self.next = stop
         base = self.base
-        if packed is not None and native.module is not None:
-            odd = native.module.index_odd(packed, self.positions, self.relatives, start, stop, base)
+        if self.by_position is None:
+            stop = bisect.bisect_left(self.positions, end, start)
+            if stop == start:
+                return
+            self.next = stop
+            if packed is not None and native.module is not None:
+                odd = native.module.index_odd(packed, self.positions, self.relatives, start, stop, base)
+            else:
+                last_at = dict(zip(positions, lasts)).get
+                odd = [i for i, position, relative in zip(range(start, stop), self.positions[start:stop],
+                                                           self.relatives[start:stop])
+                       if last_at(position) != base + relative]
         else:
+            order = self.by_position
+            stop = start
+            while stop < count and self.positions[order[stop]] < end:
+                stop += 1
+            self.next = stop
             last_at = dict(zip(positions, lasts)).get
-            odd = [i for i, position, relative in zip(range(start, stop), self.positions[start:stop],
-                                                       self.relatives[start:stop])
-                   if last_at(position) != base + relative]
+            odd = [i for i in order[start:stop] if last_at(self.positions[i]) != base + self.relatives[i]]
         for i in odd:
             self._entry(i, positions, lasts)
 
+    def _following(self, i: int) -> int:
+        if self.by_position is None:
+            return self.positions[i + 1] if i + 1 < len(self.positions) else self.log_size
+        return self.following.get(i, self.log_size)
+
     def _entry(self, i: int, positions, lasts) -> None:
-        count = len(self.positions)
         position, offset = self.positions[i], self.base + self.relatives[i]
-        following = self.positions[i + 1] if i + 1 < count else self.log_size
+        following = self._following(i)
         if self.owner.is_damaged_position(position):
             return  # the batch there is reported as damaged; the entry cannot be judged
         j = bisect.bisect_left(positions, position)
@@ -231,10 +316,11 @@ class IndexChecker:
             if not self.owner.damaged_between(self.positions[i], following):
                 self._error(Code.INDEX_OFFSET_MISMATCH, i, f"entry {i}: no batch ends at offset {offset}")
         self.pending = []
-        for i in range(self.next, len(self.positions)):
+        order = self.by_position if self.by_position is not None else range(len(self.positions))
+        unjudged = [i for i in list(order)[self.next:] if not self.owner.is_damaged_position(self.positions[i])]
+        for i in self._trailing(unjudged, Code.INDEX_ENTRY_PAST_LOG_END,
+                                lambda one: f"{'points' if one else 'point'} past the last batch, which ends at {end_position}"):
             position = self.positions[i]
-            if self.owner.is_damaged_position(position):
-                continue  # inside a damaged region or tail, reported as such
             if position >= self.log_size:
                 self._error(Code.INDEX_ENTRY_PAST_LOG_END, i,
                             f"entry {i} points at position {position}, past the end of the .log ({self.log_size} bytes)")
@@ -242,16 +328,20 @@ class IndexChecker:
                 self._error(Code.INDEX_ENTRY_NOT_BATCH_START, i,
                             f"entry {i} points at position {position}, after the last readable batch "
                             f"(which ends at {end_position})")
+        self._finish_common()
 
 
-class TimeIndexChecker:
+class TimeIndexChecker(_EntryChecker):
     """``<base>.timeindex`` against the batches' last offsets and max timestamps."""
 
+    width = 12
+    order_code = Code.TIME_INDEX_OUT_OF_ORDER
+
     def __init__(self, path: str, base: int, timestamps: array, relatives: array, owner, active: bool):
-        self.path, self.base, self.owner, self.active = path, base, owner, active
+        self._init_common(path, base, owner, active)
         self.timestamps, self.relatives = timestamps, relatives
         self.next = 0
-        self.sorted = True
+        self.by_offset: list[int] | None = None
 
     @classmethod
     def open(cls, segment, owner, active: bool):
@@ -278,17 +368,28 @@ class TimeIndexChecker:
         return checker
 
     def _order(self) -> None:
-        if _increasing(self.timestamps) and _increasing(self.relatives, strictly=False):
+        timestamps, relatives = self.timestamps, self.relatives
+        if _increasing(timestamps) and _increasing(relatives, strictly=False):
             return
-        self.sorted = False
-        for i in range(1, len(self.timestamps)):
-            if self.timestamps[i] <= self.timestamps[i - 1] or self.relatives[i] < self.relatives[i - 1]:
-                self.owner.add(Code.TIME_INDEX_OUT_OF_ORDER, ERROR, i * 12,
-                               f"entry {i} ({self.timestamps[i]}, offset {self.base + self.relatives[i]}) does not "
-                               f"follow entry {i - 1} ({self.timestamps[i - 1]}, offset "
-                               f"{self.base + self.relatives[i - 1]})", path=self.path,
-                               offset=self.base + self.relatives[i])
-                return
+        n = len(timestamps)
+
+        def ordered(a, b):
+            return timestamps[a] < timestamps[b] and relatives[a] <= relatives[b]
+
+        for i in range(1, n):
+            if ordered(i - 1, i):
+                continue
+            candidates = [c for c, fine in ((i - 1, i - 2 < 0 or ordered(i - 2, i)),
+                                            (i, i + 1 >= n or ordered(i - 1, i + 1))) if fine]
+            number = len(self.violations)
+            self.violations.append([i, self._disorder_message(i), False])
+            for candidate in candidates:
+                self.suspects.setdefault(candidate, []).append(number)
+        self.by_offset = sorted(range(n), key=lambda i: (relatives[i], i))
+
+    def _disorder_message(self, i: int) -> str:
+        return (f"entry {i} ({self.timestamps[i]}, offset {self.base + self.relatives[i]}) does not follow "
+                f"entry {i - 1} ({self.timestamps[i - 1]}, offset {self.base + self.relatives[i - 1]})")
 
     def check(self, bases, lasts, max_timestamps, packed: bytes | None = None) -> None:
         """Entries naming offsets up to the last batch given. Fast path: an entry naming a
@@ -299,24 +400,27 @@ class TimeIndexChecker:
         count, start = len(self.timestamps), self.next
         if start >= count:
             return
-        top = lasts[-1]
-        if self.sorted:
-            stop = bisect.bisect_right(self.relatives, top - self.base, start)
+        top, base = lasts[-1], self.base
+        if self.by_offset is None:
+            stop = bisect.bisect_right(self.relatives, top - base, start)
+            if stop == start:
+                return
+            self.next = stop
+            if packed is not None and native.module is not None:
+                odd = native.module.time_index_odd(packed, self.timestamps, self.relatives, start, stop, base)
+            else:
+                timestamp_of = dict(zip(lasts, max_timestamps)).get
+                odd = [i for i, relative, timestamp in zip(range(start, stop), self.relatives[start:stop],
+                                                            self.timestamps[start:stop])
+                       if timestamp_of(base + relative) != timestamp]
         else:
+            order = self.by_offset
             stop = start
-            while stop < count and self.base + self.relatives[stop] <= top:
+            while stop < count and base + self.relatives[order[stop]] <= top:
                 stop += 1
-        if stop == start:
-            return
-        self.next = stop
-        base = self.base
-        if packed is not None and native.module is not None:
-            odd = native.module.time_index_odd(packed, self.timestamps, self.relatives, start, stop, base)
-        else:
+            self.next = stop
             timestamp_of = dict(zip(lasts, max_timestamps)).get
-            odd = [i for i, relative, timestamp in zip(range(start, stop), self.relatives[start:stop],
-                                                        self.timestamps[start:stop])
-                   if timestamp_of(base + relative) != timestamp]
+            odd = [i for i in order[start:stop] if timestamp_of(base + self.relatives[i]) != self.timestamps[i]]
         for i in odd:
             self._entry(i, bases, lasts, max_timestamps)
 
@@ -326,21 +430,22 @@ class TimeIndexChecker:
             return  # in a damaged batch or region, reported as such
         j = bisect.bisect_left(lasts, offset)
         if j >= len(lasts) or bases[j] > offset:
-            self.owner.add(Code.TIME_INDEX_OFFSET_NOT_FOUND, ERROR, i * 12,
-                           f"entry {i} names offset {offset}, which no batch holds", path=self.path,
-                           offset=offset)
+            self._report(Code.TIME_INDEX_OFFSET_NOT_FOUND, ERROR, i,
+                         f"entry {i} names offset {offset}, which no batch holds", offset)
         elif max_timestamps[j] != timestamp:
-            self.owner.add(Code.TIME_INDEX_MISMATCH, ERROR, i * 12,
-                           f"entry {i} says {timestamp}, but the batch holding offset {offset} has max "
-                           f"timestamp {max_timestamps[j]}", path=self.path, offset=offset)
+            self._report(Code.TIME_INDEX_MISMATCH, ERROR, i,
+                         f"entry {i} says {timestamp}, but the batch holding offset {offset} has max "
+                         f"timestamp {max_timestamps[j]}", offset)
 
     def finish(self, segment_max_timestamp: int) -> None:
-        for i in range(self.next, len(self.timestamps)):
+        order = self.by_offset if self.by_offset is not None else range(len(self.timestamps))
+        unjudged = [i for i in list(order)[self.next:] if not self.owner.is_unknown_offset(self.base + self.relatives[i])]
+        for i in self._trailing(unjudged, Code.TIME_INDEX_OFFSET_NOT_FOUND,
+                                lambda one: f"{'names an offset' if one else 'name offsets'} past the last batch"):
             offset = self.base + self.relatives[i]
-            if self.owner.is_unknown_offset(offset):
-                continue
-            self.owner.add(Code.TIME_INDEX_OFFSET_NOT_FOUND, ERROR, i * 12,
-                           f"entry {i} names offset {offset}, past the last batch", path=self.path, offset=offset)
+            self._report(Code.TIME_INDEX_OFFSET_NOT_FOUND, ERROR, i,
+                         f"entry {i} names offset {offset}, past the last batch", offset)
+        self._finish_common()
         last = self.timestamps[-1] if self.timestamps else -1
         if segment_max_timestamp >= 0 and last < segment_max_timestamp:
             severity = INFO if self.active else WARNING

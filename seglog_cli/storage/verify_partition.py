@@ -93,8 +93,7 @@ def finding_order(finding: Finding):
 def _between(previous: SegmentSummary, current: SegmentSummary, findings: list[Finding]) -> None:
     if previous.last_offset is None:
         return
-    if current.base_offset <= previous.last_offset or (
-            current.first_offset is not None and current.first_offset <= previous.last_offset):
+    if current.base_offset <= previous.last_offset:  # a first batch below its own base: SEGMENT_BASE_MISMATCH
         findings.append(Finding(Code.OVERLAPPING_SEGMENTS, ERROR, current.path, 0,
                                 f"starts at offset {current.first_offset if current.first_offset is not None else current.base_offset} "
                                 f"(base {current.base_offset}), not after the previous segment's last offset "
@@ -206,11 +205,16 @@ def _leader_epochs(log: PartitionLog, report: PartitionReport, summaries: list[S
 
 def _transactions(log: PartitionLog, summaries: list[SegmentSummary], findings: list[Finding]) -> None:
     """Replay the transactional batches as ProducerStateManager does and compare the aborted
-    transactions with each segment's ``.txnindex``."""
+    transactions with each segment's ``.txnindex``. Batches that could not be read (damage
+    reported on its own) leave the replay uncertain from there on: entries that may depend on
+    them are not judged."""
     expected: dict[int, list[tuple]] = defaultdict(list)  # segment base -> (pid, first, last, lso)
     markers: dict[int, set[tuple[int, int]]] = defaultdict(set)  # segment base -> {(pid, marker offset)}
     ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
+    uncertain_from: float = float("inf")  # the first offset the replay may have missed
     for segment, summary in zip(log.segments, summaries):
+        if summary.unknown_offsets:
+            uncertain_from = min(uncertain_from, min(lo for lo, _ in summary.unknown_offsets) + 1)
         events = summary.txn_events
         if not events:
             continue
@@ -228,9 +232,9 @@ def _transactions(log: PartitionLog, summaries: list[SegmentSummary], findings: 
             if first is not None and marker == "ABORT":
                 stable = min(ongoing.values(), default=event.base_offset + 1)
                 expected[segment.base_offset].append((event.producer_id, first, event.base_offset, stable))
-    for segment in log.segments:
+    for segment, summary in zip(log.segments, summaries):
         _compare_txn_index(segment, expected.get(segment.base_offset, []), markers.get(segment.base_offset, set()),
-                           findings)
+                           summary.unknown_offsets, uncertain_from, findings)
 
 
 def _marker_types(segment, events: list[TxnEvent], findings) -> dict[int, str]:
@@ -256,7 +260,8 @@ def _marker_types(segment, events: list[TxnEvent], findings) -> dict[int, str]:
     return out
 
 
-def _compare_txn_index(segment, expected: list[tuple], abort_markers: set, findings: list[Finding]) -> None:
+def _compare_txn_index(segment, expected: list[tuple], abort_markers: set, unknown: list, uncertain_from: float,
+                       findings: list[Finding]) -> None:
     path = segment.txn_index_path
     actual = []
     if path.is_file():
@@ -275,13 +280,16 @@ def _compare_txn_index(segment, expected: list[tuple], abort_markers: set, findi
                                     f"the ABORT marker at offset {last} (producer {pid}, transaction from offset "
                                     f"{first}) has no .txnindex entry: read_committed consumers would read the "
                                     f"aborted records", offset=last))
-        elif found != (first, lso):
+        elif found != (first, lso) and last < uncertain_from:
             findings.append(Finding(Code.TXN_INDEX_MISMATCH, ERROR, str(path), None,
                                     f"entry for producer {pid} aborted at offset {last} says first offset {found[0]}, "
                                     f"last stable offset {found[1]}; the log gives {first} and {lso}", offset=last))
     known = {(pid, last) for pid, _, last, _ in expected}
     for pid, first, last, lso in actual:
-        if (pid, last) not in known and (pid, last) not in abort_markers:
-            findings.append(Finding(Code.TXN_INDEX_MISMATCH, ERROR, str(path), None,
-                                    f"entry for producer {pid} aborted at offset {last} has no ABORT marker there "
-                                    f"in the log", offset=last))
+        if (pid, last) in known or (pid, last) in abort_markers:
+            continue
+        if any(lo < last < hi for lo, hi in unknown):
+            continue  # its marker may be in the damage reported on the .log
+        findings.append(Finding(Code.TXN_INDEX_MISMATCH, ERROR, str(path), None,
+                                f"entry for producer {pid} aborted at offset {last} has no ABORT marker there "
+                                f"in the log", offset=last))

@@ -57,7 +57,8 @@ class SegmentSummary:
     end_position: int = 0
     damaged: bool = False  # a batch or region whose header fields cannot be trusted
     txn_events: list[TxnEvent] = field(default_factory=list)
-    epochs: list[tuple[int, int]] = field(default_factory=list)  # (leader epoch, first base offset)
+    epochs: list[tuple[int, int, int]] = field(default_factory=list)  # (position, leader epoch, first base offset)
+    unknown_offsets: list[tuple[int, float]] = field(default_factory=list)  # (lo, hi): unreadable in between
 
 
 class OffsetOrder:
@@ -67,9 +68,10 @@ class OffsetOrder:
     same ``state``; :meth:`step` is its Python twin (for entries the walker leaves to Python,
     and for machines without the compiled module). Only batches whose headers are trusted (CRC
     and magic good) take part. A batch whose offsets do not follow the previous one is blamed
-    (``order``), unless it does follow the one before that while lying below the previous
-    batch's first offset: then the previous batch is the odd one (``outlier``: its base offset,
-    which no CRC covers, is damaged). Leader epochs (not covered by the CRC either) never go
+    (``order``), unless it does follow the one before that and either lies below the previous
+    batch's first offset, or starts exactly where the previous batch would have ended had it
+    followed on without a gap: then the previous batch is the odd one (``outlier``: its base
+    offset, which no CRC covers, is damaged; its last offset delta is CRC-covered). Leader epochs (not covered by the CRC either) never go
     back; a single batch whose epoch is above both neighbours', which agree, is blamed itself
     (``epoch_outlier``), any other step back (or an epoch below -1) on the later batch.
 
@@ -94,7 +96,8 @@ class OffsetOrder:
             anomalies.append(("delta", position, first, last, first))
             in_order = False
         elif prev_last is not None and first <= prev_last:
-            if before_last < first < prev_first:
+            if before_last < first and (first < prev_first or (prev_first != before_last + 1 and
+                                                               first == before_last + 1 + (prev_last - prev_first) + 1)):
                 anomalies.append(("outlier", prev_pos, prev_first, before_last, first))
             else:
                 anomalies.append(("order", position, first, prev_last, first))
@@ -125,8 +128,8 @@ class OffsetOrder:
 
 
 class _Stretch:
-    """Batches passed by the scan, held back one step before the index checks see them (an
-    ``outlier`` is only known once the batch after it has been read)."""
+    """Batches passed by the scan, held back until none of them can still be blamed as an
+    ``outlier`` (known only once a later batch has been read) before the index checks see them."""
 
     __slots__ = ("packed", "trusted", "end", "damage_after")
 
@@ -165,6 +168,7 @@ class SegmentVerifier:
         self._first_position: int | None = None
         self._overflows: dict[int, Finding] = {}
         self._lost_before_first = False  # damage before the first trusted batch
+        self.tail_damaged = False  # a torn, zero-filled or garbage tail of the .log was found
 
     def add(self, code, severity, position, message, offset=None, length=None, path=None) -> Finding:
         finding = Finding(code, severity, path or self.path, position, message, length=length, offset=offset)
@@ -180,13 +184,14 @@ class SegmentVerifier:
             self.add(Code.UNREADABLE_FILE, ERROR, None, exc.message)
             return self.summary
         with mapped:
+            self._mapped = mapped
             self.summary.size = mapped.size
             if self.indexes:
                 self.index = IndexChecker.open(self.segment, mapped.size, self, self.active)
                 self.time_index = TimeIndexChecker.open(self.segment, self, self.active)
             else:
                 self.index = self.time_index = NO_INDEX
-            scan = LogScan(mapped, check_crc=True, resync=True)
+            scan = self._scan = LogScan(mapped, check_crc=True, resync=True)
             seen = 0
             for item in scan.verify_runs(self.segment.base_offset, self.want_txn, self.order):
                 if len(scan.findings) > seen:  # damage between the held stretch and this one
@@ -205,6 +210,9 @@ class SegmentVerifier:
             self.index.finish(scan.end_position)
             self.time_index.finish(self.summary.max_timestamp)
         self.summary.last_offset = self.order.state[0]
+        self.summary.unknown_offsets = list(self.unknown_offsets)
+        if self._window_lo is not None:
+            self.summary.unknown_offsets.append((self._window_lo, float("inf")))
         if self.summary.batches == 0 and not self.active and not any(f.path == self.path for f in self.findings):
             self.add(Code.EMPTY_SEGMENT, INFO, None, "a rolled segment without a batch")
         return self.summary
@@ -242,9 +250,9 @@ class SegmentVerifier:
             anomalies.append(("crc", batch.position, batch.base_offset, batch.crc, batch.computed_crc))
         if not magic_ok:
             anomalies.append(("magic", batch.position, batch.base_offset, batch.magic, 0))
-        elif batch.compression > (4 if batch.magic >= 2 else 3):
-            anomalies.append(("codec", batch.position, batch.base_offset, batch.compression, batch.magic))
         trusted = magic_ok and crc_ok
+        if trusted and batch.compression > (4 if batch.magic >= 2 else 3):  # attributes are CRC-covered
+            anomalies.append(("codec", batch.position, batch.base_offset, batch.compression, batch.magic))
         if trusted:
             self.order.step(batch.position, batch.magic, batch.base_offset, batch.last_offset,
                             batch.partition_leader_epoch, self.segment.base_offset, anomalies, epochs)
@@ -279,6 +287,14 @@ class SegmentVerifier:
     def _damage_after(self, findings: list[Finding]) -> None:
         for finding in findings:
             self.damaged_ranges.append((finding.position, finding.position + (finding.length or 0)))
+            if finding.code in (Code.TORN_TAIL, Code.ZERO_FILLED_TAIL, Code.TRAILING_GARBAGE):
+                self.tail_damaged = True
+            if finding.code == Code.BATCH_SIZE_MISMATCH:
+                if self._held:  # the damaged batch ends where the next valid one starts
+                    self._held[-1].end = min(self._held[-1].end, finding.position + finding.length)
+                if finding.position in self._scan.size_field_only:  # its CRC was only wrong over the wrong bytes
+                    self.findings[:] = [f for f in self.findings if not (
+                        f.code == Code.BATCH_CRC_MISMATCH and f.position == finding.position and f.path == self.path)]
         self.summary.damaged = True
         held = self._held
         if self.summary.first_offset is None and not any(h.trusted is None or any(h.trusted) for h in held):
@@ -409,9 +425,11 @@ class SegmentVerifier:
                      " (the field is not covered by the CRC)", offset=offset)
         elif kind == "epoch_outlier":
             self.summary.epochs[:] = [e for e in self.summary.epochs if e[0] != position]
+            mapped = self._mapped
+            outlier = read_batch_header(mapped.buffer, mapped.view, position, mapped.size)
             self.add(Code.LEADER_EPOCH_OUT_OF_ORDER, ERROR, position,
                      f"partition leader epoch {a} is above both neighbours' ({b}): the field, which no CRC "
-                     f"covers, is damaged", offset=None)
+                     f"covers, is damaged", offset=outlier.base_offset)
 
     def _record_anomaly(self, kind, position, a, b, c) -> None:
         if kind == "record_offset":

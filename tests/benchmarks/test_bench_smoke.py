@@ -97,3 +97,23 @@ def test_bench_codecs_main_runs_quickly():
     assert all(row["us_per_call"] > 0 and row["mb_per_s"] > 0 for row in rows)
     assert set(report["fastest"]) == {"gzip", "snappy", "lz4", "zstd"}
     assert all(set(by_size) == {"200", "16384"} for by_size in report["fastest"].values())
+
+
+def test_bench_verify_main_on_a_tiny_segment(tmp_path):
+    pytest.importorskip("kafka")
+    from tests.benchmarks import bench_verify
+
+    report = bench_verify.main(["--sizes", "0.3", "--allow-small", "--repeat", "1", "--quiet",
+                                "--variants", "multi-none,one-none", "--cache-dir", str(tmp_path / "cache"),
+                                "--json", str(tmp_path / "out.json")])
+    assert (tmp_path / "out.json").is_file() and len(report["results"]) == 2
+    for result in report["results"]:
+        assert result["problems"] == []  # every step saw every batch (and record), status clean
+        assert set(result["steps"]) == set(bench_verify.ALL_STEPS)
+        ratios = result["ratios"]
+        for key in ("shallow_vs_crc", "shallow_vs_kafka_python_crc", "deep_vs_kafka_python", "jobs2_speedup_shallow",
+                    "jobs2_speedup_deep", "verify_peak_rss_mb"):
+            assert ratios[key] > 0, key
+    assert set(report["goals"]) == {"shallow_vs_crc_3kb_batches", "shallow_vs_kafka_python_crc_one_record",
+                                    "deep_vs_kafka_python", "jobs2_speedup_shallow", "jobs2_speedup_deep",
+                                    "peak_rss_mb", "rss_growth_mb"}

@@ -230,12 +230,13 @@ def _log_dir_files(log_dir: LogDir, report: VerifyReport) -> None:
         if Path(partition.path).parent == log_dir.path and partition.topic is not None:
             ranges[TopicPartition(partition.topic, partition.partition)] = (partition.log_start_offset,
                                                                            partition.log_end_offset)
+    checkpoints = {}
     for path in log_dir.root_files():
         name = path.name
         if name in OFFSET_CHECKPOINTS:
             content = read_text_file(path, report.findings)
             if content is not None:
-                _check_offsets(path, content, ranges, report.findings)
+                checkpoints[path] = content
         elif name in TEXT_FILES:
             read_text_file(path, report.findings)
         elif is_batch_file(name):
@@ -243,33 +244,57 @@ def _log_dir_files(log_dir: LogDir, report: VerifyReport) -> None:
         elif name.endswith(".tmp"):
             severity, why = TEMP_FILE_SEVERITY[".tmp"]
             report.findings.append(Finding(Code.STRAY_TEMP_FILE, severity, str(path), None, f".tmp file: {why}"))
+    log_starts = next((content for path, content in checkpoints.items()
+                       if path.name == "log-start-offset-checkpoint"), {})
+    for path, content in checkpoints.items():
+        _check_offsets(path, content, ranges, log_starts, report.findings)
 
 
-def _check_offsets(path: Path, offsets: dict, ranges: dict, findings: list[Finding]) -> None:
+_PAST_END = {
+    "log-start-offset-checkpoint": (ERROR, "Kafka deletes every segment of a log whose end is below its log start offset"),
+    "recovery-point-offset-checkpoint": (WARNING, "Kafka recovers from the log end instead"),
+    "replication-offset-checkpoint": (WARNING, "the high watermark is beyond the data on this disk"),
+    "cleaner-offset-checkpoint": (WARNING, "the cleaner resets it to the log start"),
+}
+
+
+def _check_offsets(path: Path, offsets: dict, ranges: dict, log_starts: dict, findings: list[Finding]) -> None:
+    """Each entry against its partition's offsets on disk. The log start offset is Kafka's:
+    ``max(log-start-offset-checkpoint, first segment's base offset)`` (LogLoader; with tiered
+    storage the checkpoint alone, which offline we cannot know)."""
     name = path.name
     for tp, offset in offsets.items():
         if tp not in ranges:
             findings.append(Finding(Code.CHECKPOINT_UNKNOWN_PARTITION, INFO, str(path), None,
                                     f"{tp.topic}-{tp.partition}: no such partition directory in this log dir"))
             continue
-        start, end = ranges[tp]
+        first_base, end = ranges[tp]
         if end is None:
             continue
+        start = first_base
+        if tp in log_starts and log_starts[tp] <= end:  # (past the end is reported on its own)
+            start = max(first_base, log_starts[tp])
         label = f"{tp.topic}-{tp.partition} {offset}"
         if offset > end:
-            severity, why = {
-                "log-start-offset-checkpoint": (ERROR, "Kafka deletes every segment of a log whose end is "
-                                                       "below its log start offset"),
-                "recovery-point-offset-checkpoint": (WARNING, "Kafka recovers from the log end instead"),
-                "replication-offset-checkpoint": (WARNING, "the high watermark is beyond the data on this disk"),
-                "cleaner-offset-checkpoint": (WARNING, "the cleaner resets it to the log start"),
-            }[name]
+            severity, why = _PAST_END[name]
             findings.append(Finding(Code.CHECKPOINT_PAST_LOG_END, severity, str(path), None,
                                     f"{label} is past the log end offset {end}: {why}", offset=offset))
-        elif name == "cleaner-offset-checkpoint" and start is not None and offset < start:
+        elif start is None or offset >= start:
+            continue
+        elif name == "cleaner-offset-checkpoint":
             findings.append(Finding(Code.CHECKPOINT_BEFORE_LOG_START, WARNING, str(path), None,
                                     f"{label} is below the log start offset {start}: the cleaner resets it",
                                     offset=offset))
+        elif name == "replication-offset-checkpoint":
+            findings.append(Finding(Code.CHECKPOINT_BEFORE_LOG_START, WARNING, str(path), None,
+                                    f"{label} is below the log start offset {start}: Kafka raises the high "
+                                    "watermark to the log start (a stale checkpoint, or segments removed by hand)",
+                                    offset=offset))
+        elif name == "log-start-offset-checkpoint":
+            findings.append(Finding(Code.CHECKPOINT_BEFORE_LOG_START, INFO, str(path), None,
+                                    f"{label} is below the first segment's base offset {first_base}: Kafka starts "
+                                    "the log at the segment (normal for a tiered topic; otherwise segments were "
+                                    "removed outside Kafka or the checkpoint is stale)", offset=offset))
 
 
 __all__ = ["CLEAN", "DAMAGE", "UNREADABLE", "WARNINGS", "VerifyOptions", "VerifyReport", "verify"]

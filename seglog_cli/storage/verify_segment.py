@@ -503,13 +503,27 @@ class SegmentVerifier:
                 severity = WARNING if self.active else ERROR
             message = finding.message
             if finding.code == Code.CORRUPT_REGION:
-                message += _unreadable_offsets(finding)
+                message += _unreadable_offsets(finding, scan.mapped.buffer)
             self.findings.append(Finding(finding.code, severity, finding.path, finding.position, message,
                                          length=finding.length, offset=finding.offset))
 
 
-def _unreadable_offsets(finding: Finding) -> str:
-    return "" if finding.offset is None else f"; offsets from {finding.offset} are unreadable up to the next batch"
+def _unreadable_offsets(finding: Finding, buffer) -> str:
+    """The offsets a corrupt region hides: from the offset expected there up to the base
+    offset of the v2 batch the scan resumed at (a legacy message starts with its *last*
+    offset, so there the range stays open)."""
+    expected = finding.offset
+    if expected is None:
+        return ""
+    resume = finding.position + (finding.length or 0)
+    if resume + 17 <= len(buffer) and buffer[resume + 16] == 2:
+        next_base = int.from_bytes(buffer[resume:resume + 8], "big", signed=True)
+        if next_base <= expected:
+            return f"; no offsets lost (the next batch starts at offset {next_base})"
+        if next_base == expected + 1:
+            return f"; offset {expected} is unreadable"
+        return f"; offsets {expected} to {next_base - 1} are unreadable"
+    return f"; offsets from {expected} are unreadable up to the next batch"
 
 
 def verify_segment_file(path: str | Path, findings: list[Finding], level: str = SHALLOW,

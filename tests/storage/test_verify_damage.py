@@ -215,6 +215,13 @@ def fix_legacy_crc(pos: int) -> Mutation:
     return mutate
 
 
+def sibling(name: str, text: str) -> Mutation:
+    """Write ``text`` into the file ``name`` beside the damaged one."""
+    def mutate(path):
+        (path.parent / name).write_text(text)
+    return mutate
+
+
 def then(*mutations: Mutation) -> Mutation:
     def mutate(path):
         for mutation in mutations:
@@ -366,6 +373,16 @@ CASES = [
     Case("cleaner-offset-past-log-end", "logdir", "cleaner-offset-checkpoint",
          replace("compacted 0 2156", "compacted 0 99999"),
          [("cleaner-offset-checkpoint", Code.CHECKPOINT_PAST_LOG_END, W, None)]),
+    # a log start offset of 3000 in plain-0 (its first segment starts at 0, Kafka takes the max)
+    Case("replication-offset-below-log-start", "logdir", "replication-offset-checkpoint",
+         then(replace("plain 0 6729", "plain 0 2000"), sibling("log-start-offset-checkpoint", "0\n1\nplain 0 3000\n")),
+         [("replication-offset-checkpoint", Code.CHECKPOINT_BEFORE_LOG_START, W, None)]),
+    Case("cleaner-offset-below-log-start", "logdir", "cleaner-offset-checkpoint",
+         then(replace("compacted 0 2156", "compacted 0 100"), sibling("log-start-offset-checkpoint", "0\n1\ncompacted 0 500\n")),
+         [("cleaner-offset-checkpoint", Code.CHECKPOINT_BEFORE_LOG_START, W, None)]),
+    Case("log-start-offset-past-log-end", "logdir", "log-start-offset-checkpoint",
+         lambda p: p.write_text("0\n1\nplain 0 6730\n"),
+         [("log-start-offset-checkpoint", Code.CHECKPOINT_PAST_LOG_END, E, None)]),
     Case("checkpoint-malformed-line", "logdir", "recovery-point-offset-checkpoint",
          replace("plain 0 6729", "plain 0 x"),
          [("recovery-point-offset-checkpoint", Code.CHECKPOINT_UNREADABLE, E, None)]),
@@ -564,3 +581,14 @@ def test_layout_constants(corpus, generated):
     for codec in GEN_CODECS.values():
         gen = batches(generated / _gen_segment(codec))
         assert sorted(gen) == [0, GEN_AT, sorted(gen)[2]] and gen[GEN_AT][:2] == (15 * codec - 10, 15 * codec - 6)
+
+
+@pytest.mark.parametrize("engine", ["compiled", "python"], indirect=True)
+def test_corrupt_region_names_the_unreadable_offsets(request, engine, tmp_path):
+    """Batch B (offsets 3048..3062) with a garbage size field: the region ends at the next batch,
+    whose base offset 3063 closes the range of offsets nobody can read."""
+    root = _damage(request, next(case for case in CASES if case.name == "batch-length-msb"), tmp_path)
+    _, findings = _verify(root, "shallow")
+    (region,) = [f for f in findings if f.code == Code.CORRUPT_REGION]
+    assert region.offset == 3048
+    assert region.message.endswith("; offsets 3048 to 3062 are unreadable"), region.message

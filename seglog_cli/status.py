@@ -10,6 +10,7 @@ import sys
 from enum import IntEnum
 
 from seglog_cli.storage.errors import SeglogError, UnreadableInputError
+from seglog_cli.storage.safety import LogDirLockedError
 
 
 class ExitStatus(IntEnum):
@@ -18,6 +19,7 @@ class ExitStatus(IntEnum):
     USAGE = 2  # bad options or arguments
     DAMAGE = 3  # verify / recover: damage found
     UNREADABLE = 4  # an input could not be read at all (missing, unreadable, not a log)
+    LOCKED = 5  # a command that writes found the log dir locked by a running broker; nothing written
     INTERRUPTED = 130
     INTERNAL = 70  # a bug in seglog; the message says so
 
@@ -39,6 +41,9 @@ def guarded(action) -> int:
     except KeyboardInterrupt:
         print("seglog: interrupted", file=sys.stderr)
         return ExitStatus.INTERRUPTED
+    except LogDirLockedError as exc:
+        print(f"seglog: {exc}", file=sys.stderr)
+        return ExitStatus.LOCKED
     except UnreadableInputError as exc:
         print(f"seglog: {exc}", file=sys.stderr)
         return ExitStatus.UNREADABLE

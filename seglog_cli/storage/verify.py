@@ -9,7 +9,6 @@ Nothing here prints; the exit status is derived from the findings' severities.
 
 from __future__ import annotations
 
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from seglog_cli.storage.segments import LogSegment
 from seglog_cli.storage.snapshots import read_snapshot
 from seglog_cli.storage.verify_partition import TEMP_FILE_SEVERITY, PartitionReport, finding_order, verify_partition
 from seglog_cli.storage.indexes import TransactionIndex
+from seglog_cli.storage.parallel import parallel_map
 from seglog_cli.storage.verify_files import OFFSET_CHECKPOINTS, TEXT_FILES, is_batch_file, read_text_file, verify_batch_file
 from seglog_cli.storage.verify_segment import SHALLOW, SegmentVerifier
 
@@ -134,16 +134,14 @@ def _log_dir_partitions(log_dir: LogDir, report: VerifyReport) -> list[Path]:
 def _verify_partitions(directories: list[Path], options: VerifyOptions, progress) -> list[PartitionReport]:
     if options.jobs <= 1 or len(directories) <= 1:
         return [verify_partition(directory, options.level, progress) for directory in directories]
-    reports: dict[str, PartitionReport] = {}
-    with ProcessPoolExecutor(max_workers=options.jobs) as pool:
-        futures = {pool.submit(verify_partition, str(directory), options.level): str(directory)
-                   for directory in directories}
-        for future in as_completed(futures):
-            report = future.result()
-            reports[futures[future]] = report
-            if progress is not None:
-                progress(report.bytes, report.batches)
-    return [reports[str(directory)] for directory in directories]
+
+    def arrived(_index: int, report: PartitionReport) -> None:
+        if progress is not None:
+            progress(report.bytes, report.batches)
+
+    level = options.level
+    return parallel_map(lambda directory: verify_partition(directory, level), [str(d) for d in directories],
+                        options.jobs, arrived)
 
 
 def _verify_file(path: Path, level: str, report: VerifyReport) -> None:

@@ -4,7 +4,9 @@ Each generated segment (``make_segment.py``, cached in ``--cache-dir``) becomes 
 directory with the ``.index`` and ``.timeindex`` Kafka would have written for it (seglog's
 segment writer, replaying the batches one append at a time), and a log dir holding two such
 partitions (hard links) for ``--jobs``. Every step runs in a fresh process, best of
-``--repeat``, page cache warm; peak RSS comes from ``os.wait4``:
+``--repeat``, page cache warm. Peak RSS is the step process's own ``VmHWM`` (``os.wait4``'s
+figure would include the parent's pages at fork time, so the partitions are also built in a
+child process and the orchestrator stays small):
 
     crc_all            CRC-32C (the ``crc32c`` package) of the whole mmap'd ``.log``: the floor
     kafka_python_crc   kafka-python's ``MemoryRecords`` over 1 MiB windows, ``validate_crc()``
@@ -14,6 +16,8 @@ partitions (hard links) for ``--jobs``. Every step runs in a fresh process, best
                        offsets, the offset and time index checked against the log, snapshots
     verify_deep        the same at ``level="deep"``: every record decompressed and decoded
     jobs1_shallow ...  ``verify([log dir of 2 partitions], jobs=1|2)`` at both levels
+    crc2_jobs1/2       CRC-32C of both partitions' ``.log`` in one process, then in two (the same
+                       scheduler as ``--jobs``): the speed-up the machine's memory allows at all
     cli_shallow        ``seglog verify --format json PARTITION > /dev/null``, wall (start-up incl.)
 
 Goals (issue 3), from the in-process times (the CLI's start-up is shown beside them):
@@ -60,9 +64,9 @@ GOAL_RSS_GROWTH_MB = 16
 GOAL_PEAK_RSS_MB = 150
 LOG_STEPS = ("crc_all", "kafka_python_crc", "kafka_python")
 PARTITION_STEPS = ("verify_shallow", "verify_deep", "cli_shallow")
-LOG_DIR_STEPS = ("jobs1_shallow", "jobs2_shallow", "jobs1_deep", "jobs2_deep")
+LOG_DIR_STEPS = ("jobs1_shallow", "jobs2_shallow", "jobs1_deep", "jobs2_deep", "crc2_jobs1", "crc2_jobs2")
 ALL_STEPS = LOG_STEPS + PARTITION_STEPS + LOG_DIR_STEPS
-VERIFY_STEPS = ("verify_shallow", "verify_deep") + LOG_DIR_STEPS
+VERIFY_STEPS = ("verify_shallow", "verify_deep", "jobs1_shallow", "jobs2_shallow", "jobs1_deep", "jobs2_deep")
 
 
 # -- the measured steps ------------------------------------------------------------------------
@@ -138,6 +142,34 @@ def step_jobs2_deep(path: str) -> dict:
     return _verify(path, "deep", 2)
 
 
+def _crc_logs(log_dir: str, jobs: int) -> dict:
+    from seglog_cli.storage.parallel import parallel_map
+
+    logs = sorted(str(p) for p in Path(log_dir).glob("*/*.log"))
+    started = time.perf_counter()
+    crcs = parallel_map(lambda path: step_crc_all(path)["crc"], logs, jobs)
+    return {"seconds": time.perf_counter() - started, "files": len(logs), "crcs": crcs}
+
+
+def step_crc2_jobs1(path: str) -> dict:
+    return _crc_logs(path, 1)
+
+
+def step_crc2_jobs2(path: str) -> dict:
+    return _crc_logs(path, 2)
+
+
+def own_peak_rss_mb() -> float | None:
+    """This process's high-water RSS since its exec (``VmHWM``), in MB."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
 STEP_FUNCTIONS = {name: globals()[f"step_{name}"] for name in ALL_STEPS if name != "cli_shallow"}
 
 
@@ -154,7 +186,8 @@ def measure_once(step: str, path: str) -> dict:
             raise RuntimeError(f"{step} failed ({run['returncode']}): {run['stderr'][-2000:]}")
         out.seek(0)
         result = json.loads(out.read())
-    result.update(wall=run["wall"], peak_rss_mb=run["peak_rss_mb"])
+    own = result.pop("own_peak_rss_mb", None)
+    result.update(wall=run["wall"], peak_rss_mb=own if own is not None else run["peak_rss_mb"])
     return result
 
 
@@ -201,6 +234,14 @@ def partition_dirs(meta: dict) -> tuple[str, str]:
     return str(first), str(log_dir)
 
 
+def prepared_partition_dirs(meta: dict) -> tuple[str, str]:
+    """:func:`partition_dirs` in a child process, so its pages never count in a step's RSS."""
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--prepare", json.dumps(meta)],
+                          capture_output=True, text=True, check=True)
+    partition, log_dir = json.loads(done.stdout)
+    return partition, log_dir
+
+
 # -- results -----------------------------------------------------------------------------------
 
 def ratios(meta: dict, steps: dict) -> dict:
@@ -224,6 +265,8 @@ def ratios(meta: dict, steps: dict) -> dict:
         out["deep_vs_kafka_python"] = out["verify_deep_records_per_s"] / out["kafka_python_records_per_s"]
     if "cli_shallow" in steps and out["crc_all_mb_per_s"]:
         out["cli_shallow_vs_crc"] = size / MIB / steps["cli_shallow"]["wall"] / out["crc_all_mb_per_s"]
+    if "crc2_jobs1" in steps and "crc2_jobs2" in steps:
+        out["crc2_jobs2_speedup"] = steps["crc2_jobs1"]["seconds"] / steps["crc2_jobs2"]["seconds"]
     for level in ("shallow", "deep"):
         one, two = steps.get(f"jobs1_{level}"), steps.get(f"jobs2_{level}")
         if one and two:
@@ -293,7 +336,8 @@ def print_table(results: list[dict], goal_status: dict, file=sys.stdout) -> None
                ("kpcrc kb/s", 10, "kafka_python_crc_batches_per_s"), ("x", 5, "shallow_vs_kafka_python_crc"),
                ("deep kr/s", 9, "verify_deep_records_per_s"), ("kp kr/s", 7, "kafka_python_records_per_s"),
                ("x", 5, "deep_vs_kafka_python"), ("j2 shal", 7, "jobs2_speedup_shallow"),
-               ("j2 deep", 7, "jobs2_speedup_deep"), ("RSS", 5, "verify_peak_rss_mb"))
+               ("j2 deep", 7, "jobs2_speedup_deep"), ("j2 crc", 6, "crc2_jobs2_speedup"),
+               ("RSS", 5, "verify_peak_rss_mb"))
     print(" ".join(f"{name:>{width}}" for name, width, _ in columns), file=file)
     for result in results:
         meta, r = result["segment"], result["ratios"]
@@ -305,7 +349,8 @@ def print_table(results: list[dict], goal_status: dict, file=sys.stdout) -> None
             cells.append(f"{_fmt(value, scale, digits):>{width}}")
         print(" ".join(cells), file=file)
     print("kb/s = thousand batches/s, kr/s = thousand records/s; shal/crc and x are throughput ratios "
-          "(in process); cli/crc includes seglog's start-up; j2 = jobs 1 time / jobs 2 time; RSS in MB.",
+          "(in process); cli/crc includes seglog's start-up; j2 = jobs 1 time / jobs 2 time (j2 crc: bare crc32c, the "
+          "machine's ceiling); RSS in MB.",
           file=file)
     for name, goal in goal_status.items():
         print(f"goal {name}: worst {_fmt(goal['worst'])} vs {goal['goal']} -> "
@@ -328,6 +373,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help=f"allow segments under {MIN_SEGMENT_MIB} MiB (smoke tests; not valid for the goals)")
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--step", nargs=2, metavar=("NAME", "PATH"), help=argparse.SUPPRESS)
+    parser.add_argument("--prepare", metavar="META_JSON", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.sizes = [float(s) for s in args.sizes.split(",") if s.strip()]
     args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
@@ -349,7 +395,12 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     if args.step:
         name, path = args.step
-        print(json.dumps(STEP_FUNCTIONS[name](path)))
+        result = STEP_FUNCTIONS[name](path)
+        result["own_peak_rss_mb"] = own_peak_rss_mb()
+        print(json.dumps(result))
+        return {}
+    if args.prepare:
+        print(json.dumps(partition_dirs(json.loads(args.prepare))))
         return {}
     cache_dir = Path(args.cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -358,7 +409,7 @@ def main(argv=None) -> dict:
     for size in args.sizes:
         for variant in args.variants:
             meta = bench_dump.cached_segment(cache_dir, variant, size, args.seed)
-            partition, log_dir = partition_dirs(meta)
+            partition, log_dir = prepared_partition_dirs(meta)
             log(f"{partition}: {meta['size_bytes'] / MIB:.0f} MiB, {meta['batches']} batches, {meta['records']} records")
             bench_dump.measure_once("read", meta["path"])  # warm the page cache
             target = {step: meta["path"] if step in LOG_STEPS else partition if step in PARTITION_STEPS else log_dir

@@ -1,0 +1,84 @@
+"""``seglog rebuild-index``: the indexes Kafka's recovery would write, planned, then applied."""
+
+from __future__ import annotations
+
+import glob
+import sys
+from enum import Enum
+from typing import List, Optional
+
+import typer
+
+from seglog_cli.render import rebuild_report
+from seglog_cli.status import ExitStatus, UsageError, guarded
+from seglog_cli.storage.rebuild_index import apply_rebuild, plan_rebuild
+from seglog_cli.storage.topic_config import ConfigError, parse_config_args
+
+HELP = """Rebuild .index, .timeindex and .txnindex files as Kafka's recovery does (batch by batch).
+
+Takes segment files, partition directories and log dirs. Without --apply it only shows the plan:
+per segment, which index files are missing, differ from what recovery writes, or only carry a
+preallocated zero tail. With --apply it writes them (temporary file, fsync, rename) after taking
+the log dir's .lock, keeping the originals and a manifest in a backup directory (seglog-backups/
+beside the log dir, or --backup-dir). A segment whose .log has damage or a torn tail is refused:
+run seglog recover first.
+
+Example: seglog rebuild-index --config index.interval.bytes=4096 /var/lib/kafka/data/orders-0
+
+Exit status: 0 nothing to change, or all written (--apply); 1 changes planned (not applied);
+2 usage error; 3 a segment was refused (nothing written); 4 an input could not be read;
+5 a broker holds the log dir's .lock (nothing written).
+"""
+
+
+class Format(str, Enum):
+    text = "text"
+    json = "json"
+
+
+def rebuild_index_command(
+    paths: Optional[List[str]] = typer.Argument(None, help="Segment files, partition dirs or log dirs (globs allowed)."),
+    apply: bool = typer.Option(False, "--apply", help="Write the planned files (default: only show the plan)."),
+    config: Optional[List[str]] = typer.Option(None, "--config", help="Topic config key=value (index.interval.bytes, segment.index.bytes; repeatable)."),
+    config_file: Optional[str] = typer.Option(None, "--config-file", help="A properties file of topic configs."),
+    no_txn_index: bool = typer.Option(False, "--no-txn-index", help="Leave .txnindex files alone."),
+    backup_dir: Optional[str] = typer.Option(None, "--backup-dir", help="Where originals and the manifest go (default: seglog-backups/ beside the log dir)."),
+    output_format: Format = typer.Option(Format.text, "--format", help="text or json."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="text: list the files that are already right too."),
+) -> None:
+    arguments = dict(locals())
+    raise typer.Exit(guarded(lambda: _run(**arguments)))
+
+
+def _run(paths, apply, config, config_file, no_txn_index, backup_dir, output_format, verbose) -> int:
+    inputs = _inputs(paths)
+    try:
+        topic_config = parse_config_args(config, config_file)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    plan = plan_rebuild(inputs, topic_config, txn_index=not no_txn_index)
+    applied = None
+    if apply and not plan.refused and not plan.unreadable and plan.changes:
+        applied = apply_rebuild(plan, backup_dir)
+    if output_format == Format.json:
+        rebuild_report.render_json(plan, sys.stdout, applied)
+    else:
+        rebuild_report.render_text(plan, sys.stdout, applied, verbose)
+    sys.stdout.flush()
+    if plan.unreadable:
+        return ExitStatus.UNREADABLE
+    if plan.refused:
+        return ExitStatus.DAMAGE
+    if plan.changes and applied is None:
+        return ExitStatus.WARNINGS
+    return ExitStatus.OK
+
+
+def _inputs(paths) -> list[str]:
+    inputs = []
+    for path in paths or ():
+        matches = sorted(glob.glob(path)) if glob.has_magic(path) else []
+        inputs.extend(matches or [path])
+    if not inputs:
+        raise UsageError("give at least one segment file, partition directory or log dir")
+    return inputs

@@ -1,0 +1,397 @@
+"""Rebuilding ``.index``, ``.timeindex`` and ``.txnindex`` as Kafka's recovery does (§10.3).
+
+``LogSegment.recover`` walks the ``.log`` batch by batch (not append by append):
+
+* every batch must pass ``ensureValid`` (size, CRC); the walk stops at the first that does
+  not, and recovery truncates the file there;
+* ``maxTimestampSoFar`` and the offset holding it follow the batches' max timestamps
+  (the *last* offset of the batch holding the max);
+* when more than ``index.interval.bytes`` were walked since the last entry, the offset index
+  gets (batch last offset, batch position) and the time index ``maybeAppend(maxTimestampSoFar,
+  offsetOfMaxTimestampSoFar)``; the counter restarts at that batch;
+* at the end the time index gets the final ``maybeAppend`` with the full check skipped, and
+  both indexes are trimmed to their entries;
+* aborted transactions completed in the segment go to the ``.txnindex``, from the producer
+  state at the segment's base offset (``producer_state``).
+
+seglog plans first: each index file is compared with what recovery would write, and only the
+files that differ are rewritten on :func:`apply_rebuild` (through a :class:`ChangeSet`, the
+originals kept in the backup). A segment whose ``.log`` is not valid to its end is refused: the
+bytes after the last valid batch are what ``seglog recover`` is for.
+
+The walk keeps one offset and one time index in memory as packed bytes (at most
+``segment.index.bytes`` each), never one object per batch.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from seglog_cli.storage.batches import LogScan
+from seglog_cli.storage.errors import SeglogError, UnreadableInputError
+from seglog_cli.storage.files import MappedFile
+from seglog_cli.storage.naming import parse_segment_file_name
+from seglog_cli.storage.partition_log import LogDir, PartitionLog, find_kafka_dirs, is_log_dir, looks_like_partition_dir
+from seglog_cli.storage.safety import ChangeSet, held_log_dir
+from seglog_cli.storage.segments import LogSegment
+from seglog_cli.storage.topic_config import TopicConfig
+
+INT32_MAX = 2**31 - 1
+NO_TIMESTAMP = -1
+OFFSET_ENTRY = struct.Struct(">ii")
+TIME_ENTRY = struct.Struct(">qi")
+TXN_ENTRY_SIZE = 34
+
+# what a planned file change is
+IDENTICAL, TRIM, CREATE, REWRITE = "identical", "trim", "create", "rewrite"
+
+
+class RebuildError(SeglogError):
+    """Kafka's recovery itself would fail on this segment (not damage it truncates)."""
+
+
+@dataclass
+class IndexFilePlan:
+    """One index file: what is there and what recovery would write."""
+
+    path: Path
+    kind: str  # "offset", "time", "txn"
+    rebuilt: bytes
+    existing_size: int | None  # None: the file does not exist
+    action: str  # IDENTICAL, TRIM, CREATE, REWRITE
+    detail: str  # one line for people
+
+    @property
+    def entry_size(self) -> int:
+        return {"offset": OFFSET_ENTRY.size, "time": TIME_ENTRY.size, "txn": TXN_ENTRY_SIZE}[self.kind]
+
+    @property
+    def changes(self) -> bool:
+        return self.action != IDENTICAL
+
+    def as_dict(self) -> dict:
+        return {"path": str(self.path), "kind": self.kind, "action": self.action, "detail": self.detail,
+                "existingBytes": self.existing_size, "rebuiltBytes": len(self.rebuilt),
+                "rebuiltEntries": len(self.rebuilt) // self.entry_size}
+
+
+@dataclass
+class SegmentPlan:
+    """One segment: the walk's outcome and its index files."""
+
+    log_path: Path
+    base_offset: int
+    log_size: int
+    valid_bytes: int = 0
+    batches: int = 0
+    refused: str | None = None  # why this segment cannot be rebuilt offline as it is
+    files: list[IndexFilePlan] = field(default_factory=list)
+
+    @property
+    def changes(self) -> list[IndexFilePlan]:
+        return [f for f in self.files if f.changes]
+
+    def as_dict(self) -> dict:
+        return {"log": str(self.log_path), "baseOffset": self.base_offset, "logBytes": self.log_size,
+                "validBytes": self.valid_bytes, "batches": self.batches, "refused": self.refused,
+                "files": [f.as_dict() for f in self.files]}
+
+
+@dataclass
+class RebuildPlan:
+    config: TopicConfig
+    segments: list[SegmentPlan] = field(default_factory=list)
+    log_dirs: list[Path] = field(default_factory=list)  # whose .lock must be free to apply
+    unreadable: list[str] = field(default_factory=list)
+
+    @property
+    def changes(self) -> list[IndexFilePlan]:
+        return [change for segment in self.segments for change in segment.changes]
+
+    @property
+    def refused(self) -> list[SegmentPlan]:
+        return [segment for segment in self.segments if segment.refused]
+
+    def as_dict(self) -> dict:
+        return {"version": 1, "indexIntervalBytes": self.config.index_interval_bytes,
+                "segmentIndexBytes": self.config.segment_index_bytes,
+                "segments": [s.as_dict() for s in self.segments], "unreadable": self.unreadable,
+                "summary": {"segments": len(self.segments), "filesToWrite": len(self.changes),
+                            "refused": len(self.refused)}}
+
+
+# -- the walk ---------------------------------------------------------------------------------
+
+@dataclass
+class RecoveredIndexes:
+    offset_index: bytes
+    time_index: bytes
+    valid_bytes: int
+    batches: int
+    stop: str | None  # why the walk ended before the end of the file
+
+
+def recover_indexes(mapped: MappedFile, base_offset: int, config: TopicConfig = TopicConfig()) -> RecoveredIndexes:
+    """The offset and time index ``LogSegment.recover`` builds for ``mapped`` (a ``.log``)."""
+    interval = config.index_interval_bytes
+    max_offset_entries = config.max_index_entries(OFFSET_ENTRY.size)
+    max_time_entries = config.max_index_entries(TIME_ENTRY.size)
+    offsets, times = bytearray(), bytearray()
+    offset_count = time_count = 0
+    last_index_offset = None
+    last_time = (NO_TIMESTAMP, base_offset)  # TimeIndex.lastEntry() of an empty index
+    max_timestamp, offset_of_max = NO_TIMESTAMP, base_offset
+    valid_bytes = last_index_entry = batches = 0
+    stop = None
+    scan = LogScan(mapped, resync=False)
+    for chunk in scan.chunks():
+        for batch in chunk:
+            if not batch.is_valid:
+                stop = (f"the batch at position {batch.position} fails its "
+                        f"{'size check' if batch.size < batch.min_size else 'CRC check'}")
+                break
+            last = batch.last_offset
+            if not 0 <= last - base_offset <= INT32_MAX:
+                raise RebuildError(f"offset {last} does not fit segment {base_offset} (relative offset overflow: "
+                                   "Kafka splits such a segment at start-up)", mapped.path, batch.position, last)
+            if batch.max_timestamp > max_timestamp:
+                max_timestamp, offset_of_max = batch.max_timestamp, last
+            if valid_bytes - last_index_entry > interval:
+                if offset_count >= max_offset_entries:
+                    raise RebuildError(f"Attempt to append to a full index (size = {offset_count})",
+                                       mapped.path, batch.position, last)
+                if last_index_offset is not None and last <= last_index_offset:
+                    raise RebuildError(f"Attempt to append an offset ({last}) to position {offset_count} no larger "
+                                       f"than the last offset appended ({last_index_offset})",
+                                       mapped.path, batch.position, last)
+                offsets += OFFSET_ENTRY.pack(last - base_offset, valid_bytes)
+                offset_count += 1
+                last_index_offset = last
+                if time_count >= max_time_entries - 1:
+                    raise RebuildError(f"Attempt to append to a full time index (size = {time_count})",
+                                       mapped.path, batch.position, last)
+                last_time, time_count = _maybe_append_time(times, time_count, last_time, max_timestamp,
+                                                           offset_of_max, base_offset, mapped.path)
+                last_index_entry = valid_bytes
+            valid_bytes += batch.size
+            batches += 1
+        else:
+            continue
+        break
+    if stop is None and valid_bytes < mapped.size:
+        error = scan.kafka_error
+        stop = (error.message if error is not None else
+                f"{mapped.size - valid_bytes} bytes after the last complete batch (a torn or zero-filled tail)")
+    last_time, time_count = _maybe_append_time(times, time_count, last_time, max_timestamp, offset_of_max,
+                                               base_offset, mapped.path)
+    return RecoveredIndexes(bytes(offsets), bytes(times), valid_bytes, batches, stop)
+
+
+def _maybe_append_time(times: bytearray, count: int, last: tuple[int, int], timestamp: int, offset: int,
+                       base_offset: int, path) -> tuple[tuple[int, int], int]:
+    """``TimeIndex.maybeAppend`` (the full check is the caller's)."""
+    last_timestamp, last_offset = last
+    if count and offset < last_offset:
+        raise RebuildError(f"Attempt to append an offset ({offset}) smaller than the last offset appended "
+                           f"({last_offset}) to the time index", path, None, offset)
+    if count and timestamp < last_timestamp:
+        raise RebuildError(f"Attempt to append a timestamp ({timestamp}) smaller than the last timestamp "
+                           f"appended ({last_timestamp}) to the time index", path, None, offset)
+    if timestamp > last_timestamp:
+        times += TIME_ENTRY.pack(timestamp, offset - base_offset)
+        return (timestamp, offset), count + 1
+    return last, count
+
+
+# -- planning ---------------------------------------------------------------------------------
+
+def plan_rebuild(paths: list[str], config: TopicConfig = TopicConfig(), txn_index: bool = True) -> RebuildPlan:
+    """What rebuilding the indexes of ``paths`` (segment files, partition dirs, log dirs, trees
+    of log dirs) would change. Nothing is written."""
+    plan = RebuildPlan(config)
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            plan.unreadable.append(f"{raw}: no such file or directory")
+            continue
+        for log_dir, segments, partition in _segments_of(path, plan):
+            if log_dir not in plan.log_dirs:
+                plan.log_dirs.append(log_dir)
+            aborted = _aborted_txns(partition) if txn_index and partition is not None else None
+            for segment in segments:
+                if any(s.log_path == segment.log_path for s in plan.segments):
+                    continue
+                plan.segments.append(plan_segment(segment, config, None if aborted is None
+                                                  else aborted.get(segment.base_offset, b"")))
+    return plan
+
+
+def _segments_of(path: Path, plan: RebuildPlan):
+    """(log dir, segments, partition log or None) for one argument."""
+    if path.is_file():
+        parsed = parse_segment_file_name(path.name)
+        if parsed is None or parsed.is_temp:
+            plan.unreadable.append(f"{path}: not a segment file (a .log, .index, .timeindex or .txnindex)")
+            return
+        log_path = path.with_name(path.name[: path.name.index(parsed.suffix)] + ".log")
+        if not log_path.is_file():
+            plan.unreadable.append(f"{path}: no {log_path.name} beside it to rebuild from")
+            return
+        partition = PartitionLog(path.parent)
+        segment = next((s for s in partition.segments if s.log_path == log_path), LogSegment(log_path))
+        yield path.parent.absolute().parent, [segment], partition
+        return
+    if looks_like_partition_dir(path):
+        partitions = [path]
+        log_dir = path.absolute().parent
+        yield from ((log_dir, PartitionLog(p).segments, PartitionLog(p)) for p in partitions)
+        return
+    log_dirs = [path] if is_log_dir(path) else find_kafka_dirs(path)[0]
+    partitions = [] if is_log_dir(path) else find_kafka_dirs(path)[1]
+    if not log_dirs and not partitions:
+        plan.unreadable.append(f"{path}: no Kafka log dir or partition directory in this directory")
+        return
+    for log_dir in log_dirs:
+        for partition_dir in LogDir(log_dir).partition_dirs():
+            partition = PartitionLog(partition_dir)
+            yield log_dir.absolute(), partition.segments, partition
+    for partition_dir in partitions:
+        partition = PartitionLog(partition_dir)
+        yield partition_dir.absolute().parent, partition.segments, partition
+
+
+def _aborted_txns(partition: PartitionLog) -> dict[int, bytes] | None:
+    """segment base offset -> the ``.txnindex`` bytes recovery would write, or None when the
+    producer-state replay is not available."""
+    try:
+        from seglog_cli.storage.producer_state import txn_index_bytes_by_segment
+    except ImportError:
+        return None
+    return txn_index_bytes_by_segment(partition)
+
+
+def plan_segment(segment: LogSegment, config: TopicConfig = TopicConfig(), txn_bytes: bytes | None = None) -> SegmentPlan:
+    try:
+        mapped = MappedFile(segment.log_path)
+    except SeglogError as exc:
+        return SegmentPlan(segment.log_path, segment.base_offset, 0, refused=exc.message)
+    with mapped:
+        plan = SegmentPlan(segment.log_path, segment.base_offset, mapped.size)
+        try:
+            recovered = recover_indexes(mapped, segment.base_offset, config)
+        except RebuildError as exc:
+            plan.refused = f"{exc} (Kafka's recovery fails here too; nothing can be rebuilt)"
+            return plan
+    plan.valid_bytes, plan.batches = recovered.valid_bytes, recovered.batches
+    if recovered.stop is not None:
+        plan.refused = (f"the .log is valid only up to position {recovered.valid_bytes} of {mapped.size}: "
+                        f"{recovered.stop}; Kafka's recovery would truncate it there (and delete later segments "
+                        f"if this is not the last one): run `seglog recover` first")
+        return plan
+    plan.files.append(_compare(segment.index_path, "offset", recovered.offset_index))
+    plan.files.append(_compare(segment.time_index_path, "time", recovered.time_index))
+    if txn_bytes is not None and (txn_bytes or segment.txn_index_path.exists()):
+        plan.files.append(_compare(segment.txn_index_path, "txn", txn_bytes))
+    return plan
+
+
+def _compare(path: Path, kind: str, rebuilt: bytes) -> IndexFilePlan:
+    size = OFFSET_ENTRY.size if kind == "offset" else TIME_ENTRY.size if kind == "time" else TXN_ENTRY_SIZE
+    entries = len(rebuilt) // size
+    try:
+        existing = path.read_bytes()
+    except FileNotFoundError:
+        return IndexFilePlan(path, kind, rebuilt, None, CREATE, f"missing; recovery writes {entries} entries")
+    except OSError as exc:
+        raise UnreadableInputError(f"cannot read: {exc.strerror}", path) from None
+    if existing == rebuilt:
+        return IndexFilePlan(path, kind, rebuilt, len(existing), IDENTICAL, f"identical ({entries} entries)")
+    if existing[:len(rebuilt)] == rebuilt and not any(existing[len(rebuilt):]):
+        return IndexFilePlan(path, kind, rebuilt, len(existing), TRIM,
+                             f"same {entries} entries; {len(existing) - len(rebuilt)} zero bytes of preallocation "
+                             "trimmed")
+    kept = _entries_before_zero_tail(existing, size)
+    if kept < entries and rebuilt[:kept * size] == existing[:kept * size]:
+        more = entries - kept
+        why = (" (the final time index entry Kafka writes when it closes the segment)"
+               if kind == "time" and more == 1 else "")
+        trimmed = len(existing) - kept * size
+        return IndexFilePlan(path, kind, rebuilt, len(existing), REWRITE,
+                             f"keeps the {kept} existing entries and adds {more}{why}"
+                             + (f"; {trimmed} zero bytes of preallocation trimmed" if trimmed else ""))
+    first = _first_difference(existing, rebuilt, size)
+    old = _entry_text(kind, existing, first, size)
+    new = _entry_text(kind, rebuilt, first, size)
+    return IndexFilePlan(path, kind, rebuilt, len(existing), REWRITE,
+                         f"differs from entry {first}: existing {old}, rebuilt {new} "
+                         f"({len(existing) // size} entries vs {entries})")
+
+
+def _entries_before_zero_tail(data: bytes, size: int) -> int:
+    """Whole entries before the trailing run of zero bytes (Kafka's preallocated tail)."""
+    end = len(data.rstrip(b"\0"))
+    return -(-end // size)
+
+
+def _first_difference(a: bytes, b: bytes, size: int) -> int:
+    lo, hi = 0, min(len(a), len(b)) // size
+    while lo < hi:  # largest common prefix of whole entries, by bisection on slices
+        mid = (lo + hi + 1) // 2
+        if a[:mid * size] == b[:mid * size]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _entry_text(kind: str, data: bytes, n: int, size: int) -> str:
+    if (n + 1) * size > len(data):
+        return "none"
+    if kind == "offset":
+        relative, position = OFFSET_ENTRY.unpack_from(data, n * size)
+        return f"(relative offset {relative}, position {position})"
+    if kind == "time":
+        timestamp, relative = TIME_ENTRY.unpack_from(data, n * size)
+        return f"(timestamp {timestamp}, relative offset {relative})"
+    _, pid, first, last, lso = struct.unpack_from(">hqqqq", data, n * size)
+    return f"(producer {pid}, first offset {first}, last offset {last}, last stable offset {lso})"
+
+
+# -- applying ---------------------------------------------------------------------------------
+
+@dataclass
+class ApplyResult:
+    written: list[Path]
+    backup_dir: Path | None
+
+
+def apply_rebuild(plan: RebuildPlan, backup_root: str | Path | None = None) -> ApplyResult:
+    """Write every planned change, each log dir under its ``.lock``, originals backed up.
+
+    Refuses (raises) when any segment was refused: nothing is written then."""
+    if plan.refused:
+        raise RebuildError(f"{len(plan.refused)} segment(s) cannot be rebuilt as they are (first: "
+                           f"{plan.refused[0].log_path}: {plan.refused[0].refused}); nothing was written",
+                           plan.refused[0].log_path)
+    written: list[Path] = []
+    backup_dir = None
+    for log_dir in plan.log_dirs:
+        changes = [c for c in plan.changes if _log_dir_of(c.path) == log_dir]
+        if not changes:
+            continue
+        with held_log_dir(log_dir), ChangeSet(log_dir, "rebuild-index", backup_root) as change_set:
+            for change in changes:
+                change_set.replace(change.path, change.rebuilt)
+                written.append(change.path)
+        backup_dir = change_set.backup_dir
+    return ApplyResult(written, backup_dir)
+
+
+def _log_dir_of(index_path: Path) -> Path:
+    return index_path.absolute().parent.parent
+
+
+__all__ = ["ApplyResult", "IndexFilePlan", "RebuildError", "RebuildPlan", "RecoveredIndexes", "SegmentPlan",
+           "apply_rebuild", "plan_rebuild", "plan_segment", "recover_indexes"]

@@ -1,0 +1,123 @@
+"""The topic configs that shape a partition's files, with Kafka's defaults and bounds.
+
+Offline there is no broker to ask: topic configs live in the metadata log, so commands that
+write take them from ``--config key=value`` or a properties file. Only the keys the storage
+layer uses are known here; bounds are ``LogConfig``'s (``atLeast``), so a value Kafka would
+refuse is refused with the same reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+from seglog_cli.storage.errors import SeglogError
+from seglog_cli.storage.log_dir_files import parse_java_properties
+
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
+
+class ConfigError(SeglogError):
+    """A topic config Kafka would reject (unknown key, not a number, out of range)."""
+
+
+@dataclass(frozen=True)
+class TopicConfig:
+    """Kafka's defaults (``LogConfig``)."""
+
+    segment_bytes: int = 1024 * 1024 * 1024
+    segment_ms: int = 7 * 24 * 3600 * 1000
+    segment_jitter_ms: int = 0
+    segment_index_bytes: int = 10 * 1024 * 1024
+    index_interval_bytes: int = 4096
+    max_message_bytes: int = 1024 * 1024 + 12  # 1048588
+    message_timestamp_type: str = "CreateTime"
+    cleanup_policy: str = "delete"
+    max_compaction_lag_ms: int = INT64_MAX
+    preallocate: bool = False
+
+    @property
+    def max_segment_ms(self) -> int:
+        """``LogConfig.maxSegmentMs``: for a compacted topic with a max compaction lag, the
+        smaller of the two."""
+        if "compact" in self.cleanup_policy.split(",") and self.max_compaction_lag_ms > 0:
+            return min(self.segment_ms, self.max_compaction_lag_ms)
+        return self.segment_ms
+
+    def max_index_entries(self, entry_size: int) -> int:
+        """How many entries fit in an index of ``segment.index.bytes`` (Kafka rounds the size
+        down to a multiple of the entry size)."""
+        return self.segment_index_bytes // entry_size
+
+    def with_overrides(self, overrides: dict[str, str]) -> "TopicConfig":
+        changes = {}
+        for key, text in overrides.items():
+            spec = _KEYS.get(key)
+            if spec is None:
+                raise ConfigError(f"unknown or unsupported topic config {key!r} (known: {', '.join(sorted(_KEYS))})")
+            name, kind, low, high = spec
+            changes[name] = _parse(key, text.strip(), kind, low, high)
+        return replace(self, **changes)
+
+
+# key -> (field, type, lowest, highest): LogConfig's definitions
+_KEYS = {
+    "segment.bytes": ("segment_bytes", int, 14, INT32_MAX),
+    "segment.ms": ("segment_ms", int, 1, INT64_MAX),
+    "segment.jitter.ms": ("segment_jitter_ms", int, 0, INT64_MAX),
+    "segment.index.bytes": ("segment_index_bytes", int, 4, INT32_MAX),
+    "index.interval.bytes": ("index_interval_bytes", int, 0, INT32_MAX),
+    "max.message.bytes": ("max_message_bytes", int, 0, INT32_MAX),
+    "message.timestamp.type": ("message_timestamp_type", ("CreateTime", "LogAppendTime"), None, None),
+    "cleanup.policy": ("cleanup_policy", str, None, None),
+    "max.compaction.lag.ms": ("max_compaction_lag_ms", int, 1, INT64_MAX),
+    "preallocate": ("preallocate", bool, None, None),
+}
+assert {spec[0] for spec in _KEYS.values()} == {f.name for f in fields(TopicConfig)}
+
+
+def _parse(key: str, text: str, kind, low, high):
+    if kind is int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise ConfigError(f"Invalid value {text} for configuration {key}: Not a number of type "
+                              f"{'INT' if high == INT32_MAX else 'LONG'}") from None
+        if value < low or value > high:
+            raise ConfigError(f"Invalid value {value} for configuration {key}: Value must be at least {low}"
+                              if value < low else f"Invalid value {value} for configuration {key}: out of range")
+        return value
+    if kind is bool:
+        if text.lower() not in ("true", "false"):
+            raise ConfigError(f"Invalid value {text} for configuration {key}: Expected value to be either true or false")
+        return text.lower() == "true"
+    if isinstance(kind, tuple):
+        if text not in kind:
+            raise ConfigError(f"Invalid value {text} for configuration {key}: String must be one of: {', '.join(kind)}")
+        return text
+    policies = [p.strip() for p in text.split(",") if p.strip()]
+    if not policies or any(p not in ("delete", "compact") for p in policies):
+        raise ConfigError(f"Invalid value {text} for configuration {key}: String must be one of: compact, delete")
+    return ",".join(policies)
+
+
+def parse_config_args(pairs: list[str] | None, properties_file: str | Path | None = None,
+                      base: TopicConfig = TopicConfig()) -> TopicConfig:
+    """``key=value`` arguments over a properties file over ``base``."""
+    overrides: dict[str, str] = {}
+    if properties_file is not None:
+        try:
+            text = Path(properties_file).read_text(encoding="latin-1")
+        except OSError as exc:
+            raise ConfigError(f"cannot read the config file: {exc.strerror}", properties_file) from None
+        overrides.update(parse_java_properties(text))
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise ConfigError(f"--config wants key=value, got {pair!r}")
+        overrides[key.strip()] = value
+    return base.with_overrides(overrides)
+
+
+__all__ = ["ConfigError", "TopicConfig", "parse_config_args"]

@@ -316,11 +316,13 @@ def read_manifest(backup_dir: str | Path) -> dict:
     return document
 
 
-def undo(backup_dir: str | Path) -> list[str]:
+def undo(backup_dir: str | Path, dry_run: bool = False) -> list[str]:
     """Put every file the manifest names back as it was, newest change first.
 
     Safe after a crash in the middle of the change set: each step's intent was recorded before
-    the step, and undoing a step that never happened is a no-op. Returns one line per action.
+    the step, and undoing a step that never happened is a no-op. Returns one line per action
+    (with ``dry_run``, what would be done; nothing is touched). The caller holds the log dir's
+    lock (:func:`undo_under_lock` does both).
     """
     backup_dir = Path(backup_dir)
     document = read_manifest(backup_dir)
@@ -330,30 +332,45 @@ def undo(backup_dir: str | Path) -> list[str]:
         op = change["op"]
         if op == "create":
             if path.exists():
-                path.unlink()
-                done.append(f"removed {path}")
+                done.append(f"remove {path} (created)")
+                if not dry_run:
+                    path.unlink()
         elif op == "append":
             if path.exists() and path.stat().st_size > change["size_before"]:
-                with open(path, "r+b") as handle:
-                    handle.truncate(change["size_before"])
-                    os.fsync(handle.fileno())
-                done.append(f"truncated {path} to {change['size_before']} bytes")
+                done.append(f"truncate {path} to {change['size_before']} bytes (appended to)")
+                if not dry_run:
+                    with open(path, "r+b") as handle:
+                        handle.truncate(change["size_before"])
+                        os.fsync(handle.fileno())
         elif op == "rename":
             target = Path(change["target"])
             if target.exists() and not path.exists():
-                os.rename(target, path)
-                done.append(f"renamed {target} back to {path.name}")
+                done.append(f"rename {target} back to {path.name}")
+                if not dry_run:
+                    os.rename(target, path)
         else:  # replace, truncate, remove: the original bytes are in the backup
             source = backup_dir / change["backup"]
-            tmp = path.with_name(path.name + ".tmp")
-            shutil.copyfile(source, tmp)
-            with open(tmp, "rb+") as handle:
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-            done.append(f"restored {path} ({change['size_before']} bytes)")
-        fsync_dir(path.parent)
+            if not source.is_file():
+                raise BackupError(f"the backup of {path} is missing", source)
+            done.append(f"restore {path} ({change['size_before']} bytes, {op}d)")
+            if not dry_run:
+                tmp = path.with_name(path.name + ".tmp")
+                shutil.copyfile(source, tmp)
+                with open(tmp, "rb+") as handle:
+                    os.fsync(handle.fileno())
+                os.replace(tmp, path)
+        if not dry_run and path.parent.is_dir():
+            fsync_dir(path.parent)
     return done
 
 
+def undo_under_lock(backup_dir: str | Path, dry_run: bool = False) -> list[str]:
+    """:func:`undo` while holding the lock of the log dir the manifest names."""
+    document = read_manifest(backup_dir)
+    if dry_run:
+        return undo(backup_dir, dry_run=True)
+    with held_log_dir(document["logDir"]):
+        return undo(backup_dir)
+
 __all__ = ["BACKUP_DIR_NAME", "BackupError", "Change", "ChangeSet", "FAULT_ENV", "LogDirLockedError",
-           "default_backup_root", "held_log_dir", "is_locked", "read_manifest", "undo", "write_step"]
+           "default_backup_root", "held_log_dir", "is_locked", "read_manifest", "undo", "undo_under_lock", "write_step"]

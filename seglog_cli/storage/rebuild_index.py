@@ -33,6 +33,7 @@ from seglog_cli.storage.batches import LogScan
 from seglog_cli.storage.errors import SeglogError, UnreadableInputError
 from seglog_cli.storage.files import MappedFile
 from seglog_cli.storage.naming import parse_segment_file_name
+from seglog_cli.storage.producer_state import rebuild_producer_state, replay_segment
 from seglog_cli.storage.partition_log import LogDir, PartitionLog, find_kafka_dirs, is_log_dir, looks_like_partition_dir
 from seglog_cli.storage.safety import ChangeSet, held_log_dir
 from seglog_cli.storage.segments import LogSegment
@@ -87,6 +88,7 @@ class SegmentPlan:
     valid_bytes: int = 0
     batches: int = 0
     refused: str | None = None  # why this segment cannot be rebuilt offline as it is
+    producer_batches: int = 0  # v2 batches with a producer id (the .txnindex needs a replay)
     files: list[IndexFilePlan] = field(default_factory=list)
 
     @property
@@ -131,6 +133,7 @@ class RecoveredIndexes:
     valid_bytes: int
     batches: int
     stop: str | None  # why the walk ended before the end of the file
+    producer_batches: int = 0
 
 
 def recover_indexes(mapped: MappedFile, base_offset: int, config: TopicConfig = TopicConfig()) -> RecoveredIndexes:
@@ -143,7 +146,7 @@ def recover_indexes(mapped: MappedFile, base_offset: int, config: TopicConfig = 
     last_index_offset = None
     last_time = (NO_TIMESTAMP, base_offset)  # TimeIndex.lastEntry() of an empty index
     max_timestamp, offset_of_max = NO_TIMESTAMP, base_offset
-    valid_bytes = last_index_entry = batches = 0
+    valid_bytes = last_index_entry = batches = producer_batches = 0
     stop = None
     scan = LogScan(mapped, resync=False)
     for chunk in scan.chunks():
@@ -177,6 +180,8 @@ def recover_indexes(mapped: MappedFile, base_offset: int, config: TopicConfig = 
                 last_index_entry = valid_bytes
             valid_bytes += batch.size
             batches += 1
+            if batch.producer_id >= 0:
+                producer_batches += 1
         else:
             continue
         break
@@ -186,7 +191,7 @@ def recover_indexes(mapped: MappedFile, base_offset: int, config: TopicConfig = 
                 f"{mapped.size - valid_bytes} bytes after the last complete batch (a torn or zero-filled tail)")
     last_time, time_count = _maybe_append_time(times, time_count, last_time, max_timestamp, offset_of_max,
                                                base_offset, mapped.path)
-    return RecoveredIndexes(bytes(offsets), bytes(times), valid_bytes, batches, stop)
+    return RecoveredIndexes(bytes(offsets), bytes(times), valid_bytes, batches, stop, producer_batches)
 
 
 def _maybe_append_time(times: bytearray, count: int, last: tuple[int, int], timestamp: int, offset: int,
@@ -219,13 +224,39 @@ def plan_rebuild(paths: list[str], config: TopicConfig = TopicConfig(), txn_inde
         for log_dir, segments, partition in _segments_of(path, plan):
             if log_dir not in plan.log_dirs:
                 plan.log_dirs.append(log_dir)
-            aborted = _aborted_txns(partition) if txn_index and partition is not None else None
+            planned = []
             for segment in segments:
                 if any(s.log_path == segment.log_path for s in plan.segments):
                     continue
-                plan.segments.append(plan_segment(segment, config, None if aborted is None
-                                                  else aborted.get(segment.base_offset, b"")))
+                planned.append(plan_segment(segment, config))
+            plan.segments.extend(planned)
+            if txn_index and partition is not None and any(p.producer_batches or _has_txn_index(p) for p in planned):
+                _plan_txn_indexes(partition, planned)
     return plan
+
+
+def _has_txn_index(planned: "SegmentPlan") -> bool:
+    return planned.log_path.with_suffix(".txnindex").exists()
+
+
+def _plan_txn_indexes(partition: PartitionLog, planned: list["SegmentPlan"]) -> None:
+    """Add the ``.txnindex`` each planned segment's recovery would write: the producer state
+    at the log start (Kafka keeps no snapshot at or below it), then every segment replayed in
+    order, aborted transactions collected where their ABORT marker is."""
+    wanted = {p.base_offset: p for p in planned if not p.refused}
+    if not wanted or not partition.segments:
+        return
+    manager = rebuild_producer_state(partition, up_to_offset=partition.segments[0].base_offset).manager
+    for segment in partition.segments:
+        replay = replay_segment(manager, segment)
+        segment.close()
+        target = wanted.get(segment.base_offset)
+        if target is not None:
+            data = replay.txn_index_bytes()
+            if data or segment.txn_index_path.exists():
+                target.files.append(_compare(segment.txn_index_path, "txn", data))
+        if replay.stopped_at is not None:
+            return  # the segments after damage are refused anyway
 
 
 def _segments_of(path: Path, plan: RebuildPlan):
@@ -262,17 +293,7 @@ def _segments_of(path: Path, plan: RebuildPlan):
         yield partition_dir.absolute().parent, partition.segments, partition
 
 
-def _aborted_txns(partition: PartitionLog) -> dict[int, bytes] | None:
-    """segment base offset -> the ``.txnindex`` bytes recovery would write, or None when the
-    producer-state replay is not available."""
-    try:
-        from seglog_cli.storage.producer_state import txn_index_bytes_by_segment
-    except ImportError:
-        return None
-    return txn_index_bytes_by_segment(partition)
-
-
-def plan_segment(segment: LogSegment, config: TopicConfig = TopicConfig(), txn_bytes: bytes | None = None) -> SegmentPlan:
+def plan_segment(segment: LogSegment, config: TopicConfig = TopicConfig()) -> SegmentPlan:
     try:
         mapped = MappedFile(segment.log_path)
     except SeglogError as exc:
@@ -285,6 +306,7 @@ def plan_segment(segment: LogSegment, config: TopicConfig = TopicConfig(), txn_b
             plan.refused = f"{exc} (Kafka's recovery fails here too; nothing can be rebuilt)"
             return plan
     plan.valid_bytes, plan.batches = recovered.valid_bytes, recovered.batches
+    plan.producer_batches = recovered.producer_batches
     if recovered.stop is not None:
         plan.refused = (f"the .log is valid only up to position {recovered.valid_bytes} of {mapped.size}: "
                         f"{recovered.stop}; Kafka's recovery would truncate it there (and delete later segments "
@@ -292,8 +314,6 @@ def plan_segment(segment: LogSegment, config: TopicConfig = TopicConfig(), txn_b
         return plan
     plan.files.append(_compare(segment.index_path, "offset", recovered.offset_index))
     plan.files.append(_compare(segment.time_index_path, "time", recovered.time_index))
-    if txn_bytes is not None and (txn_bytes or segment.txn_index_path.exists()):
-        plan.files.append(_compare(segment.txn_index_path, "txn", txn_bytes))
     return plan
 
 

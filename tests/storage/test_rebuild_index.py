@@ -254,3 +254,35 @@ def test_a_kill_at_any_write_step_leaves_a_loadable_dir(corpus, tmp_path):
             break
         step += 1
     assert step >= 7  # backups, manifests and three replacements were each interrupted
+
+
+# -- the transaction index ----------------------------------------------------------------------
+
+def test_a_lost_txn_index_is_rebuilt_as_the_broker_wrote_it(corpus, tmp_path):
+    copy = _writable_copy(corpus / "kafka-4.2.0" / "data" / "txn-0", tmp_path / "data" / "txn-0")
+    broker = (copy / "00000000000000000000.txnindex").read_bytes()
+    assert len(broker) == 14 * 34
+    (copy / "00000000000000000000.txnindex").unlink()
+    plan = plan_rebuild([str(copy)])
+    (txn,) = [f for f in plan.changes if f.kind == "txn"]
+    assert txn.action == CREATE and txn.rebuilt == broker
+    apply_rebuild(plan, backup_root=tmp_path / "backups")
+    assert (copy / "00000000000000000000.txnindex").read_bytes() == broker
+    assert verify([str(copy)]).status == CLEAN
+
+
+def test_a_wrong_txn_index_entry_is_rewritten(corpus, tmp_path):
+    copy = _writable_copy(corpus / "kafka-4.2.0" / "data" / "txn-0", tmp_path / "data" / "txn-0")
+    path = copy / "00000000000000000000.txnindex"
+    broker = path.read_bytes()
+    damaged = bytearray(broker)
+    damaged[34 + 33] ^= 0x01  # the second entry's last stable offset
+    path.write_bytes(bytes(damaged))
+    (txn,) = [f for f in plan_rebuild([str(copy)]).changes if f.kind == "txn"]
+    assert txn.action == REWRITE and txn.rebuilt == broker and "differs from entry 1" in txn.detail
+    assert not [f for f in plan_rebuild([str(copy)], txn_index=False).changes]
+
+
+def test_no_producer_batches_no_txn_index(corpus):
+    plan = plan_rebuild([str(corpus / "kafka-4.2.0" / "data" / "plain-0")])
+    assert not [f for s in plan.segments for f in s.files if f.kind == "txn"]

@@ -280,6 +280,14 @@ def _compare_txn_index(segment, expected: list[tuple], abort_markers: set, unkno
                                     f"the ABORT marker at offset {last} (producer {pid}, transaction from offset "
                                     f"{first}) has no .txnindex entry: read_committed consumers would read the "
                                     f"aborted records", offset=last))
+        elif found[0] == first and lso == last + 1 and found[1] > lso:
+            # A follower appends a fetched chunk of batches at once and computes the last stable
+            # offset after updating every producer: a transaction another producer opened later
+            # in the same chunk becomes the bound. Recovery (batch by batch) writes last + 1.
+            findings.append(Finding(Code.TXN_INDEX_MISMATCH, INFO, str(path), None,
+                                    f"entry for producer {pid} aborted at offset {last} has last stable offset "
+                                    f"{found[1]} where recovery would write {lso}: written by a follower appending "
+                                    f"several batches at once (both valid)", offset=last))
         elif found != (first, lso) and last < uncertain_from:
             findings.append(Finding(Code.TXN_INDEX_MISMATCH, ERROR, str(path), None,
                                     f"entry for producer {pid} aborted at offset {last} says first offset {found[0]}, "

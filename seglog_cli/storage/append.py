@@ -1,0 +1,562 @@
+"""Appending records to a partition directory as a leader broker would.
+
+One produce request per batch, as on the leader (``UnifiedLog.appendAsLeader``):
+
+* offsets are assigned from the log end offset; the partition leader epoch is stamped; with
+  ``LogAppendTime`` the batch's max timestamp becomes the broker clock;
+* an idempotent or transactional batch is checked like ``ProducerAppendInfo`` checks a
+  client's (fenced epochs, sequence gaps, duplicates, non-transactional writes inside an open
+  transaction are refused) and its sequence continues from the producer state when not given;
+* before each append the active segment rolls if Kafka's ``shouldRoll`` says so (§16: size,
+  ``segment.ms`` + jitter on the batch timestamps, a full offset or time index, a relative
+  offset past 2^31 - 1); the old segment gets its final time index entry and trimmed indexes,
+  and a producer snapshot is written at the new base offset;
+* ``LogSegment.append`` maintains the indexes (§10.2) - the reopened active segment starts with
+  ``bytesSinceLastIndexEntry = 0`` and the max timestamp of its last time index entry, as a
+  broker restarting does; completed ABORTs go to the ``.txnindex`` with Kafka's last stable
+  offset;
+* at the end the partition is closed as on a clean shutdown: final time index entry, trimmed
+  indexes, a producer snapshot at the log end offset, and the leader-epoch-checkpoint and the
+  log dir's recovery point brought up to date.
+
+Everything is computed first (:func:`plan_append`, nothing written) and applied by
+:func:`apply_append` through a :class:`ChangeSet` under the log dir's lock, in an order where a
+crash at any step leaves a directory Kafka loads as it is: the leader-epoch-checkpoint first (an
+epoch starting at the log end offset is what a new leader writes), then the ``.log`` bytes (one
+write and an fsync per segment), then indexes, snapshots and ``.txnindex``, the recovery point
+last.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from seglog_cli.storage.batches import LogScan, read_batch_header
+from seglog_cli.storage.builder import NewRecord, build_batch, build_end_txn_marker
+from seglog_cli.storage.checkpoints import (EpochEntry, PartitionMetadata, TopicPartition, format_leader_epoch_checkpoint,
+                                            format_offset_checkpoint, format_partition_metadata,
+                                            read_leader_epoch_checkpoint, read_offset_checkpoint)
+from seglog_cli.storage.codecs import CODEC_NAMES
+from seglog_cli.storage.errors import SeglogError
+from seglog_cli.storage.files import MappedFile
+from seglog_cli.storage.log_dir_files import RECOVERY_POINT_CHECKPOINT
+from seglog_cli.storage.naming import format_offset, parse_partition_dir_name
+from seglog_cli.storage.partition_log import PartitionLog
+from seglog_cli.storage.producer_state import (ProducerStateManager, read_end_txn_marker, rebuild_producer_state)
+from seglog_cli.storage.rebuild_index import OFFSET_ENTRY, TIME_ENTRY
+from seglog_cli.storage.safety import ChangeSet, held_log_dir
+from seglog_cli.storage.snapshots import increment_sequence
+from seglog_cli.storage.topic_config import TopicConfig
+
+INT32_MAX = 2**31 - 1
+NO_TIMESTAMP = -1
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+PARTITION_METADATA = "partition.metadata"
+CODECS = {name: codec for codec, name in CODEC_NAMES.items()}
+CREATE_TIME, LOG_APPEND_TIME = "CreateTime", "LogAppendTime"
+NUM_BATCHES_TO_RETAIN = 5
+
+
+class AppendError(SeglogError):
+    """An append Kafka would refuse, or a partition seglog will not append to as it is."""
+
+
+@dataclass(frozen=True)
+class ProducerOptions:
+    """The producer fields of the batches (all -1: a plain producer)."""
+
+    producer_id: int = -1
+    producer_epoch: int | None = None  # None: the epoch in the producer state (0 for a new producer)
+    base_sequence: int | None = None  # None: continue from the producer state (0 for a new producer)
+    transactional: bool = False
+    coordinator_epoch: int | None = None  # markers; None: the producer state's (0 for a new producer)
+
+
+@dataclass(frozen=True)
+class AppendOptions:
+    compression: str = "none"  # none, gzip, snappy, lz4, zstd (Kafka's framings)
+    timestamp_type: str | None = None  # CreateTime or LogAppendTime; None: the topic's message.timestamp.type
+    leader_epoch: int | None = None  # None: the latest in leader-epoch-checkpoint (0 when there is none)
+    producer: ProducerOptions = ProducerOptions()
+    end_transaction: str | None = None  # "commit" or "abort": a marker after the batches
+    now_ms: int | None = None  # the broker clock; None: the wall clock
+    create: bool = False  # create the partition directory when it does not exist
+    topic_id: str | None = None  # partition.metadata for a created partition (default: a random id)
+    update_recovery_point: bool = True  # the log dir's recovery-point-offset-checkpoint
+    roll_jitter_seed: int | None = None  # segment.jitter.ms draws (None: random, as Kafka)
+
+
+@dataclass
+class PlannedBatch:
+    base_offset: int
+    last_offset: int
+    records: int
+    size: int
+    segment: int  # base offset of the segment it goes to
+    max_timestamp: int
+    control: str | None = None  # "COMMIT"/"ABORT" for a marker
+
+    def as_dict(self) -> dict:
+        return {"baseOffset": self.base_offset, "lastOffset": self.last_offset, "records": self.records,
+                "size": self.size, "segment": self.segment, "maxTimestamp": self.max_timestamp,
+                "control": self.control}
+
+
+@dataclass
+class FileWrite:
+    """One step of the plan: ``op`` is "append" (to a .log or .txnindex) or "replace"."""
+
+    op: str
+    path: Path
+    data: bytes
+    why: str
+
+    def as_dict(self) -> dict:
+        return {"op": self.op, "path": str(self.path), "bytes": len(self.data), "why": self.why}
+
+
+@dataclass
+class AppendPlan:
+    partition_dir: Path
+    log_dir: Path
+    log_end_offset_before: int
+    log_end_offset_after: int = 0
+    batches: list[PlannedBatch] = field(default_factory=list)
+    rolls: list[tuple[int, str]] = field(default_factory=list)  # (new base offset, reason)
+    writes: list[FileWrite] = field(default_factory=list)
+    created: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def records(self) -> int:
+        return sum(batch.records for batch in self.batches if batch.control is None)
+
+    def as_dict(self) -> dict:
+        return {"version": 1, "partitionDir": str(self.partition_dir), "create": self.created,
+                "logEndOffsetBefore": self.log_end_offset_before, "logEndOffsetAfter": self.log_end_offset_after,
+                "records": self.records, "batches": [b.as_dict() for b in self.batches],
+                "rolls": [{"baseOffset": base, "reason": reason} for base, reason in self.rolls],
+                "writes": [w.as_dict() for w in self.writes], "warnings": self.warnings}
+
+
+# -- the active segment, in memory ---------------------------------------------------------------
+
+class _Segment:
+    """A segment being appended to: the bytes to add to its ``.log`` and its indexes as they
+    will be (existing entries + new ones), with ``LogSegment``'s state."""
+
+    def __init__(self, directory: Path, base_offset: int, config: TopicConfig, jitter: random.Random):
+        self.directory = directory
+        self.base_offset = base_offset
+        self.stem = format_offset(base_offset)
+        self.config = config
+        self.existing_size = 0
+        self.new_bytes = bytearray()
+        self.offset_index = bytearray()
+        self.time_index = bytearray()
+        self.index_changed = False
+        self.bytes_since_last_index_entry = 0
+        self.max_timestamp, self.offset_of_max = NO_TIMESTAMP, base_offset
+        self.rolling_timestamp: int | None = None
+        self.txn_entries = bytearray()
+        self.max_offset_entries = config.max_index_entries(OFFSET_ENTRY.size)
+        self.max_time_entries = config.max_index_entries(TIME_ENTRY.size)
+        jitter_limit = min(config.segment_jitter_ms, config.segment_ms)
+        self.roll_jitter_ms = jitter.randrange(jitter_limit) if jitter_limit > 0 else 0
+        self.next_offset = base_offset
+
+    def path(self, suffix: str) -> Path:
+        return self.directory / (self.stem + suffix)
+
+    @classmethod
+    def reopen(cls, directory: Path, segment, config: TopicConfig, jitter: random.Random) -> "_Segment":
+        """The active segment as a broker reopens it after a clean shutdown."""
+        self = cls(directory, segment.base_offset, config, jitter)
+        mapped = segment.log
+        scan = LogScan(mapped, resync=False)
+        first = True
+        for batch in scan:
+            if not batch.is_valid:
+                raise AppendError(f"the batch at position {batch.position} of the active segment fails its CRC "
+                                  "check: run `seglog verify` and `seglog recover` first", segment.log_path,
+                                  batch.position, batch.base_offset)
+            if first:
+                self.rolling_timestamp = batch.max_timestamp  # loadFirstBatchTimestamp
+                first = False
+            self.next_offset = batch.next_offset
+        if scan.end_position < mapped.size:
+            raise AppendError(f"the active segment has {mapped.size - scan.end_position} bytes after its last "
+                              f"complete batch (a torn or zero-filled tail at position {scan.end_position}): Kafka's "
+                              "recovery would truncate them; run `seglog recover` first", segment.log_path,
+                              scan.end_position)
+        self.existing_size = mapped.size
+        self.offset_index = bytearray(_entries_of(segment.index_path, OFFSET_ENTRY.size))
+        self.time_index = bytearray(_entries_of(segment.time_index_path, TIME_ENTRY.size))
+        if self.time_index:  # maxTimestampAndOffsetSoFar starts from the last time index entry
+            timestamp, relative = TIME_ENTRY.unpack_from(self.time_index, len(self.time_index) - TIME_ENTRY.size)
+            self.max_timestamp, self.offset_of_max = timestamp, self.base_offset + relative
+        segment.close()
+        return self
+
+    @property
+    def size(self) -> int:
+        return self.existing_size + len(self.new_bytes)
+
+    @property
+    def offset_entries(self) -> int:
+        return len(self.offset_index) // OFFSET_ENTRY.size
+
+    @property
+    def time_entries(self) -> int:
+        return len(self.time_index) // TIME_ENTRY.size
+
+    def roll_reason(self, size: int, max_timestamp: int, last_offset: int) -> str | None:
+        """``LogSegment.shouldRoll`` for a batch of ``size`` bytes, or None."""
+        if self.size > self.config.segment_bytes - size:
+            return f"segment.bytes: {self.size} + {size} bytes would pass {self.config.segment_bytes}"
+        if self.size > 0 and self.rolling_timestamp is not None and self.rolling_timestamp >= 0:
+            waited = max_timestamp - self.rolling_timestamp
+            if waited > self.config.max_segment_ms - self.roll_jitter_ms:
+                return (f"segment.ms: the batch's timestamp is {waited} ms after the segment's first "
+                        f"(limit {self.config.max_segment_ms} - jitter {self.roll_jitter_ms})")
+        if self.offset_entries >= self.max_offset_entries:
+            return f"the offset index is full ({self.offset_entries} entries of segment.index.bytes)"
+        if self.time_entries >= self.max_time_entries - 1:
+            return f"the time index is full ({self.time_entries} entries of segment.index.bytes)"
+        if not 0 <= last_offset - self.base_offset <= INT32_MAX:
+            return f"offset {last_offset} does not fit a relative offset of segment {self.base_offset}"
+        return None
+
+    def append(self, data: bytes, last_offset: int, max_timestamp: int, offset_of_max: int) -> None:
+        """``LogSegment.append`` of one batch."""
+        physical_position = self.size
+        if physical_position == 0:
+            self.rolling_timestamp = max_timestamp
+        self.new_bytes += data
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp, self.offset_of_max = max_timestamp, offset_of_max
+        if self.bytes_since_last_index_entry > self.config.index_interval_bytes:
+            self.offset_index += OFFSET_ENTRY.pack(last_offset - self.base_offset, physical_position)
+            self._maybe_append_time()
+            self.index_changed = True
+            self.bytes_since_last_index_entry = 0
+        self.bytes_since_last_index_entry += len(data)
+        self.next_offset = last_offset + 1
+
+    def _maybe_append_time(self) -> None:
+        last_timestamp = (TIME_ENTRY.unpack_from(self.time_index, len(self.time_index) - TIME_ENTRY.size)[0]
+                          if self.time_index else NO_TIMESTAMP)
+        if self.max_timestamp > last_timestamp:
+            self.time_index += TIME_ENTRY.pack(self.max_timestamp, self.offset_of_max - self.base_offset)
+            self.index_changed = True
+
+    def close(self) -> None:
+        """``onBecomeInactiveSegment`` / ``close``: the final time index entry (full check
+        skipped); the indexes are kept trimmed."""
+        self._maybe_append_time()
+
+    def writes(self) -> list[FileWrite]:
+        out = []
+        if self.new_bytes or self.existing_size == 0:
+            out.append(FileWrite("append", self.path(".log"), bytes(self.new_bytes),
+                                 f"{len(self.new_bytes)} bytes of batches"))
+        if self.index_changed or not self.path(".index").exists() or self.existing_size == 0:
+            out.append(FileWrite("replace", self.path(".index"), bytes(self.offset_index),
+                                 f"{self.offset_entries} offset index entries"))
+        if self.index_changed or not self.path(".timeindex").exists() or self.existing_size == 0:
+            out.append(FileWrite("replace", self.path(".timeindex"), bytes(self.time_index),
+                                 f"{self.time_entries} time index entries"))
+        if self.txn_entries:
+            out.append(FileWrite("append", self.path(".txnindex"), bytes(self.txn_entries),
+                                 f"{len(self.txn_entries) // 34} aborted transaction(s)"))
+        return out
+
+
+def _entries_of(path: Path, size: int) -> bytes:
+    """An index file's entries without its preallocated zero tail."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return b""
+    end = len(data.rstrip(b"\0"))
+    return data[:-(-end // size) * size]
+
+
+# -- planning -------------------------------------------------------------------------------------
+
+def plan_append(partition_dir: str | Path, batches: Iterable[Sequence[NewRecord]], config: TopicConfig = TopicConfig(),
+                options: AppendOptions = AppendOptions()) -> AppendPlan:
+    """What appending ``batches`` (one produce request each) to ``partition_dir`` writes."""
+    directory = Path(partition_dir).absolute()
+    name = parse_partition_dir_name(directory.name)
+    if name is None or name.kind != "current":
+        raise AppendError("not a partition directory name Kafka accepts (<topic>-<partition>)", directory)
+    now = options.now_ms if options.now_ms is not None else int(time.time() * 1000)
+    codec = CODECS.get(options.compression)
+    if codec is None:
+        raise AppendError(f"unknown compression {options.compression!r} (none, gzip, snappy, lz4, zstd)")
+    timestamp_type = options.timestamp_type or config.message_timestamp_type
+    jitter = random.Random(options.roll_jitter_seed)
+    created = not directory.exists()
+    if created and not options.create:
+        raise AppendError("no such partition directory (use --create to make one)", directory)
+    if not created and not directory.is_dir():
+        raise AppendError("not a directory", directory)
+
+    log = None if created else PartitionLog(directory)
+    if log is not None and log.segments:
+        active = _Segment.reopen(directory, log.segments[-1], config, jitter)
+        manager = rebuild_producer_state(log).manager
+        snapshots = [p for p in log.files.snapshots]
+        manager.last_snap_offset = max((_snapshot_offset(p) for p in snapshots), default=manager.last_snap_offset)
+    else:
+        active = _Segment(directory, 0, config, jitter)
+        manager = ProducerStateManager(0)
+    plan = AppendPlan(directory, directory.parent, active.next_offset, created=created)
+    epochs = _leader_epochs(directory)
+    epoch = options.leader_epoch if options.leader_epoch is not None else (epochs[-1].epoch if epochs else 0)
+    if epochs and epoch < epochs[-1].epoch:
+        raise AppendError(f"leader epoch {epoch} is older than the partition's latest ({epochs[-1].epoch}): a broker "
+                          "fenced at that epoch cannot append")
+    new_epoch = not epochs or epoch > epochs[-1].epoch
+    producer = _ProducerCursor(options.producer, manager)
+
+    closed: list[_Segment] = []
+    snapshots_to_write: list[tuple[int, bytes]] = []
+    for records in batches:
+        if not records:
+            continue
+        data = _encode(records, active.next_offset, codec, timestamp_type, now, epoch, producer)
+        _append(plan, active, closed, snapshots_to_write, manager, data, config, jitter)
+        active = plan._active  # type: ignore[attr-defined]
+    if options.end_transaction is not None:
+        marker = producer.marker(options.end_transaction, active.next_offset, now, epoch)
+        _append(plan, active, closed, snapshots_to_write, manager, marker, config, jitter)
+        active = plan._active  # type: ignore[attr-defined]
+    if not plan.batches:
+        raise AppendError("nothing to append: no records were given")
+    active.close()
+    plan.log_end_offset_after = active.next_offset
+    manager.map_end_offset = active.next_offset
+    final = manager.take_snapshot()
+    if final is not None:
+        snapshots_to_write.append(final)
+    plan.warnings.extend(manager.warnings)
+    _writes(plan, directory, closed + [active], snapshots_to_write, epochs, epoch, new_epoch, options)
+    return plan
+
+
+def _append(plan: AppendPlan, active: _Segment, closed: list, snapshots: list, manager: ProducerStateManager,
+            data: bytes, config: TopicConfig, jitter: random.Random) -> None:
+    header = read_batch_header(data, memoryview(data), 0, len(data))
+    if len(data) > config.max_message_bytes:
+        raise AppendError(f"the batch at offset {header.base_offset} is {len(data)} bytes, more than "
+                          f"max.message.bytes ({config.max_message_bytes}): Kafka rejects it (RecordTooLargeException)")
+    if len(data) > config.segment_bytes:
+        raise AppendError(f"the batch at offset {header.base_offset} is {len(data)} bytes, larger than segment.bytes "
+                          f"({config.segment_bytes}): Kafka rejects it")
+    reason = active.roll_reason(len(data), header.max_timestamp, header.last_offset)
+    if reason is not None:
+        active.close()
+        closed.append(active)
+        new_base = max(header.base_offset, active.next_offset)
+        plan.rolls.append((new_base, reason))
+        manager.map_end_offset = new_base
+        snapshot = manager.take_snapshot()
+        if snapshot is not None:
+            snapshots.append(snapshot)
+        active = _Segment(active.directory, new_base, config, jitter)
+        active.next_offset = new_base
+    active.append(data, header.last_offset, header.max_timestamp, header.last_offset)
+    marker = read_end_txn_marker(data, header) if header.is_control else None
+    completed = manager.update(header, marker)
+    if completed is not None:
+        if completed.is_aborted:
+            stable = manager.last_stable_offset(completed)
+            active.txn_entries += _ABORTED.pack(0, completed.producer_id, completed.first_offset,
+                                                completed.last_offset, stable)
+        manager.complete_txn(completed)
+    plan.batches.append(PlannedBatch(header.base_offset, header.last_offset, header.records_count, len(data),
+                                     active.base_offset, header.max_timestamp,
+                                     None if marker is None else ("ABORT" if marker.is_abort else "COMMIT")))
+    plan._active = active  # type: ignore[attr-defined]
+
+
+import struct as _struct  # noqa: E402
+
+_ABORTED = _struct.Struct(">hqqqq")
+
+
+def _snapshot_offset(path: Path) -> int:
+    try:
+        return int(path.name.split(".", 1)[0])
+    except ValueError:
+        return -1
+
+
+def _leader_epochs(directory: Path) -> list[EpochEntry]:
+    path = directory / LEADER_EPOCH_CHECKPOINT
+    if not path.exists():
+        return []
+    return read_leader_epoch_checkpoint(path)
+
+
+def _encode(records: Sequence[NewRecord], base_offset: int, codec: int, timestamp_type: str, now: int, epoch: int,
+            producer: "_ProducerCursor") -> bytes:
+    stamped = [r if r.timestamp is not None else NewRecord(r.key, r.value, r.headers, now, r.offset_delta)
+               for r in records]
+    fields = producer.next_batch(len(stamped), base_offset)
+    if timestamp_type == LOG_APPEND_TIME:
+        from seglog_cli.storage.batches import LOG_APPEND_TIME as LAT
+
+        return build_batch(stamped, base_offset=base_offset, compression=codec, timestamp_type=LAT,
+                           log_append_time=now, partition_leader_epoch=epoch, **fields)
+    return build_batch(stamped, base_offset=base_offset, compression=codec, partition_leader_epoch=epoch, **fields)
+
+
+class _ProducerCursor:
+    """The producer fields of each batch, checked as ``ProducerAppendInfo`` checks a client."""
+
+    def __init__(self, options: ProducerOptions, manager: ProducerStateManager):
+        self.options = options
+        self.pid = options.producer_id
+        self.manager = manager
+        entry = manager.producers.get(self.pid) if self.pid >= 0 else None
+        self.entry = entry
+        if self.pid < 0:
+            if options.transactional or options.base_sequence is not None or options.producer_epoch is not None:
+                raise AppendError("--transactional, --producer-epoch and --base-sequence need --producer-id")
+            self.epoch, self.sequence = -1, -1
+            return
+        current_epoch = entry.producer_epoch if entry is not None else None
+        self.epoch = options.producer_epoch if options.producer_epoch is not None else (
+            current_epoch if current_epoch is not None and current_epoch >= 0 else 0)
+        if not 0 <= self.epoch <= 32767:
+            raise AppendError(f"producer epoch {self.epoch} is out of range (0..32767)")
+        if current_epoch is not None and self.epoch < current_epoch:
+            raise AppendError(f"producer {self.pid} epoch {self.epoch} is older than its current epoch {current_epoch}: "
+                              "Kafka fences it (InvalidProducerEpochException)")
+        same_epoch = entry is not None and self.epoch == current_epoch
+        last_seq = entry.last_seq if same_epoch else -1
+        if options.base_sequence is None:
+            self.sequence = increment_sequence(last_seq, 1) if same_epoch and last_seq >= 0 else 0
+        else:
+            self.sequence = options.base_sequence
+            if self.sequence < 0:
+                raise AppendError(f"base sequence {self.sequence} is negative")
+            if same_epoch and last_seq >= 0 and self.sequence != increment_sequence(last_seq, 1):
+                if _is_duplicate(entry, self.sequence):
+                    raise AppendError(f"producer {self.pid} already wrote sequence {self.sequence} (a duplicate: "
+                                      "Kafka would answer with the earlier offsets and append nothing)")
+                raise AppendError(f"producer {self.pid} epoch {self.epoch}: sequence {self.sequence} does not follow "
+                                  f"its last sequence {last_seq} (OutOfOrderSequenceException)")
+            if not same_epoch and entry is not None and current_epoch is not None and current_epoch >= 0 \
+                    and self.sequence != 0:
+                raise AppendError(f"producer {self.pid} starts epoch {self.epoch} at sequence {self.sequence}; a new "
+                                  "epoch must start at 0 (OutOfOrderSequenceException)")
+        ongoing = entry is not None and entry.current_txn_first_offset is not None and same_epoch
+        if ongoing and not options.transactional:
+            raise AppendError(f"producer {self.pid} has an open transaction (from offset "
+                              f"{entry.current_txn_first_offset}): a non-transactional write is refused "
+                              "(InvalidTxnStateException); end it with --end-txn first")
+
+    def next_batch(self, count: int, base_offset: int) -> dict:
+        fields = {"producer_id": self.pid, "producer_epoch": self.epoch, "base_sequence": self.sequence,
+                  "transactional": self.options.transactional}
+        if self.pid >= 0:
+            self.sequence = increment_sequence(self.sequence, count)
+        return fields
+
+    def marker(self, kind: str, offset: int, now: int, epoch: int) -> bytes:
+        if self.pid < 0:
+            raise AppendError("--end-txn needs --producer-id (and the producer's epoch)")
+        if kind not in ("commit", "abort"):
+            raise AppendError(f"--end-txn is commit or abort, not {kind!r}")
+        current = self.entry.coordinator_epoch if self.entry is not None else -1
+        coordinator_epoch = self.options.coordinator_epoch if self.options.coordinator_epoch is not None else max(current, 0)
+        if coordinator_epoch < current:
+            raise AppendError(f"coordinator epoch {coordinator_epoch} is older than producer {self.pid}'s "
+                              f"({current}): Kafka fences the marker (TransactionCoordinatorFencedException)")
+        return build_end_txn_marker(commit=kind == "commit", base_offset=offset, producer_id=self.pid,
+                                    producer_epoch=self.epoch, coordinator_epoch=coordinator_epoch, timestamp=now,
+                                    partition_leader_epoch=epoch)
+
+
+def _is_duplicate(entry, sequence: int) -> bool:
+    return any(b.first_sequence == sequence for b in getattr(entry, "batch_metadata", ()))
+
+
+# -- the file steps ---------------------------------------------------------------------------------
+
+def _writes(plan: AppendPlan, directory: Path, segments: list[_Segment], snapshots: list[tuple[int, bytes]],
+            epochs: list[EpochEntry], epoch: int, new_epoch: bool, options: AppendOptions) -> None:
+    writes = plan.writes
+    if plan.created:
+        topic_id = options.topic_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        writes.append(FileWrite("replace", directory / PARTITION_METADATA,
+                                format_partition_metadata(PartitionMetadata(0, topic_id)), "a new partition"))
+    if new_epoch:
+        entries = list(epochs) + [EpochEntry(epoch, plan.log_end_offset_before)]
+        writes.append(FileWrite("replace", directory / LEADER_EPOCH_CHECKPOINT,
+                                format_leader_epoch_checkpoint(entries),
+                                f"leader epoch {epoch} from offset {plan.log_end_offset_before}"))
+    for segment in segments:
+        writes.extend(w for w in segment.writes() if w.path.suffix == ".log")
+    for segment in segments:
+        writes.extend(w for w in segment.writes() if w.path.suffix != ".log")
+    for offset, data in snapshots:
+        writes.append(FileWrite("replace", directory / f"{format_offset(offset)}.snapshot", data,
+                                f"producer snapshot at offset {offset}"))
+    checkpoint = directory.parent / RECOVERY_POINT_CHECKPOINT
+    name = parse_partition_dir_name(directory.name)
+    if options.update_recovery_point and checkpoint.exists() and name is not None:
+        offsets = dict(read_offset_checkpoint(checkpoint))
+        offsets[TopicPartition(name.topic, name.partition)] = plan.log_end_offset_after
+        writes.append(FileWrite("replace", checkpoint, format_offset_checkpoint(offsets),
+                                f"recovery point {plan.log_end_offset_after}"))
+
+
+# -- applying -------------------------------------------------------------------------------------
+
+@dataclass
+class AppendResult:
+    backup_dir: Path | None
+    written: list[Path]
+
+
+def apply_append(plan: AppendPlan, backup_root: str | Path | None = None) -> AppendResult:
+    """Carry out the plan under the log dir's lock, every step backed up (see the module doc)."""
+    with held_log_dir(plan.log_dir), ChangeSet(plan.log_dir, "append", backup_root) as changes:
+        if plan.created:
+            plan.partition_dir.mkdir(parents=False, exist_ok=False)
+        _check_unchanged(plan)
+        written = []
+        for step in plan.writes:
+            if step.op == "append":
+                changes.append(step.path, step.data)
+            else:
+                changes.replace(step.path, step.data)
+            written.append(step.path)
+    return AppendResult(changes.backup_dir, written)
+
+
+def _check_unchanged(plan: AppendPlan) -> None:
+    """The partition must still end where the plan started (no broker or seglog wrote since)."""
+    if plan.created:
+        return
+    log = PartitionLog(plan.partition_dir)
+    end = log.segments[-1].read_next_offset() if log.segments else 0
+    log.close()
+    if end != plan.log_end_offset_before:
+        raise AppendError(f"the log end offset moved from {plan.log_end_offset_before} to {end} since the plan; "
+                          "nothing was written", plan.partition_dir)
+
+
+__all__ = ["AppendError", "AppendOptions", "AppendPlan", "AppendResult", "FileWrite", "PlannedBatch",
+           "ProducerOptions", "apply_append", "plan_append"]

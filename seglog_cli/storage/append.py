@@ -45,7 +45,7 @@ from seglog_cli.storage.checkpoints import (EpochEntry, PartitionMetadata, Topic
 from seglog_cli.storage.codecs import CODEC_NAMES
 from seglog_cli.storage.errors import SeglogError
 from seglog_cli.storage.files import MappedFile
-from seglog_cli.storage.log_dir_files import RECOVERY_POINT_CHECKPOINT
+from seglog_cli.storage.log_dir_files import CLEAN_SHUTDOWN, RECOVERY_POINT_CHECKPOINT
 from seglog_cli.storage.naming import format_offset, parse_partition_dir_name
 from seglog_cli.storage.partition_log import PartitionLog
 from seglog_cli.storage.producer_state import (ProducerStateManager, read_end_txn_marker, rebuild_producer_state)
@@ -262,19 +262,28 @@ class _Segment:
         self._maybe_append_time()
 
     def writes(self) -> list[FileWrite]:
+        """This segment's steps, in an order where every intermediate state loads: for a new
+        segment the index files first (an index past the log end is what an interrupted roll
+        leaves; Kafka deletes it) and the ``.log`` created whole by a rename; for the reopened
+        active segment the ``.txnindex`` entries first (past the log end until the batches
+        land), then the batches, then the indexes."""
         out = []
-        if self.new_bytes or self.existing_size == 0:
-            out.append(FileWrite("append", self.path(".log"), bytes(self.new_bytes),
-                                 f"{len(self.new_bytes)} bytes of batches"))
-        if self.index_changed or not self.path(".index").exists() or self.existing_size == 0:
-            out.append(FileWrite("replace", self.path(".index"), bytes(self.offset_index),
-                                 f"{self.offset_entries} offset index entries"))
-        if self.index_changed or not self.path(".timeindex").exists() or self.existing_size == 0:
-            out.append(FileWrite("replace", self.path(".timeindex"), bytes(self.time_index),
-                                 f"{self.time_entries} time index entries"))
-        if self.txn_entries:
-            out.append(FileWrite("append", self.path(".txnindex"), bytes(self.txn_entries),
-                                 f"{len(self.txn_entries) // 34} aborted transaction(s)"))
+        txn = ([FileWrite("append", self.path(".txnindex"), bytes(self.txn_entries),
+                          f"{len(self.txn_entries) // 34} aborted transaction(s)")] if self.txn_entries else [])
+        index = [FileWrite("replace", self.path(".index"), bytes(self.offset_index),
+                           f"{self.offset_entries} offset index entries"),
+                 FileWrite("replace", self.path(".timeindex"), bytes(self.time_index),
+                           f"{self.time_entries} time index entries")]
+        if self.existing_size == 0:
+            return index + txn + [FileWrite("replace", self.path(".log"), bytes(self.new_bytes),
+                                            f"a new segment: {len(self.new_bytes)} bytes of batches")]
+        if self.new_bytes:
+            out += txn + [FileWrite("append", self.path(".log"), bytes(self.new_bytes),
+                                    f"{len(self.new_bytes)} bytes of batches")]
+        if self.index_changed or not self.path(".index").exists():
+            out.append(index[0])
+        if self.index_changed or not self.path(".timeindex").exists():
+            out.append(index[1])
         return out
 
 
@@ -306,6 +315,8 @@ def plan_append(partition_dir: str | Path, batches: Iterable[Sequence[NewRecord]
     created = not directory.exists()
     if created and not options.create:
         raise AppendError("no such partition directory (use --create to make one)", directory)
+    if created and not directory.parent.is_dir():
+        raise AppendError("the log dir to create the partition in does not exist", directory.parent)
     if not created and not directory.is_dir():
         raise AppendError("not a directory", directory)
 
@@ -450,23 +461,33 @@ class _ProducerCursor:
             self.sequence = options.base_sequence
             if self.sequence < 0:
                 raise AppendError(f"base sequence {self.sequence} is negative")
-            if same_epoch and last_seq >= 0 and self.sequence != increment_sequence(last_seq, 1):
-                if _is_duplicate(entry, self.sequence):
-                    raise AppendError(f"producer {self.pid} already wrote sequence {self.sequence} (a duplicate: "
-                                      "Kafka would answer with the earlier offsets and append nothing)")
-                raise AppendError(f"producer {self.pid} epoch {self.epoch}: sequence {self.sequence} does not follow "
-                                  f"its last sequence {last_seq} (OutOfOrderSequenceException)")
+            self._check_against = last_seq if same_epoch and last_seq >= 0 else None
             if not same_epoch and entry is not None and current_epoch is not None and current_epoch >= 0 \
                     and self.sequence != 0:
                 raise AppendError(f"producer {self.pid} starts epoch {self.epoch} at sequence {self.sequence}; a new "
                                   "epoch must start at 0 (OutOfOrderSequenceException)")
-        ongoing = entry is not None and entry.current_txn_first_offset is not None and same_epoch
-        if ongoing and not options.transactional:
+        self._open_txn = entry.current_txn_first_offset if entry is not None and same_epoch else None
+
+    def _check_txn_state(self) -> None:
+        entry = self.entry
+        if self._open_txn is not None and not self.options.transactional:
             raise AppendError(f"producer {self.pid} has an open transaction (from offset "
                               f"{entry.current_txn_first_offset}): a non-transactional write is refused "
                               "(InvalidTxnStateException); end it with --end-txn first")
 
     def next_batch(self, count: int, base_offset: int) -> dict:
+        if self.pid >= 0:
+            self._check_txn_state()
+        last_seq = getattr(self, "_check_against", None)
+        if last_seq is not None:  # the first batch of an explicit --base-sequence (ProducerAppendInfo.checkSequence)
+            self._check_against = None
+            if self.sequence != increment_sequence(last_seq, 1):
+                last = increment_sequence(self.sequence, count - 1)
+                if any(b.first_sequence == self.sequence and b.last_sequence == last for b in self.entry.batch_metadata):
+                    raise AppendError(f"producer {self.pid} already wrote sequences {self.sequence}..{last} (a duplicate: "
+                                      "Kafka would answer with the earlier offsets and append nothing)")
+                raise AppendError(f"producer {self.pid} epoch {self.epoch}: sequence {self.sequence} does not follow "
+                                  f"its last sequence {last_seq} (OutOfOrderSequenceException)")
         fields = {"producer_id": self.pid, "producer_epoch": self.epoch, "base_sequence": self.sequence,
                   "transactional": self.options.transactional}
         if self.pid >= 0:
@@ -488,15 +509,18 @@ class _ProducerCursor:
                                     partition_leader_epoch=epoch)
 
 
-def _is_duplicate(entry, sequence: int) -> bool:
-    return any(b.first_sequence == sequence for b in getattr(entry, "batch_metadata", ()))
-
-
 # -- the file steps ---------------------------------------------------------------------------------
 
 def _writes(plan: AppendPlan, directory: Path, segments: list[_Segment], snapshots: list[tuple[int, bytes]],
             epochs: list[EpochEntry], epoch: int, new_epoch: bool, options: AppendOptions) -> None:
+    """The steps, in an order where a crash after any of them leaves a directory Kafka loads:
+    the clean-shutdown marker goes first (so a crash sends Kafka through its recovery from the
+    recovery point, which moves only at the end) and comes back last."""
     writes = plan.writes
+    clean_shutdown = directory.parent / CLEAN_SHUTDOWN
+    marker = clean_shutdown.read_bytes() if clean_shutdown.is_file() else None
+    if marker is not None:
+        writes.append(FileWrite("remove", clean_shutdown, b"", "while writing (a crash then means recovery)"))
     if plan.created:
         topic_id = options.topic_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         writes.append(FileWrite("replace", directory / PARTITION_METADATA,
@@ -506,13 +530,13 @@ def _writes(plan: AppendPlan, directory: Path, segments: list[_Segment], snapsho
         writes.append(FileWrite("replace", directory / LEADER_EPOCH_CHECKPOINT,
                                 format_leader_epoch_checkpoint(entries),
                                 f"leader epoch {epoch} from offset {plan.log_end_offset_before}"))
+    pending = dict(snapshots)
     for segment in segments:
-        writes.extend(w for w in segment.writes() if w.path.suffix == ".log")
-    for segment in segments:
-        writes.extend(w for w in segment.writes() if w.path.suffix != ".log")
-    for offset, data in snapshots:
-        writes.append(FileWrite("replace", directory / f"{format_offset(offset)}.snapshot", data,
-                                f"producer snapshot at offset {offset}"))
+        writes.extend(segment.writes())
+        if segment.base_offset in pending and segment.existing_size == 0:
+            writes.append(_snapshot_write(directory, segment.base_offset, pending.pop(segment.base_offset)))
+    for offset in sorted(pending):
+        writes.append(_snapshot_write(directory, offset, pending[offset]))
     checkpoint = directory.parent / RECOVERY_POINT_CHECKPOINT
     name = parse_partition_dir_name(directory.name)
     if options.update_recovery_point and checkpoint.exists() and name is not None:
@@ -520,6 +544,13 @@ def _writes(plan: AppendPlan, directory: Path, segments: list[_Segment], snapsho
         offsets[TopicPartition(name.topic, name.partition)] = plan.log_end_offset_after
         writes.append(FileWrite("replace", checkpoint, format_offset_checkpoint(offsets),
                                 f"recovery point {plan.log_end_offset_after}"))
+    if marker is not None:
+        writes.append(FileWrite("replace", clean_shutdown, marker, "back, as it was"))
+
+
+def _snapshot_write(directory: Path, offset: int, data: bytes) -> FileWrite:
+    return FileWrite("replace", directory / f"{format_offset(offset)}.snapshot", data,
+                     f"producer snapshot at offset {offset}")
 
 
 # -- applying -------------------------------------------------------------------------------------
@@ -540,6 +571,8 @@ def apply_append(plan: AppendPlan, backup_root: str | Path | None = None) -> App
         for step in plan.writes:
             if step.op == "append":
                 changes.append(step.path, step.data)
+            elif step.op == "remove":
+                changes.remove(step.path)
             else:
                 changes.replace(step.path, step.data)
             written.append(step.path)

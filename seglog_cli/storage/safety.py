@@ -250,8 +250,13 @@ class ChangeSet:
             name = f"{self.started}-{self.command}-{os.getpid()}"
             try:
                 self.backup_root.mkdir(parents=True, exist_ok=True)
-                directory = self.backup_root / name
-                directory.mkdir()
+                for attempt in range(1, 1000):  # two runs in the same second of one process
+                    directory = self.backup_root / (name if attempt == 1 else f"{name}-{attempt}")
+                    try:
+                        directory.mkdir()
+                        break
+                    except FileExistsError:
+                        continue
                 fsync_dir(self.backup_root)
             except OSError as exc:
                 raise BackupError(f"cannot create the backup directory ({exc.strerror}); nothing was changed "

@@ -79,7 +79,7 @@ def verify_partition(path: str | Path, level: str = SHALLOW, progress=None) -> P
         report.log_end_offset = last.last_offset + 1 if last is not None else log.segments[-1].base_offset
     _files(log, report, level)
     _leader_epochs(log, report, summaries)
-    _transactions(log, summaries, findings)
+    _transactions(log, summaries, findings, report.log_end_offset)
     findings.sort(key=finding_order)
     return report
 
@@ -110,6 +110,12 @@ def _files(log: PartitionLog, report: PartitionReport, level: str) -> None:
     for path in log.files.index_files:
         parsed = parse_segment_file_name(path.name)
         if parsed is not None and parsed.base_offset not in bases:
+            end = report.log_end_offset if report.log_end_offset is not None else 0
+            if parsed.base_offset >= end:  # a segment about to be created (an interrupted roll or append)
+                findings.append(Finding(Code.ORPHAN_INDEX, INFO, str(path), None,
+                                        f"an index file for a segment at or past the log end offset {end}, without "
+                                        "its .log (an interrupted roll); Kafka deletes it at start-up, nothing is lost"))
+                continue
             findings.append(Finding(Code.ORPHAN_INDEX, WARNING, str(path), None,
                                     "an index file without its .log: Kafka deletes it at start-up"))
     for path in log.files.temp_files:
@@ -203,7 +209,8 @@ def _leader_epochs(log: PartitionLog, report: PartitionReport, summaries: list[S
 
 # -- transaction index ---------------------------------------------------------------------------
 
-def _transactions(log: PartitionLog, summaries: list[SegmentSummary], findings: list[Finding]) -> None:
+def _transactions(log: PartitionLog, summaries: list[SegmentSummary], findings: list[Finding],
+                  log_end: int | None = None) -> None:
     """Replay the transactional batches as ProducerStateManager does and compare the aborted
     transactions with each segment's ``.txnindex``. Batches that could not be read (damage
     reported on its own) leave the replay uncertain from there on: entries that may depend on
@@ -234,7 +241,7 @@ def _transactions(log: PartitionLog, summaries: list[SegmentSummary], findings: 
                 expected[segment.base_offset].append((event.producer_id, first, event.base_offset, stable))
     for segment, summary in zip(log.segments, summaries):
         _compare_txn_index(segment, expected.get(segment.base_offset, []), markers.get(segment.base_offset, set()),
-                           summary.unknown_offsets, uncertain_from, findings)
+                           summary.unknown_offsets, uncertain_from, findings, log_end)
 
 
 def _marker_types(segment, events: list[TxnEvent], findings) -> dict[int, str]:
@@ -261,7 +268,7 @@ def _marker_types(segment, events: list[TxnEvent], findings) -> dict[int, str]:
 
 
 def _compare_txn_index(segment, expected: list[tuple], abort_markers: set, unknown: list, uncertain_from: float,
-                       findings: list[Finding]) -> None:
+                       findings: list[Finding], log_end: int | None = None) -> None:
     path = segment.txn_index_path
     actual = []
     if path.is_file():
@@ -295,6 +302,12 @@ def _compare_txn_index(segment, expected: list[tuple], abort_markers: set, unkno
     known = {(pid, last) for pid, _, last, _ in expected}
     for pid, first, last, lso in actual:
         if (pid, last) in known or (pid, last) in abort_markers:
+            continue
+        if log_end is not None and last >= log_end:
+            findings.append(Finding(Code.TXN_INDEX_MISMATCH, INFO, str(path), None,
+                                    f"entry for producer {pid} aborted at offset {last}, at or past the log end offset "
+                                    f"{log_end} (an interrupted append); Kafka's recovery rebuilds the index",
+                                    offset=last))
             continue
         if any(lo < last < hi for lo, hi in unknown):
             continue  # its marker may be in the damage reported on the .log

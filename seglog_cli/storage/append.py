@@ -263,8 +263,9 @@ class _Segment:
 
     def writes(self) -> list[FileWrite]:
         """This segment's steps, in an order where every intermediate state loads: for a new
-        segment the index files first (an index past the log end is what an interrupted roll
-        leaves; Kafka deletes it) and the ``.log`` created whole by a rename; for the reopened
+        segment the ``.log`` staged as ``.log.tmp``, then the index files (an index whose
+        ``.log`` is still a ``.tmp`` is an interrupted roll; Kafka deletes it at start-up), then
+        the ``.log`` renamed into place whole; for the reopened
         active segment the ``.txnindex`` entries first (past the log end until the batches
         land), then the batches, then the indexes."""
         out = []
@@ -275,8 +276,9 @@ class _Segment:
                  FileWrite("replace", self.path(".timeindex"), bytes(self.time_index),
                            f"{self.time_entries} time index entries")]
         if self.existing_size == 0:
-            return index + txn + [FileWrite("replace", self.path(".log"), bytes(self.new_bytes),
-                                            f"a new segment: {len(self.new_bytes)} bytes of batches")]
+            return ([FileWrite("stage", self.path(".log"), bytes(self.new_bytes),
+                               f"a new segment: {len(self.new_bytes)} bytes of batches, in .log.tmp")]
+                    + index + txn + [FileWrite("commit", self.path(".log"), b"", "the new segment's .log into place")])
         if self.new_bytes:
             out += txn + [FileWrite("append", self.path(".log"), bytes(self.new_bytes),
                                     f"{len(self.new_bytes)} bytes of batches")]
@@ -573,6 +575,10 @@ def apply_append(plan: AppendPlan, backup_root: str | Path | None = None) -> App
                 changes.append(step.path, step.data)
             elif step.op == "remove":
                 changes.remove(step.path)
+            elif step.op == "stage":
+                changes.stage(step.path, step.data)
+            elif step.op == "commit":
+                changes.commit(step.path)
             else:
                 changes.replace(step.path, step.data)
             written.append(step.path)

@@ -179,6 +179,37 @@ class ChangeSet:
         write_step(f"write {path.name}")
         write_atomically(path, data)
 
+    def stage(self, path: str | Path, data: bytes) -> Path:
+        """Write ``data`` to ``<path>.tmp`` (fsynced) for a later :meth:`commit`: a new file
+        can then be prepared before the files that must exist first, and appear whole."""
+        path = Path(path).absolute()
+        if path.exists():
+            raise WriteError("will only stage a file that does not exist yet", path)
+        change = self._record(Change("create", str(path)), None)
+        change.size_after = len(data)
+        self._write_manifest()
+        tmp = path.with_name(path.name + ".tmp")
+        write_step(f"stage {path.name}")
+        try:
+            with open(tmp, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            fsync_dir(path.parent)
+        except OSError as exc:
+            raise WriteError(f"cannot write: {exc.strerror}", tmp) from None
+        return tmp
+
+    def commit(self, path: str | Path) -> None:
+        """Rename a staged ``<path>.tmp`` to ``path``."""
+        path = Path(path).absolute()
+        write_step(f"commit {path.name}")
+        try:
+            os.replace(path.with_name(path.name + ".tmp"), path)
+            fsync_dir(path.parent)
+        except OSError as exc:
+            raise WriteError(f"cannot rename into place: {exc.strerror}", path) from None
+
     def append(self, path: str | Path, data: bytes) -> None:
         """Append ``data`` to ``path`` (one write, fsync); undo truncates back to the old size."""
         path = Path(path).absolute()
@@ -336,10 +367,11 @@ def undo(backup_dir: str | Path, dry_run: bool = False) -> list[str]:
         path = Path(change["path"])
         op = change["op"]
         if op == "create":
-            if path.exists():
-                done.append(f"remove {path} (created)")
-                if not dry_run:
-                    path.unlink()
+            for created in (path, path.with_name(path.name + ".tmp")):  # staged files too
+                if created.exists():
+                    done.append(f"remove {created} (created)")
+                    if not dry_run:
+                        created.unlink()
         elif op == "append":
             if path.exists() and path.stat().st_size > change["size_before"]:
                 done.append(f"truncate {path} to {change['size_before']} bytes (appended to)")

@@ -110,11 +110,11 @@ def _files(log: PartitionLog, report: PartitionReport, level: str) -> None:
     for path in log.files.index_files:
         parsed = parse_segment_file_name(path.name)
         if parsed is not None and parsed.base_offset not in bases:
-            end = report.log_end_offset if report.log_end_offset is not None else 0
-            if parsed.base_offset >= end:  # a segment about to be created (an interrupted roll or append)
+            staged = path.with_name(path.name[: path.name.index(parsed.suffix)] + ".log.tmp")
+            if staged.is_file():  # seglog writes a new segment's .log last, from .log.tmp
                 findings.append(Finding(Code.ORPHAN_INDEX, INFO, str(path), None,
-                                        f"an index file for a segment at or past the log end offset {end}, without "
-                                        "its .log (an interrupted roll); Kafka deletes it at start-up, nothing is lost"))
+                                        f"an index file whose .log is still {staged.name} (a new segment being "
+                                        "written when seglog was interrupted); Kafka deletes it at start-up"))
                 continue
             findings.append(Finding(Code.ORPHAN_INDEX, WARNING, str(path), None,
                                     "an index file without its .log: Kafka deletes it at start-up"))

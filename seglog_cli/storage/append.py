@@ -157,6 +157,7 @@ class _Segment:
         self.stem = format_offset(base_offset)
         self.config = config
         self.existing_size = 0
+        self.log_exists = False  # a reopened segment, possibly empty (a broker rolled just before stopping)
         self.new_bytes = bytearray()
         self.offset_index = bytearray()
         self.time_index = bytearray()
@@ -196,6 +197,7 @@ class _Segment:
                               "recovery would truncate them; run `seglog recover` first", segment.log_path,
                               scan.end_position)
         self.existing_size = mapped.size
+        self.log_exists = True
         self.offset_index = bytearray(_entries_of(segment.index_path, OFFSET_ENTRY.size))
         self.time_index = bytearray(_entries_of(segment.time_index_path, TIME_ENTRY.size))
         if self.time_index:  # maxTimestampAndOffsetSoFar starts from the last time index entry
@@ -275,7 +277,7 @@ class _Segment:
                            f"{self.offset_entries} offset index entries"),
                  FileWrite("replace", self.path(".timeindex"), bytes(self.time_index),
                            f"{self.time_entries} time index entries")]
-        if self.existing_size == 0:
+        if not self.log_exists:
             return ([FileWrite("stage", self.path(".log"), bytes(self.new_bytes),
                                f"a new segment: {len(self.new_bytes)} bytes of batches, in .log.tmp")]
                     + index + txn + [FileWrite("commit", self.path(".log"), b"", "the new segment's .log into place")])
@@ -535,7 +537,7 @@ def _writes(plan: AppendPlan, directory: Path, segments: list[_Segment], snapsho
     pending = dict(snapshots)
     for segment in segments:
         writes.extend(segment.writes())
-        if segment.base_offset in pending and segment.existing_size == 0:
+        if segment.base_offset in pending and not segment.log_exists:
             writes.append(_snapshot_write(directory, segment.base_offset, pending.pop(segment.base_offset)))
     for offset in sorted(pending):
         writes.append(_snapshot_write(directory, offset, pending[offset]))

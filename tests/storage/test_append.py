@@ -249,3 +249,16 @@ def test_a_kill_at_any_write_step_leaves_a_clean_loadable_dir(corpus, tmp_path):
         assert now == original, f"step {step}"
         step += 1
     assert step > 15
+
+
+def test_an_empty_active_segment_is_appended_to(tmp_path):
+    """A broker that rolled just before it stopped leaves an empty active .log (and perhaps no
+    index files yet): the append goes into it."""
+    directory = tmp_path / "logs" / "t-0"
+    _apply(directory, [[NewRecord(value=b"a")], [NewRecord(value=b"b")]], create=True)
+    (directory / "00000000000000000002.log").touch()
+    plan = _apply(directory, [[NewRecord(value=b"c")]])
+    assert plan.batches[0].segment == 2 and not plan.rolls
+    assert (directory / "00000000000000000002.log").stat().st_size > 0
+    assert (directory / "00000000000000000002.index").exists()
+    assert _problems(directory) == []

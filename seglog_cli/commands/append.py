@@ -1,0 +1,402 @@
+"""``seglog append``: records appended to a partition directory as a leader broker would, planned first.
+
+The command reads records (``--value`` options, text lines or JSON Lines), groups them into
+produce requests the way Kafka's producer fills ``batch.size``, and hands them to the engine
+(:func:`~seglog_cli.storage.append.plan_append`); only ``--apply`` writes the plan.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import sys
+from enum import Enum
+from itertools import chain
+from pathlib import Path
+from typing import Iterable, Iterator, List, Optional
+
+import typer
+
+from seglog_cli.commands.options import parse_timestamp
+from seglog_cli.render import append_report
+from seglog_cli.status import ExitStatus, UsageError, guarded
+from seglog_cli.storage.append import AppendOptions, ProducerOptions, apply_append, plan_append
+from seglog_cli.storage.builder import NewRecord
+from seglog_cli.storage.checkpoints import decode_uuid
+from seglog_cli.storage.errors import UnreadableInputError
+from seglog_cli.storage.naming import parse_partition_dir_name
+from seglog_cli.storage.topic_config import ConfigError, parse_config_args
+
+HELP = """Append records to a partition directory as a leader broker would (one produce request per batch).
+
+Records come from --value (one record each, sharing --key and --header), or from --input FILE
+(- for stdin): text lines (one record per line; --key-separator splits key and value, as
+kafka-console-producer's parse.key does) or JSON Lines with key, value, headers and timestamp
+(seglog dump --format jsonl output is accepted as it is: non-record lines and control records are
+skipped). Records are grouped into batches as Kafka's producer fills batch.size (--batch-size,
+--linger-records). Offsets, leader epoch, indexes, segment rolls, producer state snapshots,
+.txnindex and the recovery point are written as Kafka writes them; idempotent and transactional
+producers are checked as the broker checks them. Without --apply it only shows the plan. With
+--apply it writes it after taking the log dir's .lock, keeping a backup and a manifest
+(seglog-backups/ beside the log dir, or --backup-dir; seglog undo puts everything back).
+
+Example: seglog append --create --value hello --value world /var/lib/kafka/data/orders-0
+
+Example (a copy of a partition): seglog dump --deep-iteration --format jsonl --payload-encoding base64 orders-0 | seglog append --input - --input-format jsonl --payload-encoding base64 --create --apply copy/orders-0
+
+Exit status: 0 written (--apply); 1 planned, nothing written; 2 usage error (bad options,
+configs or input lines); 3 refused, as Kafka would refuse it (a torn tail, a fenced epoch, a
+sequence gap, a batch too large...), nothing written; 4 the input file or the partition
+directory could not be read; 5 a broker holds the log dir's .lock (nothing written).
+"""
+
+BATCH_OVERHEAD = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
+
+
+class InputFormat(str, Enum):
+    lines = "lines"
+    jsonl = "jsonl"
+
+
+class PayloadEncoding(str, Enum):
+    utf8 = "utf8"
+    hex = "hex"
+    base64 = "base64"
+
+
+class Compression(str, Enum):
+    none = "none"
+    gzip = "gzip"
+    snappy = "snappy"
+    lz4 = "lz4"
+    zstd = "zstd"
+
+
+class TimestampType(str, Enum):
+    CreateTime = "CreateTime"
+    LogAppendTime = "LogAppendTime"
+
+
+class EndTxn(str, Enum):
+    commit = "commit"
+    abort = "abort"
+
+
+class Format(str, Enum):
+    text = "text"
+    json = "json"
+
+
+def append_command(
+    partition_dir: str = typer.Argument(..., help="The partition directory (<log dir>/<topic>-<partition>)."),
+    value: Optional[List[str]] = typer.Option(None, "--value", help="A record with this value (repeatable: one record each)."),
+    key: Optional[str] = typer.Option(None, "--key", help="The key of the --value records (default: null)."),
+    header: Optional[List[str]] = typer.Option(None, "--header", help="k=v header of the --value records (repeatable; k alone: a null value)."),
+    input_path: Optional[str] = typer.Option(None, "--input", help="Read records from this file (- for stdin)."),
+    input_format: InputFormat = typer.Option(InputFormat.lines, "--input-format", help="lines (one value per line) or jsonl (key, value, headers, timestamp)."),
+    key_separator: Optional[str] = typer.Option(None, "--key-separator", help="lines: split each line into key and value at the first SEP."),
+    payload_encoding: PayloadEncoding = typer.Option(PayloadEncoding.utf8, "--payload-encoding", help="How keys, values and header values are given: utf8, hex or base64 (as seglog dump writes them)."),
+    timestamp: Optional[str] = typer.Option(None, "--timestamp", help="Timestamp of records that carry none (epoch ms or ISO-8601; default: now)."),
+    batch_size: int = typer.Option(16384, "--batch-size", min=0, help="The producer's batch.size: a batch is closed before its estimated uncompressed size would pass it."),
+    linger_records: Optional[int] = typer.Option(None, "--linger-records", min=1, help="Close a batch after N records (default: no limit)."),
+    compression: Compression = typer.Option(Compression.none, "--compression", help="none, gzip, snappy, lz4 or zstd."),
+    timestamp_type: Optional[TimestampType] = typer.Option(None, "--timestamp-type", help="CreateTime or LogAppendTime (default: the topic's message.timestamp.type)."),
+    leader_epoch: Optional[int] = typer.Option(None, "--leader-epoch", min=0, help="Partition leader epoch (default: the latest in leader-epoch-checkpoint, else 0)."),
+    producer_id: Optional[int] = typer.Option(None, "--producer-id", min=0, help="An idempotent producer's id (sequences continue from its state)."),
+    producer_epoch: Optional[int] = typer.Option(None, "--producer-epoch", min=0, max=32767, help="The producer's epoch (default: its current one, else 0)."),
+    base_sequence: Optional[int] = typer.Option(None, "--base-sequence", min=0, help="The first batch's base sequence (default: the producer's next)."),
+    transactional: bool = typer.Option(False, "--transactional", help="Write the batches inside a transaction of --producer-id."),
+    end_txn: Optional[EndTxn] = typer.Option(None, "--end-txn", help="Then end the producer's transaction: commit or abort (a marker)."),
+    coordinator_epoch: Optional[int] = typer.Option(None, "--coordinator-epoch", min=0, help="The marker's coordinator epoch (default: the producer's)."),
+    config: Optional[List[str]] = typer.Option(None, "--config", help="Topic config key=value (segment.bytes, segment.ms, index.interval.bytes, segment.index.bytes, max.message.bytes, message.timestamp.type, ...; repeatable)."),
+    config_file: Optional[str] = typer.Option(None, "--config-file", help="A properties file of topic configs (--config wins)."),
+    create: bool = typer.Option(False, "--create", help="Create the partition directory when it does not exist."),
+    topic_id: Optional[str] = typer.Option(None, "--topic-id", help="With --create: the topic id for partition.metadata (base64 Uuid; default: random)."),
+    no_recovery_point: bool = typer.Option(False, "--no-recovery-point", help="Leave the log dir's recovery-point-offset-checkpoint alone."),
+    apply: bool = typer.Option(False, "--apply", help="Write the plan (default: only show it)."),
+    backup_dir: Optional[str] = typer.Option(None, "--backup-dir", help="Where the backup and manifest go (default: seglog-backups/ beside the log dir)."),
+    output_format: Format = typer.Option(Format.text, "--format", help="text or json."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="text: one line per batch too."),
+) -> None:
+    arguments = dict(locals())
+    raise typer.Exit(guarded(lambda: _run(**arguments)))
+
+
+def _run(partition_dir, value, key, header, input_path, input_format, key_separator, payload_encoding, timestamp,
+         batch_size, linger_records, compression, timestamp_type, leader_epoch, producer_id, producer_epoch,
+         base_sequence, transactional, end_txn, coordinator_epoch, config, config_file, create, topic_id,
+         no_recovery_point, apply, backup_dir, output_format, verbose) -> int:
+    _check_options(value, key, header, input_path, input_format, key_separator, producer_id, producer_epoch,
+                   base_sequence, transactional, end_txn, coordinator_epoch, create, topic_id)
+    try:
+        topic_config = parse_config_args(config, config_file)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    decode = DECODERS[payload_encoding.value]
+    default_timestamp = parse_timestamp(timestamp, "--timestamp")
+    if value:
+        records = iter(list(_value_records(value, key, header, decode, default_timestamp)))
+    elif input_path is not None:
+        records = read_input(input_path, input_format.value, decode, key_separator, default_timestamp)
+    else:
+        records = iter(())
+    _check_partition_dir(Path(partition_dir), create)
+    batches = _nonempty(group_batches(records, batch_size, linger_records), end_txn is not None, input_path)
+    options = AppendOptions(
+        compression=compression.value, timestamp_type=timestamp_type.value if timestamp_type else None,
+        leader_epoch=leader_epoch,
+        producer=ProducerOptions(-1 if producer_id is None else producer_id, producer_epoch, base_sequence,
+                                 transactional, coordinator_epoch),
+        end_transaction=end_txn.value if end_txn else None, create=create, topic_id=topic_id,
+        update_recovery_point=not no_recovery_point)
+    plan = plan_append(partition_dir, batches, topic_config, options)
+    applied = apply_append(plan, backup_dir) if apply else None
+    if output_format == Format.json:
+        append_report.render_json(plan, sys.stdout, applied)
+    else:
+        append_report.render_text(plan, sys.stdout, applied, verbose)
+    sys.stdout.flush()
+    return ExitStatus.OK if applied is not None or not plan.writes else ExitStatus.WARNINGS
+
+
+def _check_options(value, key, header, input_path, input_format, key_separator, producer_id, producer_epoch,
+                   base_sequence, transactional, end_txn, coordinator_epoch, create, topic_id) -> None:
+    """Option combinations the engine would only refuse later, refused as usage errors."""
+    if value and input_path is not None:
+        raise UsageError("give records with --value or with --input, not both")
+    if (key is not None or header) and not value:
+        raise UsageError("--key and --header go with --value (JSON Lines input carries its own keys and headers)")
+    if not value and input_path is None and end_txn is None:
+        raise UsageError("nothing to append: give --value, --input or --end-txn")
+    if key_separator is not None and (input_path is None or input_format != InputFormat.lines):
+        raise UsageError("--key-separator goes with --input and --input-format lines")
+    if key_separator == "":
+        raise UsageError("--key-separator must not be empty")
+    if producer_id is None:
+        given = [name for name, present in (("--producer-epoch", producer_epoch is not None),
+                                             ("--base-sequence", base_sequence is not None),
+                                             ("--transactional", transactional), ("--end-txn", end_txn is not None),
+                                             ("--coordinator-epoch", coordinator_epoch is not None)) if present]
+        if given:
+            raise UsageError(f"{', '.join(given)} need(s) --producer-id")
+    if coordinator_epoch is not None and end_txn is None:
+        raise UsageError("--coordinator-epoch goes with --end-txn")
+    if topic_id is not None:
+        if not create:
+            raise UsageError("--topic-id goes with --create (an existing partition keeps its partition.metadata)")
+        try:
+            decode_uuid(topic_id)
+        except ValueError as exc:
+            raise UsageError(f"--topic-id: {exc}") from None
+
+
+def _check_partition_dir(directory: Path, create: bool) -> None:
+    name = parse_partition_dir_name(directory.absolute().name)
+    if name is None or name.kind != "current":
+        raise UsageError(f"{directory}: not a partition directory name Kafka accepts (<topic>-<partition>)")
+    if directory.exists():
+        if not directory.is_dir():
+            raise UnreadableInputError("not a directory", directory)
+    elif not create:
+        raise UnreadableInputError("no such partition directory (use --create to make one)", directory)
+    elif not directory.absolute().parent.is_dir():
+        raise UnreadableInputError("no such log dir to create the partition in", directory.absolute().parent)
+
+
+# -- payloads ---------------------------------------------------------------------------------------
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")  # argv's undecodable bytes come back as they were
+
+
+def _hex(text: str) -> bytes:
+    return bytes.fromhex(text)
+
+
+def _base64(text: str) -> bytes:
+    return base64.b64decode(text, validate=True)
+
+
+DECODERS = {"utf8": _utf8, "hex": _hex, "base64": _base64}
+_ENCODING_NAMES = {decode: name for name, decode in DECODERS.items()}
+
+
+class InputLineError(UsageError):
+    """A record that cannot be read from the input (usage error naming the line)."""
+
+
+def _decoded(decode, text, what: str, where: str) -> bytes | None:
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise InputLineError(f"{where}: {what} must be a string or null, not {type(text).__name__}")
+    try:
+        return decode(text)
+    except (ValueError, binascii.Error, UnicodeError) as exc:
+        raise InputLineError(f"{where}: {what} is not valid {_ENCODING_NAMES[decode]} ({exc})") from None
+
+
+def _value_records(values, key, header, decode, timestamp) -> Iterator[NewRecord]:
+    where = "command line"
+    key_bytes = _decoded(decode, key, "--key", where)
+    headers = []
+    for pair in header or ():
+        name, sep, text = pair.partition("=")
+        headers.append((_utf8(name), _decoded(decode, text, f"--header {name}", where) if sep else None))
+    for text in values:
+        yield NewRecord(key_bytes, _decoded(decode, text, "--value", where), tuple(headers), timestamp)
+
+
+# -- input files ------------------------------------------------------------------------------------
+
+def read_input(path: str, input_format: str, decode, key_separator: str | None,
+               timestamp: int | None) -> Iterator[NewRecord]:
+    """The records of ``path`` (``-``: stdin), one per line; errors name the line."""
+    name = "stdin" if path == "-" else path
+    if path == "-":
+        lines = sys.stdin.buffer
+    else:
+        try:
+            lines = open(path, "rb")
+        except OSError as exc:
+            raise UnreadableInputError(f"cannot read the input: {exc.strerror}", path) from None
+    reader = _jsonl_record if input_format == "jsonl" else _line_record
+    separator = None if key_separator is None else key_separator.encode("utf-8", "surrogateescape")
+    try:
+        number = 0
+        while True:
+            try:
+                line = lines.readline()
+            except OSError as exc:
+                raise UnreadableInputError(f"cannot read the input: {exc.strerror}", path) from None
+            if not line:
+                return
+            number += 1
+            record = reader(line, f"{name} line {number}", decode, separator, timestamp)
+            if record is not None:
+                yield record
+    finally:
+        if lines is not sys.stdin.buffer:
+            lines.close()
+
+
+def _line_record(line: bytes, where: str, decode, separator: bytes | None, timestamp) -> NewRecord:
+    """kafka-console-producer's line reader: the line without its end, split at the first SEP."""
+    line = line[:-2] if line.endswith(b"\r\n") else line[:-1] if line.endswith(b"\n") else line
+    key = None
+    if separator is not None:
+        key, found, line = line.partition(separator)
+        if not found:
+            raise InputLineError(f"{where}: no key separator {separator.decode('utf-8', 'replace')!r} found")
+    if decode is not _utf8:
+        key = _decoded(decode, _ascii(key, where), "the key", where)
+        line = _decoded(decode, _ascii(line, where), "the value", where)
+    return NewRecord(key, line, (), timestamp)
+
+
+def _ascii(data: bytes | None, where: str) -> str | None:
+    try:
+        return None if data is None else data.decode("ascii")
+    except UnicodeDecodeError:
+        raise InputLineError(f"{where}: not ASCII text, as hex or base64 must be") from None
+
+
+def _jsonl_record(line: bytes, where: str, decode, _separator, timestamp) -> NewRecord | None:
+    if not line.strip():
+        return None
+    try:
+        obj = json.loads(line)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputLineError(f"{where}: not valid JSON ({exc})") from None
+    if not isinstance(obj, dict):
+        raise InputLineError(f"{where}: a JSON object was expected, not {type(obj).__name__}")
+    if obj.get("type", "record") != "record" or obj.get("isControl") is True:
+        return None  # seglog dump's file/batch lines, and transaction markers
+    stamp = obj.get("timestamp")
+    if stamp is None:
+        stamp = timestamp
+    elif isinstance(stamp, str):
+        stamp = parse_timestamp(stamp, f"{where}: timestamp")
+    elif isinstance(stamp, bool) or not isinstance(stamp, int):
+        raise InputLineError(f"{where}: timestamp must be epoch milliseconds, not {stamp!r}")
+    return NewRecord(_decoded(decode, obj.get("key"), "key", where), _decoded(decode, obj.get("value"), "value", where),
+                     _headers(obj.get("headers"), decode, where), stamp)
+
+
+def _headers(headers, decode, where: str) -> tuple:
+    if headers is None:
+        return ()
+    if isinstance(headers, dict):
+        pairs = list(headers.items())
+    elif isinstance(headers, list) and all(isinstance(h, dict) and "key" in h for h in headers):
+        pairs = [(h["key"], h.get("value")) for h in headers]
+    else:
+        raise InputLineError(f"{where}: headers must be a list of {{\"key\", \"value\"}} objects or an object")
+    out = []
+    for name, text in pairs:
+        if not isinstance(name, str):
+            raise InputLineError(f"{where}: a header key must be a string")
+        try:
+            name_bytes = name.encode("utf-8")
+        except UnicodeError:
+            raise InputLineError(f"{where}: header key {name!r} is not valid Unicode") from None
+        out.append((name_bytes, _decoded(decode, text, f"header {name!r}", where)))
+    return tuple(out)
+
+
+# -- batching ---------------------------------------------------------------------------------------
+
+def _varint_size(value: int) -> int:
+    zigzag = (value << 1) ^ (value >> 63)
+    return max(1, (zigzag.bit_length() + 6) // 7)
+
+
+def _bytes_size(data: bytes | None) -> int:
+    return 1 if data is None else _varint_size(len(data)) + len(data)
+
+
+def record_size(record: NewRecord, offset_delta: int, timestamp_delta: int) -> int:
+    """``DefaultRecord.sizeInBytes``: the encoded record, its length varint included."""
+    body = (1 + _varint_size(timestamp_delta) + _varint_size(offset_delta) + _bytes_size(record.key)
+            + _bytes_size(record.value) + _varint_size(len(record.headers)))
+    for name, value in record.headers:
+        body += _bytes_size(name) + _bytes_size(value)
+    return _varint_size(body) + body
+
+
+def group_batches(records: Iterable[NewRecord], batch_size: int, linger_records: int | None) -> Iterator[list]:
+    """Produce requests as Kafka's producer fills them (``MemoryRecordsBuilder.hasRoomFor``): a
+    record joins the open batch unless the batch's estimated uncompressed size would pass
+    ``batch_size``; a first record always fits. ``linger_records`` closes a batch after N."""
+    batch: list[NewRecord] = []
+    size = BATCH_OVERHEAD
+    base_timestamp = None
+    for record in records:
+        if batch:
+            delta = (record.timestamp - base_timestamp
+                     if record.timestamp is not None and base_timestamp is not None else 0)
+            grow = record_size(record, len(batch), delta)
+            if size + grow > batch_size:
+                yield batch
+                batch = []
+        if not batch:
+            size, base_timestamp = BATCH_OVERHEAD, record.timestamp
+            grow = record_size(record, 0, 0)
+        batch.append(record)
+        size += grow
+        if linger_records is not None and len(batch) >= linger_records:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _nonempty(batches: Iterator[list], end_txn: bool, input_path: str | None) -> Iterator[list]:
+    """``batches``, or a usage error when there is nothing to append at all."""
+    first = next(batches, None)
+    if first is None:
+        if not end_txn:
+            raise UsageError(f"no records in the input {'stdin' if input_path == '-' else input_path}")
+        return iter(())
+    return chain((first,), batches)

@@ -49,7 +49,7 @@ from seglog_cli.storage.log_dir_files import CLEAN_SHUTDOWN, RECOVERY_POINT_CHEC
 from seglog_cli.storage.naming import format_offset, parse_partition_dir_name
 from seglog_cli.storage.partition_log import PartitionLog
 from seglog_cli.storage.producer_state import (ProducerStateManager, read_end_txn_marker, rebuild_producer_state)
-from seglog_cli.storage.rebuild_index import OFFSET_ENTRY, TIME_ENTRY
+from seglog_cli.storage.writer import OFFSET_ENTRY, TIME_ENTRY, SegmentIndexer
 from seglog_cli.storage.safety import ChangeSet, held_log_dir
 from seglog_cli.storage.snapshots import increment_sequence
 from seglog_cli.storage.topic_config import TopicConfig
@@ -159,15 +159,10 @@ class _Segment:
         self.existing_size = 0
         self.log_exists = False  # a reopened segment, possibly empty (a broker rolled just before stopping)
         self.new_bytes = bytearray()
-        self.offset_index = bytearray()
-        self.time_index = bytearray()
-        self.index_changed = False
-        self.bytes_since_last_index_entry = 0
-        self.max_timestamp, self.offset_of_max = NO_TIMESTAMP, base_offset
+        self.indexer = SegmentIndexer(base_offset, config.index_interval_bytes, config.segment_index_bytes,
+                                      path=self.path(".log"))
         self.rolling_timestamp: int | None = None
         self.txn_entries = bytearray()
-        self.max_offset_entries = config.max_index_entries(OFFSET_ENTRY.size)
-        self.max_time_entries = config.max_index_entries(TIME_ENTRY.size)
         jitter_limit = min(config.segment_jitter_ms, config.segment_ms)
         self.roll_jitter_ms = jitter.randrange(jitter_limit) if jitter_limit > 0 else 0
         self.next_offset = base_offset
@@ -198,25 +193,16 @@ class _Segment:
                               scan.end_position)
         self.existing_size = mapped.size
         self.log_exists = True
-        self.offset_index = bytearray(_entries_of(segment.index_path, OFFSET_ENTRY.size))
-        self.time_index = bytearray(_entries_of(segment.time_index_path, TIME_ENTRY.size))
-        if self.time_index:  # maxTimestampAndOffsetSoFar starts from the last time index entry
-            timestamp, relative = TIME_ENTRY.unpack_from(self.time_index, len(self.time_index) - TIME_ENTRY.size)
-            self.max_timestamp, self.offset_of_max = timestamp, self.base_offset + relative
+        # a new segment object over the files: the counter at 0, the max timestamp from the time index
+        self.indexer = SegmentIndexer(self.base_offset, config.index_interval_bytes, config.segment_index_bytes,
+                                      _entries_of(segment.index_path, OFFSET_ENTRY.size),
+                                      _entries_of(segment.time_index_path, TIME_ENTRY.size), path=segment.log_path)
         segment.close()
         return self
 
     @property
     def size(self) -> int:
         return self.existing_size + len(self.new_bytes)
-
-    @property
-    def offset_entries(self) -> int:
-        return len(self.offset_index) // OFFSET_ENTRY.size
-
-    @property
-    def time_entries(self) -> int:
-        return len(self.time_index) // TIME_ENTRY.size
 
     def roll_reason(self, size: int, max_timestamp: int, last_offset: int) -> str | None:
         """``LogSegment.shouldRoll`` for a batch of ``size`` bytes, or None."""
@@ -227,10 +213,10 @@ class _Segment:
             if waited > self.config.max_segment_ms - self.roll_jitter_ms:
                 return (f"segment.ms: the batch's timestamp is {waited} ms after the segment's first "
                         f"(limit {self.config.max_segment_ms} - jitter {self.roll_jitter_ms})")
-        if self.offset_entries >= self.max_offset_entries:
-            return f"the offset index is full ({self.offset_entries} entries of segment.index.bytes)"
-        if self.time_entries >= self.max_time_entries - 1:
-            return f"the time index is full ({self.time_entries} entries of segment.index.bytes)"
+        if self.indexer.offset_index_full:
+            return f"the offset index is full ({self.indexer.offset_entries} entries of segment.index.bytes)"
+        if self.indexer.time_index_full:
+            return f"the time index is full ({self.indexer.time_entries} entries of segment.index.bytes)"
         if not 0 <= last_offset - self.base_offset <= INT32_MAX:
             return f"offset {last_offset} does not fit a relative offset of segment {self.base_offset}"
         return None
@@ -241,27 +227,13 @@ class _Segment:
         if physical_position == 0:
             self.rolling_timestamp = max_timestamp
         self.new_bytes += data
-        if max_timestamp > self.max_timestamp:
-            self.max_timestamp, self.offset_of_max = max_timestamp, offset_of_max
-        if self.bytes_since_last_index_entry > self.config.index_interval_bytes:
-            self.offset_index += OFFSET_ENTRY.pack(last_offset - self.base_offset, physical_position)
-            self._maybe_append_time()
-            self.index_changed = True
-            self.bytes_since_last_index_entry = 0
-        self.bytes_since_last_index_entry += len(data)
+        self.indexer.append(physical_position, len(data), last_offset, max_timestamp, offset_of_max)
         self.next_offset = last_offset + 1
-
-    def _maybe_append_time(self) -> None:
-        last_timestamp = (TIME_ENTRY.unpack_from(self.time_index, len(self.time_index) - TIME_ENTRY.size)[0]
-                          if self.time_index else NO_TIMESTAMP)
-        if self.max_timestamp > last_timestamp:
-            self.time_index += TIME_ENTRY.pack(self.max_timestamp, self.offset_of_max - self.base_offset)
-            self.index_changed = True
 
     def close(self) -> None:
         """``onBecomeInactiveSegment`` / ``close``: the final time index entry (full check
         skipped); the indexes are kept trimmed."""
-        self._maybe_append_time()
+        self.indexer.close()
 
     def writes(self) -> list[FileWrite]:
         """This segment's steps, in an order where every intermediate state loads: for a new
@@ -273,10 +245,11 @@ class _Segment:
         out = []
         txn = ([FileWrite("append", self.path(".txnindex"), bytes(self.txn_entries),
                           f"{len(self.txn_entries) // 34} aborted transaction(s)")] if self.txn_entries else [])
-        index = [FileWrite("replace", self.path(".index"), bytes(self.offset_index),
-                           f"{self.offset_entries} offset index entries"),
-                 FileWrite("replace", self.path(".timeindex"), bytes(self.time_index),
-                           f"{self.time_entries} time index entries")]
+        indexer = self.indexer
+        index = [FileWrite("replace", self.path(".index"), bytes(indexer.offset_index),
+                           f"{indexer.offset_entries} offset index entries"),
+                 FileWrite("replace", self.path(".timeindex"), bytes(indexer.time_index),
+                           f"{indexer.time_entries} time index entries")]
         if not self.log_exists:
             return ([FileWrite("stage", self.path(".log"), bytes(self.new_bytes),
                                f"a new segment: {len(self.new_bytes)} bytes of batches, in .log.tmp")]
@@ -284,9 +257,9 @@ class _Segment:
         if self.new_bytes:
             out += txn + [FileWrite("append", self.path(".log"), bytes(self.new_bytes),
                                     f"{len(self.new_bytes)} bytes of batches")]
-        if self.index_changed or not self.path(".index").exists():
+        if indexer.changed or not self.path(".index").exists():
             out.append(index[0])
-        if self.index_changed or not self.path(".timeindex").exists():
+        if indexer.changed or not self.path(".timeindex").exists():
             out.append(index[1])
         return out
 

@@ -38,11 +38,10 @@ from seglog_cli.storage.partition_log import LogDir, PartitionLog, find_kafka_di
 from seglog_cli.storage.safety import ChangeSet, held_log_dir
 from seglog_cli.storage.segments import LogSegment
 from seglog_cli.storage.topic_config import TopicConfig
+from seglog_cli.storage.writer import OFFSET_ENTRY, TIME_ENTRY, SegmentIndexer, WriterError
 
 INT32_MAX = 2**31 - 1
 NO_TIMESTAMP = -1
-OFFSET_ENTRY = struct.Struct(">ii")
-TIME_ENTRY = struct.Struct(">qi")
 TXN_ENTRY_SIZE = 34
 
 # what a planned file change is
@@ -137,77 +136,32 @@ class RecoveredIndexes:
 
 
 def recover_indexes(mapped: MappedFile, base_offset: int, config: TopicConfig = TopicConfig()) -> RecoveredIndexes:
-    """The offset and time index ``LogSegment.recover`` builds for ``mapped`` (a ``.log``)."""
-    interval = config.index_interval_bytes
-    max_offset_entries = config.max_index_entries(OFFSET_ENTRY.size)
-    max_time_entries = config.max_index_entries(TIME_ENTRY.size)
-    offsets, times = bytearray(), bytearray()
-    offset_count = time_count = 0
-    last_index_offset = None
-    last_time = (NO_TIMESTAMP, base_offset)  # TimeIndex.lastEntry() of an empty index
-    max_timestamp, offset_of_max = NO_TIMESTAMP, base_offset
-    valid_bytes = last_index_entry = batches = producer_batches = 0
-    stop = None
+    """The offset and time index ``LogSegment.recover`` builds for ``mapped`` (a ``.log``):
+    the writer's :class:`SegmentIndexer` fed every batch from position 0."""
+    indexer = SegmentIndexer(base_offset, config.index_interval_bytes, config.segment_index_bytes, path=mapped.path)
     scan = LogScan(mapped, resync=False)
-    for chunk in scan.chunks():
-        for batch in chunk:
-            if not batch.is_valid:
-                stop = (f"the batch at position {batch.position} fails its "
-                        f"{'size check' if batch.size < batch.min_size else 'CRC check'}")
-                break
-            last = batch.last_offset
-            if not 0 <= last - base_offset <= INT32_MAX:
-                raise RebuildError(f"offset {last} does not fit segment {base_offset} (relative offset overflow: "
-                                   "Kafka splits such a segment at start-up)", mapped.path, batch.position, last)
-            if batch.max_timestamp > max_timestamp:
-                max_timestamp, offset_of_max = batch.max_timestamp, last
-            if valid_bytes - last_index_entry > interval:
-                if offset_count >= max_offset_entries:
-                    raise RebuildError(f"Attempt to append to a full index (size = {offset_count})",
-                                       mapped.path, batch.position, last)
-                if last_index_offset is not None and last <= last_index_offset:
-                    raise RebuildError(f"Attempt to append an offset ({last}) to position {offset_count} no larger "
-                                       f"than the last offset appended ({last_index_offset})",
-                                       mapped.path, batch.position, last)
-                offsets += OFFSET_ENTRY.pack(last - base_offset, valid_bytes)
-                offset_count += 1
-                last_index_offset = last
-                if time_count >= max_time_entries - 1:
-                    raise RebuildError(f"Attempt to append to a full time index (size = {time_count})",
-                                       mapped.path, batch.position, last)
-                last_time, time_count = _maybe_append_time(times, time_count, last_time, max_timestamp,
-                                                           offset_of_max, base_offset, mapped.path)
-                last_index_entry = valid_bytes
-            valid_bytes += batch.size
-            batches += 1
-            if batch.producer_id >= 0:
-                producer_batches += 1
-        else:
-            continue
-        break
-    if stop is None and valid_bytes < mapped.size:
+    try:
+        valid_bytes, batches, stopped = indexer.recover(scan.chunks())
+    except WriterError as exc:
+        raise RebuildError(exc.message, mapped.path, exc.position, exc.offset) from None
+    stop = None
+    if stopped is not None:
+        if stopped.is_valid:
+            last = stopped.last_offset
+            raise RebuildError(f"offset {last} does not fit segment {base_offset} (relative offset overflow: "
+                               "Kafka splits such a segment at start-up)", mapped.path, stopped.position, last)
+        stop = (f"the batch at position {stopped.position} fails its "
+                f"{'size check' if stopped.size < stopped.min_size else 'CRC check'}")
+    elif valid_bytes < mapped.size:
         error = scan.kafka_error
         stop = (error.message if error is not None else
                 f"{mapped.size - valid_bytes} bytes after the last complete batch (a torn or zero-filled tail)")
-    last_time, time_count = _maybe_append_time(times, time_count, last_time, max_timestamp, offset_of_max,
-                                               base_offset, mapped.path)
-    return RecoveredIndexes(bytes(offsets), bytes(times), valid_bytes, batches, stop, producer_batches)
-
-
-def _maybe_append_time(times: bytearray, count: int, last: tuple[int, int], timestamp: int, offset: int,
-                       base_offset: int, path) -> tuple[tuple[int, int], int]:
-    """``TimeIndex.maybeAppend`` (the full check is the caller's)."""
-    last_timestamp, last_offset = last
-    if count and offset < last_offset:
-        raise RebuildError(f"Attempt to append an offset ({offset}) smaller than the last offset appended "
-                           f"({last_offset}) to the time index", path, None, offset)
-    if count and timestamp < last_timestamp:
-        raise RebuildError(f"Attempt to append a timestamp ({timestamp}) smaller than the last timestamp "
-                           f"appended ({last_timestamp}) to the time index", path, None, offset)
-    if timestamp > last_timestamp:
-        times += TIME_ENTRY.pack(timestamp, offset - base_offset)
-        return (timestamp, offset), count + 1
-    return last, count
+    try:
+        indexer.close()
+    except WriterError as exc:
+        raise RebuildError(exc.message, mapped.path, exc.position, exc.offset) from None
+    return RecoveredIndexes(bytes(indexer.offset_index), bytes(indexer.time_index), valid_bytes, batches, stop,
+                            indexer.producer_batches)
 
 
 # -- planning ---------------------------------------------------------------------------------

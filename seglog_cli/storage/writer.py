@@ -20,6 +20,7 @@ from pathlib import Path
 
 from seglog_cli.storage.batches import V2_HEADER
 from seglog_cli.storage.checkpoints import EpochEntry, write_leader_epoch_checkpoint
+from seglog_cli.storage.errors import SeglogError
 from seglog_cli.storage.files import fsync_dir, write_atomically
 from seglog_cli.storage.naming import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, format_offset
 from seglog_cli.storage.snapshots import format_snapshot
@@ -28,7 +29,7 @@ INT32_MAX = 2**31 - 1
 NO_TIMESTAMP = -1
 
 
-class WriterError(Exception):
+class WriterError(SeglogError):
     """An append Kafka itself would refuse (offset out of order, index full, overflow)."""
 
 
@@ -74,6 +75,144 @@ def describe_v2_message_set(data: bytes) -> MessageSetInfo:
     return MessageSetInfo(first, largest_offset, max_timestamp, offset_of_max, len(data))
 
 
+OFFSET_ENTRY = struct.Struct(">ii")
+TIME_ENTRY = struct.Struct(">qi")
+
+
+class SegmentIndexer:
+    """A segment's ``.index`` and ``.timeindex`` as ``LogSegment`` maintains them: the one
+    implementation of Kafka's index rules, used by the appending writer, by ``seglog append``
+    and by rebuild-index (recovery is the same rule applied batch by batch, §10.3).
+
+    State (§10.1): ``bytes_since_last_index_entry`` starts at 0 for a new segment object,
+    including a segment reopened after a restart; ``max_timestamp``/``offset_of_max`` start
+    from the last time index entry (or (-1, base offset)). Entries are kept packed, exactly as
+    the files hold them (trimmed).
+    """
+
+    def __init__(self, base_offset: int, index_interval_bytes: int = 4096, segment_index_bytes: int = 10 * 1024 * 1024,
+                 offset_index: bytes = b"", time_index: bytes = b"", path=None):
+        self.base_offset = base_offset
+        self.interval = index_interval_bytes
+        self.max_offset_entries = segment_index_bytes // OFFSET_ENTRY.size
+        self.max_time_entries = segment_index_bytes // TIME_ENTRY.size
+        self.offset_index = bytearray(offset_index)
+        self.time_index = bytearray(time_index)
+        self.path = path
+        self.bytes_since_last_index_entry = 0
+        self.changed = False
+        self.producer_batches = 0  # counted by recover(): v2 batches with a producer id
+        if self.time_index:
+            timestamp, relative = TIME_ENTRY.unpack_from(self.time_index, len(self.time_index) - TIME_ENTRY.size)
+            self.max_timestamp, self.offset_of_max = timestamp, base_offset + relative
+            self._last_time = (timestamp, base_offset + relative)
+        else:
+            self.max_timestamp, self.offset_of_max = NO_TIMESTAMP, base_offset
+            self._last_time = (NO_TIMESTAMP, base_offset)
+        self._last_index_offset = (base_offset + OFFSET_ENTRY.unpack_from(self.offset_index, len(self.offset_index) - 8)[0]
+                                   if self.offset_index else None)
+
+    @property
+    def offset_entries(self) -> int:
+        return len(self.offset_index) // OFFSET_ENTRY.size
+
+    @property
+    def time_entries(self) -> int:
+        return len(self.time_index) // TIME_ENTRY.size
+
+    @property
+    def offset_index_full(self) -> bool:
+        return self.offset_entries >= self.max_offset_entries
+
+    @property
+    def time_index_full(self) -> bool:
+        return self.time_entries >= self.max_time_entries - 1
+
+    def append(self, position: int, size: int, largest_offset: int, largest_timestamp: int,
+               offset_of_max_timestamp: int) -> None:
+        """``LogSegment.append`` of a message set of ``size`` bytes written at ``position``."""
+        if largest_timestamp > self.max_timestamp:
+            self.max_timestamp, self.offset_of_max = largest_timestamp, offset_of_max_timestamp
+        if self.bytes_since_last_index_entry > self.interval:
+            self._append_offset_entry(largest_offset, position)
+            self.maybe_append_time(self.max_timestamp, self.offset_of_max)
+            self.bytes_since_last_index_entry = 0
+        self.bytes_since_last_index_entry += size
+
+    def recover(self, batches) -> tuple[int, int, object]:
+        """``LogSegment.recover``'s loop over ``batches`` (chunks of :class:`BatchHeader`, from
+        position 0): the same rule as :meth:`append` once per batch, written for speed. Stops at
+        the first batch failing ``ensureValid`` or whose offset does not fit the segment and
+        returns (valid bytes, batches, the batch it stopped at or None)."""
+        interval, base = self.interval, self.base_offset
+        max_ts, offset_of_max = self.max_timestamp, self.offset_of_max
+        since = self.bytes_since_last_index_entry
+        valid = count = producers = 0
+        for chunk in batches:
+            for batch in chunk:
+                # fields: 0 position, 1 base offset, 2 length, 4 magic, 5 crc, 7 last offset delta,
+                # 9 max timestamp, 14 computed crc
+                if not (batch[4] == 2 and batch[2] >= 49 and batch[5] == batch[14]) and not batch.is_valid:
+                    self._finish(max_ts, offset_of_max, since)
+                    return valid, count, batch
+                last = batch[1] + batch[7]
+                if not 0 <= last - base <= INT32_MAX:
+                    self._finish(max_ts, offset_of_max, since)
+                    return valid, count, batch
+                if batch[9] > max_ts:
+                    max_ts, offset_of_max = batch[9], last
+                if since > interval:
+                    self.max_timestamp, self.offset_of_max = max_ts, offset_of_max
+                    self._append_offset_entry(last, valid)
+                    self.maybe_append_time(max_ts, offset_of_max)
+                    since = 0
+                size = batch[2] + 12
+                since += size
+                valid += size
+                count += 1
+                if batch[10] >= 0:
+                    producers += 1
+                    self.producer_batches += 1
+        self._finish(max_ts, offset_of_max, since)
+        return valid, count, None
+
+    def _finish(self, max_ts: int, offset_of_max: int, since: int) -> None:
+        self.max_timestamp, self.offset_of_max, self.bytes_since_last_index_entry = max_ts, offset_of_max, since
+
+    def _append_offset_entry(self, offset: int, position: int) -> None:
+        if self.offset_index_full:
+            raise WriterError(f"Attempt to append to a full index (size = {self.offset_entries})", self.path, position,
+                              offset)
+        if self._last_index_offset is not None and offset <= self._last_index_offset:
+            raise WriterError(f"Attempt to append an offset ({offset}) to position {self.offset_entries} no larger than "
+                              f"the last offset appended ({self._last_index_offset})", self.path, position, offset)
+        self.offset_index += OFFSET_ENTRY.pack(offset - self.base_offset, position)
+        self._last_index_offset = offset
+        self.changed = True
+
+    def maybe_append_time(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
+        """``TimeIndex.maybeAppend``."""
+        if not skip_full_check and self.time_index_full:
+            raise WriterError(f"Attempt to append to a full time index (size = {self.time_entries})", self.path, None,
+                              offset)
+        last_timestamp, last_offset = self._last_time
+        if self.time_index and offset < last_offset:
+            raise WriterError(f"Attempt to append an offset ({offset}) smaller than the last offset appended "
+                              f"({last_offset}) to the time index", self.path, None, offset)
+        if self.time_index and timestamp < last_timestamp:
+            raise WriterError(f"Attempt to append a timestamp ({timestamp}) smaller than the last timestamp appended "
+                              f"({last_timestamp}) to the time index", self.path, None, offset)
+        if timestamp > last_timestamp:
+            self.time_index += TIME_ENTRY.pack(timestamp, offset - self.base_offset)
+            self._last_time = (timestamp, offset)
+            self.changed = True
+
+    def close(self) -> None:
+        """``onBecomeInactiveSegment`` / ``close``: the final time index entry, full check
+        skipped (the indexes are kept trimmed)."""
+        self.maybe_append_time(self.max_timestamp, self.offset_of_max, skip_full_check=True)
+
+
 class SegmentWriter:
     """A new segment being appended to."""
 
@@ -87,25 +226,30 @@ class SegmentWriter:
         self.time_index_path = self.directory / (stem + TIME_INDEX_SUFFIX)
         self._log = open(self.log_path, "xb")
         self.size = 0
-        self.bytes_since_last_index_entry = 0
-        self.max_timestamp_so_far = NO_TIMESTAMP
-        self.offset_of_max_timestamp_so_far = base_offset
+        self.indexer = SegmentIndexer(base_offset, config.index_interval_bytes, config.segment_index_bytes,
+                                      path=self.log_path)
         self.rolling_based_timestamp: int | None = None
-        self.offset_entries: list[tuple[int, int]] = []  # (relative offset, position)
-        self.time_entries: list[tuple[int, int]] = []  # (timestamp, relative offset)
-        self.max_offset_entries = config.segment_index_bytes // 8
-        self.max_time_entries = config.segment_index_bytes // 12
         self.next_offset = base_offset
 
     # -- Kafka's state predicates ----------------------------------------------------------
 
     @property
     def offset_index_full(self) -> bool:
-        return len(self.offset_entries) >= self.max_offset_entries
+        return self.indexer.offset_index_full
 
     @property
     def time_index_full(self) -> bool:
-        return len(self.time_entries) >= self.max_time_entries - 1
+        return self.indexer.time_index_full
+
+    @property
+    def offset_entries(self) -> list[tuple[int, int]]:
+        """(relative offset, position) of each ``.index`` entry so far."""
+        return list(OFFSET_ENTRY.iter_unpack(self.indexer.offset_index))
+
+    @property
+    def time_entries(self) -> list[tuple[int, int]]:
+        """(timestamp, relative offset) of each ``.timeindex`` entry so far."""
+        return list(TIME_ENTRY.iter_unpack(self.indexer.time_index))
 
     def can_convert_to_relative_offset(self, offset: int) -> bool:
         return 0 <= offset - self.base_offset <= INT32_MAX
@@ -137,47 +281,20 @@ class SegmentWriter:
             raise WriterError(f"offset {info.largest_offset} does not fit segment {self.base_offset}")
         self._log.write(data)
         self.size += len(data)
-        if info.largest_timestamp > self.max_timestamp_so_far:
-            self.max_timestamp_so_far = info.largest_timestamp
-            self.offset_of_max_timestamp_so_far = info.shallow_offset_of_max_timestamp
-        if self.bytes_since_last_index_entry > self.config.index_interval_bytes:
-            self._append_offset_entry(info.largest_offset, physical_position)
-            self._maybe_append_time_entry(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
-            self.bytes_since_last_index_entry = 0
-        self.bytes_since_last_index_entry += len(data)
+        self.indexer.append(physical_position, len(data), info.largest_offset, info.largest_timestamp,
+                            info.shallow_offset_of_max_timestamp)
         self.next_offset = info.largest_offset + 1
-
-    def _append_offset_entry(self, offset: int, position: int) -> None:
-        if self.offset_index_full:
-            raise WriterError(f"Attempt to append to a full index (size = {len(self.offset_entries)})")
-        if self.offset_entries and offset <= self.base_offset + self.offset_entries[-1][0]:
-            raise WriterError(f"Attempt to append an offset ({offset}) no larger than the last offset")
-        self.offset_entries.append((offset - self.base_offset, position))
-
-    def _maybe_append_time_entry(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
-        if not skip_full_check and self.time_index_full:
-            raise WriterError("Attempt to append to a full time index")
-        last_timestamp, last_offset = (
-            (self.time_entries[-1][0], self.base_offset + self.time_entries[-1][1])
-            if self.time_entries else (NO_TIMESTAMP, self.base_offset))
-        if self.time_entries and offset < last_offset:
-            raise WriterError(f"Attempt to append an offset ({offset}) smaller than the last offset")
-        if self.time_entries and timestamp < last_timestamp:
-            raise WriterError(f"Attempt to append a timestamp ({timestamp}) smaller than the last one")
-        if timestamp > last_timestamp:
-            self.time_entries.append((timestamp, offset - self.base_offset))
 
     # -- closing ---------------------------------------------------------------------------
 
     def close(self) -> None:
         """``onBecomeInactiveSegment`` + close: final time entry, trimmed indexes, fsync."""
-        self._maybe_append_time_entry(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far,
-                                      skip_full_check=True)
+        self.indexer.close()
         self._log.flush()
         os.fsync(self._log.fileno())
         self._log.close()
-        write_atomically(self.index_path, b"".join(struct.pack(">ii", *e) for e in self.offset_entries))
-        write_atomically(self.time_index_path, b"".join(struct.pack(">qi", *e) for e in self.time_entries))
+        write_atomically(self.index_path, bytes(self.indexer.offset_index))
+        write_atomically(self.time_index_path, bytes(self.indexer.time_index))
         fsync_dir(self.directory)
 
 
@@ -233,5 +350,5 @@ class PartitionWriter:
                                       [EpochEntry(epoch, offset) for epoch, offset in self.epochs])
 
 
-__all__ = ["MessageSetInfo", "PartitionWriter", "SegmentConfig", "SegmentWriter", "WriterError",
+__all__ = ["MessageSetInfo", "PartitionWriter", "SegmentConfig", "SegmentIndexer", "SegmentWriter", "WriterError",
            "describe_v2_message_set"]

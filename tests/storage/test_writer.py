@@ -64,7 +64,10 @@ def test_roll_conditions(tmp_path):
     writer.size = 900
     assert writer.should_roll(info, now_ms=0)  # 900 > 1000 - 150
     writer.size = 0
-    writer.time_entries = [(i, i) for i in range(24)]  # 300 // 12 = 25 slots, full at 24
+    for i in range(23):
+        writer.indexer.maybe_append_time(i + 1, i)
+    assert not writer.should_roll(info, now_ms=0)
+    writer.indexer.maybe_append_time(24, 23)  # 300 // 12 = 25 slots, full at 24
     assert writer.should_roll(info, now_ms=0)
 
 

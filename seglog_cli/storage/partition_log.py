@@ -191,6 +191,8 @@ def looks_like_partition_dir(path: Path) -> bool:
                                 or parse_kraft_snapshot_name(child.name) is not None)
            for child in children):
         return True
+    if any(child.is_dir() for child in children):  # no segments but subdirectories: a tree, whatever its name
+        return False
     return parse_partition_dir_name(path.name) is not None
 
 

@@ -101,3 +101,16 @@ def test_corpus_partition_reads_like_the_broker_left_it():
             total += sum(1 for _ in read_records(segment.log.buffer, batch))
     assert log.log_end_offset() == total  # a log with no gaps: LEO = record count
     log.close()
+
+
+def test_a_tree_named_like_a_partition_is_searched_not_taken(tmp_path):
+    """``repo-2/`` holding ``data/t-0/`` is a tree (a copied repository), not partition 2 of
+    topic ``repo``: only ``t-0`` is a partition."""
+    from seglog_cli.storage.partition_log import find_kafka_dirs, is_log_dir, looks_like_partition_dir
+
+    partition = tmp_path / "repo-2" / "data" / "t-0"
+    partition.mkdir(parents=True)
+    (partition / "00000000000000000000.log").write_bytes(b"")
+    assert not looks_like_partition_dir(tmp_path / "repo-2")
+    assert not is_log_dir(tmp_path)
+    assert find_kafka_dirs(tmp_path) == ([tmp_path / "repo-2" / "data"], [])

@@ -302,11 +302,14 @@ def _ascii(data: bytes | None, where: str) -> str | None:
         raise InputLineError(f"{where}: not ASCII text, as hex or base64 must be") from None
 
 
+_JSON = json.JSONDecoder()
+
+
 def _jsonl_record(line: bytes, where: str, decode, _separator, timestamp) -> NewRecord | None:
     if not line.strip():
         return None
     try:
-        obj = json.loads(line)
+        obj = _JSON.decode(line.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputLineError(f"{where}: not valid JSON ({exc})") from None
     if not isinstance(obj, dict):
@@ -348,21 +351,26 @@ def _headers(headers, decode, where: str) -> tuple:
 # -- batching ---------------------------------------------------------------------------------------
 
 def _varint_size(value: int) -> int:
-    zigzag = (value << 1) ^ (value >> 63)
-    return max(1, (zigzag.bit_length() + 6) // 7)
-
-
-def _bytes_size(data: bytes | None) -> int:
-    return 1 if data is None else _varint_size(len(data)) + len(data)
+    """Bytes of ``value`` as a zigzag varint (``ByteUtils.sizeOfVarlong``)."""
+    return ((((value << 1) ^ (value >> 63)).bit_length() + 6) // 7) or 1
 
 
 def record_size(record: NewRecord, offset_delta: int, timestamp_delta: int) -> int:
-    """``DefaultRecord.sizeInBytes``: the encoded record, its length varint included."""
-    body = (1 + _varint_size(timestamp_delta) + _varint_size(offset_delta) + _bytes_size(record.key)
-            + _bytes_size(record.value) + _varint_size(len(record.headers)))
-    for name, value in record.headers:
-        body += _bytes_size(name) + _bytes_size(value)
-    return _varint_size(body) + body
+    """``DefaultRecord.sizeInBytes``: the encoded record, its length varint included. (A length
+    ``n >= 0`` takes ``(n.bit_length() + 7) // 7`` varint bytes, at least one.)"""
+    key, value = record.key, record.value
+    body = (2 + _varint_size(timestamp_delta) + _varint_size(offset_delta)
+            + (1 if key is None else ((len(key).bit_length() + 7) // 7 or 1) + len(key))
+            + (1 if value is None else ((len(value).bit_length() + 7) // 7 or 1) + len(value)))
+    headers = record.headers
+    if headers:
+        body += ((len(headers).bit_length() + 7) // 7) - 1
+        for name, data in headers:
+            if isinstance(name, str):
+                name = name.encode("utf-8")
+            body += ((len(name).bit_length() + 7) // 7 or 1) + len(name)
+            body += 1 if data is None else ((len(data).bit_length() + 7) // 7 or 1) + len(data)
+    return ((body.bit_length() + 7) // 7) + body
 
 
 def group_batches(records: Iterable[NewRecord], batch_size: int, linger_records: int | None) -> Iterator[list]:

@@ -420,7 +420,7 @@ def test_bad_partition_names_and_missing_paths(log_dir, tmp_path):
 
 def test_record_size_is_the_encoded_size():
     samples = [NewRecord(None, None, (), T), NewRecord(b"k" * 200, b"v" * 70000, ((b"h", b"x" * 130), (b"n", None)), T),
-               NewRecord(b"", b"", (), None)]
+               NewRecord(b"", b"", (), None), NewRecord(b"k", b"v", (("cl\u00e9", b"x"),) * 70, T)]
     for record in samples:
         for offset_delta, timestamp_delta in ((0, 0), (63, -64), (64, 10**12), (5000, -(10**9))):
             assert record_size(record, offset_delta, timestamp_delta) == len(

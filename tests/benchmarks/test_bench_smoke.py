@@ -117,3 +117,61 @@ def test_bench_verify_main_on_a_tiny_segment(tmp_path):
     assert set(report["goals"]) == {"shallow_vs_crc_3kb_batches", "shallow_vs_kafka_python_crc_one_record",
                                     "deep_vs_kafka_python", "jobs2_speedup_shallow", "jobs2_speedup_deep",
                                     "peak_rss_mb", "rss_growth_mb"}
+
+
+def test_bench_append_main_on_a_tiny_input(tmp_path):
+    from tests.benchmarks import bench_append
+
+    report = bench_append.main(["--mb", "0.05", "--repeat", "1", "--quiet", "--value-sizes", "100,1000",
+                                "--codecs", "none,lz4", "--cache-dir", str(tmp_path / "cache"),
+                                "--json", str(tmp_path / "out.json")])
+    assert (tmp_path / "out.json").is_file() and len(report["results"]) == 4
+    for result in report["results"]:
+        assert result["problems"] == []  # build, plain write, engine and CLI wrote the same .log bytes
+        assert set(result["steps"]) == set(bench_append.ALL_STEPS)
+        for step in result["steps"].values():
+            assert step["seconds"] > 0 and step["peak_rss_mb"] > 0
+        for key in ("build_records_per_s", "engine_records_per_s", "cli_records_per_s", "write_fsync_mb_per_s",
+                    "engine_vs_build", "engine_vs_write_fsync", "cli_vs_engine", "engine_plan_share"):
+            assert result["ratios"][key] > 0, key
+    assert set(report["goals"]) == {"engine_vs_build", "cli_vs_engine"}
+    assert not (tmp_path / "cache" / "append-work").exists()
+
+
+def test_bench_append_batches_like_the_cli():
+    from seglog_cli.commands.append import BATCH_OVERHEAD, record_size
+    from tests.benchmarks import bench_append
+
+    variant = {"value_size": 1000, "codec": "none", "records": 100, "seed": 1}
+    records = bench_append.variant_records(variant)
+    assert all(len(r.value) == 1000 for r in records)
+    batches = bench_append.variant_batches(variant)
+    assert sum(map(len, batches)) == 100 and len(batches) > 1
+    for batch in batches:
+        assert BATCH_OVERHEAD + sum(record_size(r, i, r.timestamp - batch[0].timestamp)
+                                    for i, r in enumerate(batch)) <= bench_append.BATCH_SIZE
+
+
+def test_bench_rebuild_index_main_on_a_tiny_segment(tmp_path):
+    from tests.benchmarks import bench_rebuild_index
+
+    report = bench_rebuild_index.main(["--sizes", "0.3", "--allow-small", "--repeat", "1", "--quiet", "--profile",
+                                       "--variants", "one-none,multi-none", "--cache-dir", str(tmp_path / "cache"),
+                                       "--json", str(tmp_path / "out.json")])
+    assert (tmp_path / "out.json").is_file() and len(report["results"]) == 2
+    for result in report["results"]:
+        assert result["problems"] == []  # every step saw every batch; the plans change nothing
+        assert set(result["steps"]) == set(bench_rebuild_index.ALL_STEPS)
+        for key in ("scan_crc_batches_per_s", "walk_batches_per_s", "plan_batches_per_s", "walk_vs_scan_crc",
+                    "walk_vs_scan_nocrc", "plan_vs_scan_crc", "seglog_peak_rss_mb"):
+            assert result["ratios"][key] > 0, key
+        profile = result["profile"]
+        assert profile["total_seconds"] > 0 and profile["top_own"] and "plan_rebuild" in profile["cumulative_text"]
+    assert set(report["goals"]) == {"walk_batches_per_s_one_record", "plan_batches_per_s_one_record"}
+
+
+def test_bench_rebuild_index_refuses_small_segments_without_the_flag():
+    from tests.benchmarks import bench_rebuild_index
+
+    with pytest.raises(SystemExit):
+        bench_rebuild_index.parse_args(["--sizes", "1"])

@@ -307,6 +307,9 @@ def plan_append(partition_dir: str | Path, batches: Iterable[Sequence[NewRecord]
         active = _Segment(directory, 0, config, jitter)
         manager = ProducerStateManager(0)
     plan = AppendPlan(directory, directory.parent, active.next_offset, created=created)
+    if config.segment_bytes < 1024 * 1024:
+        plan.warnings.append(f"segment.bytes={config.segment_bytes}: Kafka 4.0+ refuses values below 1048576 "
+                             "(KIP-1030); the files are what an older broker (or a test config) writes")
     epochs = _leader_epochs(directory)
     epoch = options.leader_epoch if options.leader_epoch is not None else (epochs[-1].epoch if epochs else 0)
     if epochs and epoch < epochs[-1].epoch:
@@ -320,7 +323,7 @@ def plan_append(partition_dir: str | Path, batches: Iterable[Sequence[NewRecord]
     for records in batches:
         if not records:
             continue
-        data = _encode(records, active.next_offset, codec, timestamp_type, now, epoch, producer)
+        data = _encode(records, active.next_offset, codec, timestamp_type, now, epoch, producer, config)
         _append(plan, active, closed, snapshots_to_write, manager, data, config, jitter)
         active = plan._active  # type: ignore[attr-defined]
     if options.end_transaction is not None:
@@ -396,9 +399,11 @@ def _leader_epochs(directory: Path) -> list[EpochEntry]:
 
 
 def _encode(records: Sequence[NewRecord], base_offset: int, codec: int, timestamp_type: str, now: int, epoch: int,
-            producer: "_ProducerCursor") -> bytes:
+            producer: "_ProducerCursor", config: TopicConfig = TopicConfig()) -> bytes:
     stamped = [r if r.timestamp is not None else NewRecord(r.key, r.value, r.headers, now, r.offset_delta)
                for r in records]
+    if timestamp_type == CREATE_TIME:
+        _check_timestamps(stamped, base_offset, now, config)
     fields = producer.next_batch(len(stamped), base_offset)
     if timestamp_type == LOG_APPEND_TIME:
         from seglog_cli.storage.batches import LOG_APPEND_TIME as LAT
@@ -406,6 +411,19 @@ def _encode(records: Sequence[NewRecord], base_offset: int, codec: int, timestam
         return build_batch(stamped, base_offset=base_offset, compression=codec, timestamp_type=LAT,
                            log_append_time=now, partition_leader_epoch=epoch, **fields)
     return build_batch(stamped, base_offset=base_offset, compression=codec, partition_leader_epoch=epoch, **fields)
+
+
+def _check_timestamps(records: Sequence[NewRecord], base_offset: int, now: int, config: TopicConfig) -> None:
+    """``LogValidator.validateTimestamp`` for CreateTime records."""
+    before, after = config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms
+    for i, record in enumerate(records):
+        difference = now - record.timestamp
+        if record.timestamp != NO_TIMESTAMP and (difference > before or -difference > after):
+            low = max(now - before, -2**63)
+            high = min(now + after, 2**63 - 1)
+            raise AppendError(f"Timestamp {record.timestamp} of message with offset {base_offset + i} is out of range. "
+                              f"The timestamp should be within [{low}, {high}] (message.timestamp.before.max.ms, "
+                              "message.timestamp.after.max.ms; Kafka refuses it: InvalidTimestampException)")
 
 
 class _ProducerCursor:

@@ -87,7 +87,7 @@ class SegmentPlan:
     valid_bytes: int = 0
     batches: int = 0
     refused: str | None = None  # why this segment cannot be rebuilt offline as it is
-    producer_batches: int = 0  # v2 batches with a producer id (the .txnindex needs a replay)
+    transactional_batches: int = 0  # only ABORT markers (transactional) make .txnindex entries
     files: list[IndexFilePlan] = field(default_factory=list)
 
     @property
@@ -132,7 +132,7 @@ class RecoveredIndexes:
     valid_bytes: int
     batches: int
     stop: str | None  # why the walk ended before the end of the file
-    producer_batches: int = 0
+    transactional_batches: int = 0
 
 
 def recover_indexes(mapped: MappedFile, base_offset: int, config: TopicConfig = TopicConfig()) -> RecoveredIndexes:
@@ -161,7 +161,7 @@ def recover_indexes(mapped: MappedFile, base_offset: int, config: TopicConfig = 
     except WriterError as exc:
         raise RebuildError(exc.message, mapped.path, exc.position, exc.offset) from None
     return RecoveredIndexes(bytes(indexer.offset_index), bytes(indexer.time_index), valid_bytes, batches, stop,
-                            indexer.producer_batches)
+                            indexer.transactional_batches)
 
 
 # -- planning ---------------------------------------------------------------------------------
@@ -184,7 +184,7 @@ def plan_rebuild(paths: list[str], config: TopicConfig = TopicConfig(), txn_inde
                     continue
                 planned.append(plan_segment(segment, config))
             plan.segments.extend(planned)
-            if txn_index and partition is not None and any(p.producer_batches or _has_txn_index(p) for p in planned):
+            if txn_index and partition is not None and any(p.transactional_batches or _has_txn_index(p) for p in planned):
                 _plan_txn_indexes(partition, planned)
     return plan
 
@@ -260,7 +260,7 @@ def plan_segment(segment: LogSegment, config: TopicConfig = TopicConfig()) -> Se
             plan.refused = f"{exc} (Kafka's recovery fails here too; nothing can be rebuilt)"
             return plan
     plan.valid_bytes, plan.batches = recovered.valid_bytes, recovered.batches
-    plan.producer_batches = recovered.producer_batches
+    plan.transactional_batches = recovered.transactional_batches
     if recovered.stop is not None:
         plan.refused = (f"the .log is valid only up to position {recovered.valid_bytes} of {mapped.size}: "
                         f"{recovered.stop}; Kafka's recovery would truncate it there (and delete later segments "

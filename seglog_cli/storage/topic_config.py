@@ -33,6 +33,8 @@ class TopicConfig:
     index_interval_bytes: int = 4096
     max_message_bytes: int = 1024 * 1024 + 12  # 1048588
     message_timestamp_type: str = "CreateTime"
+    message_timestamp_before_max_ms: int = INT64_MAX
+    message_timestamp_after_max_ms: int = 3600000  # 1 hour since Kafka 4.0 (KIP-1030)
     cleanup_policy: str = "delete"
     max_compaction_lag_ms: int = INT64_MAX
     preallocate: bool = False
@@ -70,6 +72,8 @@ _KEYS = {
     "index.interval.bytes": ("index_interval_bytes", int, 0, INT32_MAX),
     "max.message.bytes": ("max_message_bytes", int, 0, INT32_MAX),
     "message.timestamp.type": ("message_timestamp_type", ("CreateTime", "LogAppendTime"), None, None),
+    "message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", int, 0, INT64_MAX),
+    "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", int, 0, INT64_MAX),
     "cleanup.policy": ("cleanup_policy", str, None, None),
     "max.compaction.lag.ms": ("max_compaction_lag_ms", int, 1, INT64_MAX),
     "preallocate": ("preallocate", bool, None, None),

@@ -101,7 +101,7 @@ class SegmentIndexer:
         self.path = path
         self.bytes_since_last_index_entry = 0
         self.changed = False
-        self.producer_batches = 0  # counted by recover(): v2 batches with a producer id
+        self.transactional_batches = 0  # counted by recover(): only they make .txnindex entries
         if self.time_index:
             timestamp, relative = TIME_ENTRY.unpack_from(self.time_index, len(self.time_index) - TIME_ENTRY.size)
             self.max_timestamp, self.offset_of_max = timestamp, base_offset + relative
@@ -147,7 +147,7 @@ class SegmentIndexer:
         interval, base = self.interval, self.base_offset
         max_ts, offset_of_max = self.max_timestamp, self.offset_of_max
         since = self.bytes_since_last_index_entry
-        valid = count = producers = 0
+        valid = count = 0
         for chunk in batches:
             for batch in chunk:
                 # fields: 0 position, 1 base offset, 2 length, 4 magic, 5 crc, 7 last offset delta,
@@ -170,9 +170,8 @@ class SegmentIndexer:
                 since += size
                 valid += size
                 count += 1
-                if batch[10] >= 0:
-                    producers += 1
-                    self.producer_batches += 1
+                if batch[6] & 0x10 and batch[4] >= 2:  # transactional (data or marker)
+                    self.transactional_batches += 1
         self._finish(max_ts, offset_of_max, since)
         return valid, count, None
 

@@ -280,3 +280,19 @@ def test_kafka_dump_log_lines_say_valid(tmp_path):
     batch_lines = [line for line in result.out.splitlines() if line.startswith("baseOffset:")]
     assert len(batch_lines) == 16 and all(line.endswith("isvalid: true") for line in batch_lines)
     assert "isControl: true" in batch_lines[-1]
+
+
+def test_timestamps_out_of_kafkas_range_are_refused(tmp_path):
+    """message.timestamp.after.max.ms is 1 hour by default since Kafka 4.0 (KIP-1030)."""
+    directory = tmp_path / "logs" / "t-0"
+    directory.parent.mkdir(parents=True)
+    with pytest.raises(AppendError, match=r"Timestamp .* of message with offset 1 is out of range"):
+        plan_append(directory, [[NewRecord(value=b"a", timestamp=T), NewRecord(value=b"b", timestamp=T + 3_600_001)]],
+                    TopicConfig(), AppendOptions(now_ms=T, create=True))
+    plan_append(directory, [[NewRecord(value=b"a", timestamp=T + 3_600_000)]], TopicConfig(),
+                AppendOptions(now_ms=T, create=True))
+    with pytest.raises(AppendError, match="out of range"):
+        plan_append(directory, [[NewRecord(value=b"a", timestamp=T - 2000)]],
+                    TopicConfig(message_timestamp_before_max_ms=1000), AppendOptions(now_ms=T, create=True))
+    plan_append(directory, [[NewRecord(value=b"a", timestamp=0)]], TopicConfig(),
+                AppendOptions(now_ms=T, create=True, timestamp_type="LogAppendTime"))  # the broker's clock decides

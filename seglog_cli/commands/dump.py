@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import glob
 import sys
 from enum import Enum
 from typing import List, Optional
 
 import typer
 
-from seglog_cli.commands.options import parse_timestamp
+from seglog_cli.commands.options import command_paths, parse_timestamp
 from seglog_cli.render.text import DECODERS, TextDumpRenderer, decoder_for
 from seglog_cli.status import ExitStatus, UsageError, guarded
 from seglog_cli.storage.dump import INT32_MAX, DumpOptions, dump, expand_paths
@@ -110,15 +109,8 @@ def _run(paths, files, deep_iteration, print_data_log, skip_record_metadata, ver
 
 
 def _inputs(paths, files) -> list[str]:
-    inputs = []
-    for group in files or ():
-        inputs.extend(name for name in group.split(",") if name)
-    for path in paths or ():
-        matches = sorted(glob.glob(path)) if glob.has_magic(path) else []
-        inputs.extend(matches or [path])
-    if not inputs:
-        raise UsageError("give at least one file or directory (or --files a,b)")
-    return inputs
+    grouped = [name for group in files or () for name in group.split(",") if name]
+    return command_paths(paths, "file or directory (or --files a,b)", grouped)
 
 
 def _kinds(types: str) -> tuple[str, ...]:

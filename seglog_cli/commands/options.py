@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 from datetime import datetime, timezone
 
 from seglog_cli.status import UsageError
@@ -21,3 +22,15 @@ def parse_timestamp(text: str | None, option: str) -> int | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return int(moment.timestamp() * 1000)
+
+
+def command_paths(paths, what: str = "file, partition directory or log dir", inputs: list[str] | None = None) -> list[str]:
+    """The command-line paths with globs expanded (a pattern matching nothing stays as it is,
+    to be reported as missing); a usage error when there are none."""
+    inputs = list(inputs or [])
+    for path in paths or ():
+        matches = sorted(glob.glob(path)) if glob.has_magic(path) else []
+        inputs.extend(matches or [path])
+    if not inputs:
+        raise UsageError(f"give at least one {what}")
+    return inputs

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import glob
 import sys
 from enum import Enum
 from typing import List, Optional
 
 import typer
 
+from seglog_cli.commands.options import command_paths
 from seglog_cli.render import rebuild_report
 from seglog_cli.status import ExitStatus, UsageError, guarded
 from seglog_cli.storage.rebuild_index import apply_rebuild, plan_rebuild
@@ -75,10 +75,4 @@ def _run(paths, apply, config, config_file, no_txn_index, backup_dir, output_for
 
 
 def _inputs(paths) -> list[str]:
-    inputs = []
-    for path in paths or ():
-        matches = sorted(glob.glob(path)) if glob.has_magic(path) else []
-        inputs.extend(matches or [path])
-    if not inputs:
-        raise UsageError("give at least one segment file, partition directory or log dir")
-    return inputs
+    return command_paths(paths, "segment file, partition directory or log dir")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 import os
 import sys
 from enum import Enum
@@ -10,6 +9,7 @@ from typing import List, Optional
 
 import typer
 
+from seglog_cli.commands.options import command_paths
 from seglog_cli.render import verify_report
 from seglog_cli.status import ExitStatus, UsageError, guarded
 from seglog_cli.storage.findings import Severity
@@ -81,13 +81,7 @@ def _run(paths, level, output_format, show, jobs, progress) -> int:
 
 
 def _inputs(paths) -> list[str]:
-    inputs = []
-    for path in paths or ():
-        matches = sorted(glob.glob(path)) if glob.has_magic(path) else []
-        inputs.extend(matches or [path])
-    if not inputs:
-        raise UsageError("give at least one file, partition directory or log dir")
-    return inputs
+    return command_paths(paths)
 
 
 def _total_bytes(paths: list[str]) -> int:

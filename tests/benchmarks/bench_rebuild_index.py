@@ -134,30 +134,11 @@ def measure_once(step: str, path: str) -> dict:
 
 
 def _measure_step(step: str, path: str) -> dict:
-    argv = [sys.executable, str(Path(__file__).resolve()), "--step", step, path]
-    with tempfile.TemporaryFile() as out:
-        run = bench_dump.run_process(argv, stdout=out)
-        if run["returncode"] != 0:
-            raise RuntimeError(f"{step} failed ({run['returncode']}): {run['stderr'][-2000:]}")
-        out.seek(0)
-        result = json.loads(out.read())
-    own = result.pop("own_peak_rss_mb", None)
-    result.update(wall=run["wall"], peak_rss_mb=own if own is not None else run["peak_rss_mb"])
-    return result
+    return bench_verify.measure_step(__file__, step, path)
 
 
 def measure(plan: list[tuple[str, str]], repeat: int) -> dict:
-    """Best of ``repeat`` runs of each (step, path); rounds interleave the steps."""
-    best: dict = {}
-    for _ in range(repeat):
-        for step, path in plan:
-            result = measure_once(step, path)
-            previous = best.get(step)
-            peak = max(result["peak_rss_mb"], previous["peak_rss_mb"] if previous else 0.0)
-            if previous is None or result["seconds"] < previous["seconds"]:
-                best[step] = result
-            best[step]["peak_rss_mb"] = peak
-    return best
+    return bench_verify.measure(plan, repeat, measure_once)
 
 
 # -- results ------------------------------------------------------------------------------------------

@@ -179,7 +179,12 @@ def measure_once(step: str, path: str) -> dict:
         if run["returncode"] != 0:
             raise RuntimeError(f"seglog verify failed ({run['returncode']}): {run['stderr'][-2000:]}")
         return {"seconds": run["wall"], "wall": run["wall"], "peak_rss_mb": run["peak_rss_mb"]}
-    argv = [sys.executable, str(Path(__file__).resolve()), "--step", step, path]
+    return measure_step(__file__, step, path)
+
+
+def measure_step(script: str, step: str, path: str) -> dict:
+    """``script --step STEP PATH`` in a fresh process: its JSON result, wall time and own peak RSS."""
+    argv = [sys.executable, str(Path(script).resolve()), "--step", step, path]
     with tempfile.TemporaryFile() as out:
         run = bench_dump.run_process(argv, stdout=out)
         if run["returncode"] != 0:
@@ -191,12 +196,14 @@ def measure_once(step: str, path: str) -> dict:
     return result
 
 
-def measure(plan: list[tuple[str, str]], repeat: int) -> dict:
-    """Best of ``repeat`` runs of each (step, path); rounds interleave the steps."""
+def measure(plan: list[tuple[str, str]], repeat: int, once=None) -> dict:
+    """Best of ``repeat`` runs of each (step, path) by ``once`` (default :func:`measure_once`);
+    rounds interleave the steps."""
+    once = once or measure_once
     best: dict = {}
     for _ in range(repeat):
         for step, path in plan:
-            result = measure_once(step, path)
+            result = once(step, path)
             previous = best.get(step)
             peak = max(result["peak_rss_mb"], previous["peak_rss_mb"] if previous else 0.0)
             if previous is None or result["seconds"] < previous["seconds"]:

@@ -11,7 +11,7 @@ import typer
 
 from seglog_cli.commands.options import command_paths
 from seglog_cli.render import verify_report
-from seglog_cli.status import ExitStatus, UsageError, guarded
+from seglog_cli.status import ExitStatus, guarded
 from seglog_cli.storage.findings import Severity
 from seglog_cli.storage.verify import CLEAN, DAMAGE, UNREADABLE, VerifyOptions, verify
 

@@ -44,7 +44,6 @@ from seglog_cli.storage.checkpoints import (EpochEntry, PartitionMetadata, Topic
                                             read_leader_epoch_checkpoint, read_offset_checkpoint)
 from seglog_cli.storage.codecs import CODEC_NAMES
 from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.files import MappedFile
 from seglog_cli.storage.log_dir_files import CLEAN_SHUTDOWN, RECOVERY_POINT_CHECKPOINT
 from seglog_cli.storage.naming import format_offset, parse_partition_dir_name
 from seglog_cli.storage.partition_log import PartitionLog

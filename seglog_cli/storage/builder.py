@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterable, Iterator, Sequence
 
 from seglog_cli.storage.checksums import crc32c
 
@@ -137,5 +137,62 @@ def build_legacy_wrapper(records: Sequence[NewRecord], *, last_offset: int, magi
                               timestamp=wrapper_timestamp, attributes_byte=compression | ts_bit)
 
 
-__all__ = ["NewRecord", "V2_HEADER", "attributes", "build_batch", "build_end_txn_marker",
-           "build_legacy_entry", "build_legacy_wrapper", "encode_record", "varint", "varlong"]
+
+
+BATCH_OVERHEAD = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
+
+
+# -- produce requests ---------------------------------------------------------------------------------------
+
+def _varint_size(value: int) -> int:
+    """Bytes of ``value`` as a zigzag varint (``ByteUtils.sizeOfVarlong``)."""
+    return ((((value << 1) ^ (value >> 63)).bit_length() + 6) // 7) or 1
+
+
+def record_size(record: NewRecord, offset_delta: int, timestamp_delta: int) -> int:
+    """``DefaultRecord.sizeInBytes``: the encoded record, its length varint included. (A length
+    ``n >= 0`` takes ``(n.bit_length() + 7) // 7`` varint bytes, at least one.)"""
+    key, value = record.key, record.value
+    body = (2 + _varint_size(timestamp_delta) + _varint_size(offset_delta)
+            + (1 if key is None else ((len(key).bit_length() + 7) // 7 or 1) + len(key))
+            + (1 if value is None else ((len(value).bit_length() + 7) // 7 or 1) + len(value)))
+    headers = record.headers
+    if headers:
+        body += ((len(headers).bit_length() + 7) // 7) - 1
+        for name, data in headers:
+            if isinstance(name, str):
+                name = name.encode("utf-8")
+            body += ((len(name).bit_length() + 7) // 7 or 1) + len(name)
+            body += 1 if data is None else ((len(data).bit_length() + 7) // 7 or 1) + len(data)
+    return ((body.bit_length() + 7) // 7) + body
+
+
+def group_batches(records: Iterable[NewRecord], batch_size: int, linger_records: int | None) -> Iterator[list]:
+    """Produce requests as Kafka's producer fills them (``MemoryRecordsBuilder.hasRoomFor``): a
+    record joins the open batch unless the batch's estimated uncompressed size would pass
+    ``batch_size``; a first record always fits. ``linger_records`` closes a batch after N."""
+    batch: list[NewRecord] = []
+    size = BATCH_OVERHEAD
+    base_timestamp = None
+    for record in records:
+        if batch:
+            delta = (record.timestamp - base_timestamp
+                     if record.timestamp is not None and base_timestamp is not None else 0)
+            grow = record_size(record, len(batch), delta)
+            if size + grow > batch_size:
+                yield batch
+                batch = []
+        if not batch:
+            size, base_timestamp = BATCH_OVERHEAD, record.timestamp
+            grow = record_size(record, 0, 0)
+        batch.append(record)
+        size += grow
+        if linger_records is not None and len(batch) >= linger_records:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+__all__ = ["BATCH_OVERHEAD", "NewRecord", "V2_HEADER", "attributes", "build_batch", "build_end_txn_marker",
+           "group_batches", "record_size", "build_legacy_entry", "build_legacy_wrapper", "encode_record", "varint", "varlong"]

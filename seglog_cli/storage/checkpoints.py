@@ -42,7 +42,7 @@ from typing import Callable, Iterable, Mapping, TypeVar
 
 from seglog_cli.storage.errors import CheckpointError
 from seglog_cli.storage import files
-from seglog_cli.storage.files import fsync_dir, read_small_file
+from seglog_cli.storage.files import read_small_file
 
 T = TypeVar("T")
 

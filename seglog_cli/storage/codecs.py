@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import struct
 import zlib
-from functools import lru_cache
 
 import cramjam
 import zstandard

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import bisect
 import operator
-import struct
 import sys
 from array import array
 from itertools import islice

@@ -89,7 +89,7 @@ def variant_records(variant: dict) -> list:
 
 
 def variant_batches(variant: dict) -> list[list]:
-    from seglog_cli.commands.append import group_batches
+    from seglog_cli.storage.builder import group_batches
 
     return list(group_batches(variant_records(variant), BATCH_SIZE, None))
 

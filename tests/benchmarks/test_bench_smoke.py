@@ -139,7 +139,7 @@ def test_bench_append_main_on_a_tiny_input(tmp_path):
 
 
 def test_bench_append_batches_like_the_cli():
-    from seglog_cli.commands.append import BATCH_OVERHEAD, record_size
+    from seglog_cli.storage.builder import BATCH_OVERHEAD, record_size
     from tests.benchmarks import bench_append
 
     variant = {"value_size": 1000, "codec": "none", "records": 100, "seed": 1}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from seglog_cli.commands.append import group_batches, record_size
+from seglog_cli.storage.builder import group_batches, record_size
 from seglog_cli.storage.builder import NewRecord, encode_record
 from tests.conftest import REPO, run_seglog
 

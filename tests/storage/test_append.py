@@ -22,7 +22,7 @@ from seglog_cli.storage.partition_log import PartitionLog
 from seglog_cli.storage.rebuild_index import plan_rebuild
 from seglog_cli.storage.snapshots import read_snapshot
 from seglog_cli.storage.topic_config import TopicConfig
-from seglog_cli.storage.verify import CLEAN, verify
+from seglog_cli.storage.verify import verify
 
 T = 1_700_000_000_000
 STRIMZI = TopicConfig(segment_bytes=16384, index_interval_bytes=150, segment_index_bytes=300)

@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
-import time
 
 import pytest
 
 from seglog_cli.storage.parallel import WorkerError, parallel_map
 
 
+def _child_takes_part():
+    """An fn wrapper under which the caller waits (up to 10 s) until a child has taken an item,
+    so the children's paths are exercised however the processes are scheduled."""
+    started = multiprocessing.get_context("fork").Event()
+    parent = os.getpid()
+
+    def wait_or_mark():
+        if os.getpid() == parent:
+            started.wait(10)
+        else:
+            started.set()
+    return parent, wait_or_mark
+
+
 def test_results_in_order_from_all_processes():
+    _, wait_or_mark = _child_takes_part()
+
     def square(n):
-        time.sleep(0.01)
+        wait_or_mark()
         return n * n, os.getpid()
 
     pids = parallel_map(square, list(range(40)), jobs=3)
@@ -31,9 +47,10 @@ def test_one_job_runs_in_process():
 
 
 def test_an_exception_in_a_child_is_raised_here():
-    parent = os.getpid()
+    parent, wait_or_mark = _child_takes_part()
 
     def fail_in_child(n):
+        wait_or_mark()
         if os.getpid() != parent:
             raise ValueError(f"bad item {n}")
         return n
@@ -43,9 +60,10 @@ def test_an_exception_in_a_child_is_raised_here():
 
 
 def test_a_child_killed_mid_item_loses_nothing():
-    parent = os.getpid()
+    parent, wait_or_mark = _child_takes_part()
 
     def die_in_child(n):
+        wait_or_mark()
         if os.getpid() != parent and n % 2 == 0:
             os._exit(9)
         return n * 10

@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 
 from seglog_cli.storage.builder import NewRecord, build_batch
-from seglog_cli.storage.partition_log import PartitionLog
 from seglog_cli.storage.rebuild_index import (CREATE, IDENTICAL, REWRITE, TRIM, RebuildError, apply_rebuild,
                                               plan_rebuild)
 from seglog_cli.storage.safety import LogDirLockedError, undo

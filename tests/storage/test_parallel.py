@@ -25,7 +25,7 @@ def _child_takes_part():
 
 
 def test_results_in_order_from_all_processes():
-    _, wait_or_mark = _child_takes_part()
+    parent, wait_or_mark = _child_takes_part()
 
     def square(n):
         wait_or_mark()
@@ -33,7 +33,7 @@ def test_results_in_order_from_all_processes():
 
     pids = parallel_map(square, list(range(40)), jobs=3)
     assert [square for square, _ in pids] == [n * n for n in range(40)]
-    assert len({pid for _, pid in pids}) >= 2  # the caller and at least one child did work
+    assert any(pid != parent for _, pid in pids)  # a child did work (the caller may not: items are instant)
 
 
 def test_on_result_sees_every_item_once():

@@ -12,7 +12,7 @@ import sys
 import typer
 
 from seglog_cli import __version__
-from seglog_cli.commands import append, dump, rebuild_index, undo, verify
+from seglog_cli.commands import append, dump, rebuild_index, recover, undo, verify
 from seglog_cli.status import ExitStatus, guarded
 
 # click's UsageError, whether typer vendors click or depends on it
@@ -30,6 +30,7 @@ app = typer.Typer(
 app.command("dump", help=dump.HELP, no_args_is_help=True)(dump.dump_command)
 app.command("verify", help=verify.HELP, no_args_is_help=True)(verify.verify_command)
 app.command("rebuild-index", help=rebuild_index.HELP, no_args_is_help=True)(rebuild_index.rebuild_index_command)
+app.command("recover", help=recover.HELP, no_args_is_help=True)(recover.recover_command)
 app.command("undo", help=undo.HELP, no_args_is_help=True)(undo.undo_command)
 app.command("append", help=append.HELP, no_args_is_help=True)(append.append_command)
 

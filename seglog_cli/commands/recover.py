@@ -1,0 +1,98 @@
+"""``seglog recover``: Kafka's start-up recovery, offline, planned first."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from seglog_cli.commands.options import command_paths
+from seglog_cli.render import recover_report
+from seglog_cli.status import ExitStatus, UsageError, guarded
+from seglog_cli.storage.errors import UnreadableInputError
+from seglog_cli.storage.partition_log import LogDir, find_kafka_dirs, is_log_dir, looks_like_partition_dir
+from seglog_cli.storage.recover import apply_recover, plan_recover
+from seglog_cli.storage.safety import undo_under_lock
+from seglog_cli.storage.topic_config import ConfigError, parse_config_args
+
+HELP = """Run Kafka's start-up log recovery offline: plan it, then apply it with backups.
+
+Takes partition directories and log dirs. --mode kafka does what the broker would do at start-up
+(temp files, swaps, orphan indexes, every segment from the recovery point on recovered when the
+log dir has no .kafka_cleanshutdown, truncation at the first invalid batch and removal of every
+later segment, indexes and .txnindex rebuilt, producer snapshots, leader epochs and checkpoints),
+so a start-up can be previewed. Without --apply it prints the plan; with --apply it takes the log
+dir's .lock and keeps every removed byte in seglog-backups/ beside the log dir (undo with
+seglog recover --undo DIR or seglog undo --apply DIR).
+
+Example: seglog recover --mode kafka /var/lib/kafka/data/orders-0
+
+Exit status: 0 nothing to do, or applied; 1 a plan (not applied); 2 usage error; 3 refused;
+4 an input could not be read; 5 a broker holds the log dir's .lock.
+"""
+
+
+class Mode(str, Enum):
+    kafka = "kafka"
+    salvage = "salvage"
+
+
+class Format(str, Enum):
+    text = "text"
+    json = "json"
+
+
+def recover_command(
+    paths: Optional[List[str]] = typer.Argument(None, help="Partition dirs or log dirs (globs allowed)."),
+    mode: Mode = typer.Option(Mode.kafka, "--mode", help="kafka: what the broker does; salvage: keep what Kafka would drop."),
+    apply: bool = typer.Option(False, "--apply", help="Carry out the plan (default: only show it)."),
+    config: Optional[List[str]] = typer.Option(None, "--config", help="Topic config key=value (index.interval.bytes, segment.index.bytes)."),
+    backup_dir: Optional[str] = typer.Option(None, "--backup-dir", help="Where removed bytes and the manifest go."),
+    undo: Optional[str] = typer.Option(None, "--undo", help="Restore what an earlier recover --apply changed, from its backup directory."),
+    output_format: Format = typer.Option(Format.text, "--format", help="text or json."),
+) -> None:
+    arguments = dict(locals())
+    raise typer.Exit(guarded(lambda: _run(**arguments)))
+
+
+def _run(paths, mode, apply, config, backup_dir, undo, output_format) -> int:
+    if undo is not None:
+        for line in undo_under_lock(undo):
+            sys.stdout.write(line + "\n")
+        return ExitStatus.OK
+    try:
+        topic_config = parse_config_args(config)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    partitions = _partitions(command_paths(paths, "partition directory or log dir"))
+    plan = plan_recover(partitions, mode.value, topic_config)
+    applied = apply_recover(plan, backup_dir) if apply and plan.steps else None
+    if output_format == Format.json:
+        recover_report.render_json(plan, sys.stdout, applied)
+    else:
+        recover_report.render_text(plan, sys.stdout, applied)
+    sys.stdout.flush()
+    return ExitStatus.WARNINGS if plan.steps and applied is None and not apply else ExitStatus.OK
+
+
+def _partitions(inputs: list[str]) -> list[Path]:
+    out: list[Path] = []
+    for raw in inputs:
+        path = Path(raw)
+        if not path.is_dir():
+            raise UnreadableInputError("not a partition directory or log dir", path)
+        if looks_like_partition_dir(path):
+            out.append(path)
+        elif is_log_dir(path):
+            out.extend(LogDir(path).partition_dirs())
+        else:
+            logs, partitions = find_kafka_dirs(path)
+            for log_dir in logs:
+                out.extend(LogDir(log_dir).partition_dirs())
+            out.extend(partitions)
+    if not out:
+        raise UnreadableInputError("no partition directory found", inputs[0])
+    return out

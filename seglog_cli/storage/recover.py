@@ -1,0 +1,569 @@
+"""Kafka's start-up log loading and recovery (§15), offline: planned, then applied with backups.
+
+Per partition, in Kafka's order (``LogLoader.load``):
+
+1. temp files: ``.deleted`` removed; ``.cleaned`` removed, and with them every ``.swap`` at or
+   above the lowest cleaned base offset (an interrupted split); the remaining ``.swap`` files are
+   completed: the segments they replace (names in [min swap base, max swap end)) are removed and
+   the ``.swap`` suffixes dropped;
+2. index files without their ``.log`` removed; a segment whose ``.index`` is missing (or whose
+   ``.txnindex`` fails its sanity check) is recovered whatever the shutdown was;
+3. without ``.kafka_cleanshutdown`` in the log dir, every segment from the one holding the
+   recovery point on is recovered (``LogSegment.recover``: indexes rebuilt batch by batch, the
+   ``.txnindex`` from the producer state, the ``.log`` truncated at the first invalid batch);
+   when a segment loses bytes, every later segment is removed;
+4. the log end offset, the log start offset (``max(checkpoint, first base)``), the
+   leader-epoch-checkpoint cut to the log end and the log start, producer snapshots (one at the
+   end of each recovered segment, strays removed, one at the log end offset), the recovery point
+   and the high watermark clamped into [log start, log end].
+
+``mode="salvage"`` keeps what Kafka would throw away: the batches after a damaged region (the
+region alone is cut out, found by the same resync as verify) and the later segments. The plan
+names the offsets each mode loses.
+
+Everything removed or replaced goes through a :class:`ChangeSet` (original bytes and a manifest
+in ``seglog-backups/`` beside the log dir), under the log dir's lock.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from seglog_cli.storage.batches import LogScan
+from seglog_cli.storage.checkpoints import (EpochEntry, TopicPartition, format_leader_epoch_checkpoint,
+                                            format_offset_checkpoint, read_leader_epoch_checkpoint,
+                                            read_offset_checkpoint)
+from seglog_cli.storage.errors import SeglogError
+from seglog_cli.storage.files import MappedFile
+from seglog_cli.storage.indexes import TransactionIndex
+from seglog_cli.storage.log_dir_files import (CLEAN_SHUTDOWN, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
+                                              REPLICATION_CHECKPOINT)
+from seglog_cli.storage.naming import format_offset, parse_partition_dir_name, parse_segment_file_name
+from seglog_cli.storage.producer_state import ProducerStateManager, rebuild_producer_state, replay_segment
+from seglog_cli.storage.rebuild_index import RebuildError, recover_indexes
+from seglog_cli.storage.safety import ChangeSet, held_log_dir
+from seglog_cli.storage.segments import LogSegment
+from seglog_cli.storage.topic_config import TopicConfig
+
+KAFKA, SALVAGE = "kafka", "salvage"
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+
+
+class RecoverError(SeglogError):
+    """A partition recover cannot plan (Kafka itself would fail to load it)."""
+
+
+@dataclass
+class Step:
+    """One change: ``op`` is "remove", "rename", "truncate", "replace" or "cut" (salvage: remove
+    a byte range from the middle of a ``.log``)."""
+
+    op: str
+    path: Path
+    why: str
+    target: Path | None = None  # rename
+    size: int | None = None  # truncate
+    data: bytes | None = None  # replace / cut (the new contents)
+    offsets_lost: tuple[int, int] | None = None  # [first, last] no longer readable
+
+    def as_dict(self) -> dict:
+        out = {"op": self.op, "path": str(self.path), "why": self.why}
+        if self.target is not None:
+            out["target"] = str(self.target)
+        if self.size is not None:
+            out["size"] = self.size
+        if self.data is not None:
+            out["bytes"] = len(self.data)
+        if self.offsets_lost is not None:
+            out["offsetsLost"] = list(self.offsets_lost)
+        return out
+
+
+@dataclass
+class PartitionRecovery:
+    path: Path
+    mode: str
+    clean_shutdown: bool
+    recovery_point: int
+    steps: list[Step] = field(default_factory=list)
+    recovered_segments: list[int] = field(default_factory=list)
+    log_start_offset: int = 0
+    log_end_offset: int = 0
+    bytes_truncated: int = 0
+    offsets_lost: list[tuple[int, int]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"path": str(self.path), "mode": self.mode, "cleanShutdown": self.clean_shutdown,
+                "recoveryPoint": self.recovery_point, "recoveredSegments": self.recovered_segments,
+                "logStartOffset": self.log_start_offset, "logEndOffset": self.log_end_offset,
+                "bytesTruncated": self.bytes_truncated, "offsetsLost": [list(r) for r in self.offsets_lost],
+                "steps": [s.as_dict() for s in self.steps], "notes": self.notes}
+
+
+@dataclass
+class RecoveryPlan:
+    mode: str
+    partitions: list[PartitionRecovery] = field(default_factory=list)
+    log_dir_steps: dict[Path, list[Step]] = field(default_factory=dict)
+
+    @property
+    def steps(self) -> list[Step]:
+        return [s for p in self.partitions for s in p.steps] + [s for v in self.log_dir_steps.values() for s in v]
+
+    def as_dict(self) -> dict:
+        return {"version": 1, "mode": self.mode, "partitions": [p.as_dict() for p in self.partitions],
+                "logDirSteps": [s.as_dict() for v in self.log_dir_steps.values() for s in v],
+                "summary": {"partitions": len(self.partitions), "steps": len(self.steps),
+                            "bytesTruncated": sum(p.bytes_truncated for p in self.partitions),
+                            "offsetRangesLost": sum(len(p.offsets_lost) for p in self.partitions)}}
+
+
+# -- the log dir context --------------------------------------------------------------------------
+
+@dataclass
+class _LogDirState:
+    path: Path
+    clean_shutdown: bool
+    recovery_points: dict
+    log_starts: dict
+    high_watermarks: dict
+
+
+def _log_dir_state(log_dir: Path) -> _LogDirState:
+    def offsets(name):
+        path = log_dir / name
+        try:
+            return dict(read_offset_checkpoint(path)) if path.is_file() else {}
+        except SeglogError:
+            return {}  # Kafka: errors reading these at load mean "empty"
+    return _LogDirState(log_dir, (log_dir / CLEAN_SHUTDOWN).exists(), offsets(RECOVERY_POINT_CHECKPOINT),
+                        offsets(LOG_START_OFFSET_CHECKPOINT), offsets(REPLICATION_CHECKPOINT))
+
+
+# -- planning ---------------------------------------------------------------------------------------
+
+def plan_recover(partition_dirs: list[Path], mode: str = KAFKA, config: TopicConfig = TopicConfig()) -> RecoveryPlan:
+    if mode not in (KAFKA, SALVAGE):
+        raise RecoverError(f"unknown mode {mode!r} (kafka or salvage)")
+    plan = RecoveryPlan(mode)
+    states: dict[Path, _LogDirState] = {}
+    for directory in partition_dirs:
+        directory = Path(directory).absolute()
+        log_dir = directory.parent
+        state = states.setdefault(log_dir, _log_dir_state(log_dir))
+        plan.partitions.append(plan_partition(directory, state, mode, config))
+    for log_dir, state in states.items():
+        plan.log_dir_steps[log_dir] = _checkpoint_steps(state, [p for p in plan.partitions if p.path.parent == log_dir])
+    return plan
+
+
+def plan_partition(directory: Path, state: _LogDirState, mode: str, config: TopicConfig) -> PartitionRecovery:
+    name = parse_partition_dir_name(directory.name)
+    tp = TopicPartition(name.topic, name.partition) if name is not None else None
+    recovery_point = state.recovery_points.get(tp, 0)
+    log_start_checkpoint = state.log_starts.get(tp, 0)
+    out = PartitionRecovery(directory, mode, state.clean_shutdown, recovery_point)
+    files = _housekeeping(directory, out)  # final name -> source path, after passes 1-3
+    segments = _segments(directory, files, out)
+    # pass 4: segments whose .index is missing or whose .txnindex fails its check are recovered now
+    must = {s.base_offset for s in segments if not _has(files, s, ".index") or not _txn_index_sane(files, s)}
+    if not state.clean_shutdown:
+        bases = [s.base_offset for s in segments]
+        start = max(0, bisect.bisect_right(bases, recovery_point) - 1)
+        must.update(bases[start:])
+    out._snapshot_model = _SnapshotModel(  # type: ignore[attr-defined]
+        {parse_segment_file_name(n).base_offset for n in files if n.endswith(".snapshot")}, log_start_checkpoint)
+    kept = _recover_segments(directory, files, segments, sorted(must), out, config)
+    _finish(directory, files, kept, out, log_start_checkpoint, config)
+    out.steps = [step for step in out.steps if not _no_op(step)]
+    del out._snapshot_model  # type: ignore[attr-defined]
+    return out
+
+
+def _no_op(step: Step) -> bool:
+    """A replacement with the bytes already there (recovery rebuilt what was right)."""
+    if step.op != "replace":
+        return False
+    try:
+        return step.path.read_bytes() == step.data
+    except OSError:
+        return False
+
+
+def _housekeeping(directory: Path, out: PartitionRecovery) -> dict[str, Path]:
+    """Passes 1-3 (temp files, swaps): the steps, and the directory as it will then be."""
+    files = {p.name: p for p in sorted(directory.iterdir()) if p.is_file()}
+    cleaned, swaps = [], []
+    for name, path in list(files.items()):
+        if name.endswith(".deleted") and not name.endswith(".checkpoint.deleted"):
+            out.steps.append(Step("remove", path, "a .deleted file (Kafka removes it at start-up)"))
+            del files[name]
+        elif name.endswith(".cleaned"):
+            cleaned.append(name)
+        elif name.endswith(".swap"):
+            swaps.append(name)
+    min_cleaned = min((parse_segment_file_name(n).base_offset for n in cleaned
+                       if parse_segment_file_name(n) is not None), default=None)
+    for name in swaps[:]:
+        parsed = parse_segment_file_name(name)
+        if min_cleaned is not None and parsed is not None and parsed.base_offset >= min_cleaned:
+            out.steps.append(Step("remove", files.pop(name), "a .swap of an interrupted segment split"))
+            swaps.remove(name)
+    for name in cleaned:
+        out.steps.append(Step("remove", files.pop(name), "a .cleaned file (an interrupted clean or split)"))
+    log_swaps = [n for n in swaps if n.endswith(".log.swap")]
+    if log_swaps:
+        ranges = []
+        for name in log_swaps:
+            with MappedFile(files[name]) as mapped:
+                base = parse_segment_file_name(name).base_offset
+                end = base
+                for batch in LogScan(mapped, resync=False):
+                    end = batch.next_offset
+                ranges.append((base, end))
+        low, high = min(r[0] for r in ranges), max(r[1] for r in ranges)
+        for name, path in list(files.items()):
+            parsed = parse_segment_file_name(name)
+            if parsed is not None and not name.endswith(".swap") and low <= parsed.base_offset < high:
+                out.steps.append(Step("remove", path, f"replaced by the swap segments [{low}, {high})"))
+                del files[name]
+    for name in swaps:
+        target = name[: -len(".swap")]
+        out.steps.append(Step("rename", files[name], "completing an interrupted swap", target=directory / target))
+        files[target] = files.pop(name)
+    return files
+
+
+def _segments(directory: Path, files: dict[str, Path], out: PartitionRecovery) -> list[LogSegment]:
+    segments = []
+    for name, path in sorted(files.items()):
+        parsed = parse_segment_file_name(name)
+        if parsed is None or parsed.is_temp:
+            continue
+        stem = name[: name.index(parsed.suffix)]
+        if parsed.suffix in (".index", ".timeindex", ".txnindex") and stem + ".log" not in files:
+            out.steps.append(Step("remove", path, "an index file without its .log (Kafka deletes it)"))
+        elif parsed.suffix == ".log":
+            segment = LogSegment(path, parsed.base_offset)
+            segment.index_path = files.get(stem + ".index", directory / (stem + ".index"))
+            segment.time_index_path = files.get(stem + ".timeindex", directory / (stem + ".timeindex"))
+            segment.txn_index_path = files.get(stem + ".txnindex", directory / (stem + ".txnindex"))
+            segments.append(segment)
+    for name in [n for n in files if n.endswith((".index", ".timeindex", ".txnindex"))]:
+        parsed = parse_segment_file_name(name)
+        if parsed is not None and name[: name.index(parsed.suffix)] + ".log" not in files:
+            del files[name]
+    return sorted(segments, key=lambda s: s.base_offset)
+
+
+def _has(files: dict[str, Path], segment: LogSegment, suffix: str) -> bool:
+    return format_offset(segment.base_offset) + suffix in files
+
+
+def _txn_index_sane(files: dict[str, Path], segment: LogSegment) -> bool:
+    if not _has(files, segment, ".txnindex"):
+        return True
+    try:
+        TransactionIndex(segment.txn_index_path, segment.base_offset).sanity_check()
+    except SeglogError:
+        return False
+    return True
+
+
+def _recover_segments(directory: Path, files: dict[str, Path], segments: list[LogSegment], recover: list[int],
+                      out: PartitionRecovery, config: TopicConfig) -> list[LogSegment]:
+    """``recoverSegment`` for each base offset in ``recover`` (in order): the segments kept."""
+    if not recover:
+        return segments
+    out.recovered_segments = list(recover)
+    log = _VirtualLog(directory, segments)
+    kept = list(segments)
+    model = out._snapshot_model  # type: ignore[attr-defined]
+    for base in recover:
+        segment = next((s for s in kept if s.base_offset == base), None)
+        if segment is None:
+            continue  # removed after an earlier truncation
+        manager = rebuild_producer_state(log, up_to_offset=base).manager
+        model.rebuild_to(base, [s.base_offset for s in kept])
+        out._segment_ends = []  # type: ignore[attr-defined]
+        truncated = _recover_one(directory, segment, manager, out, config)
+        for end in out._segment_ends:  # type: ignore[attr-defined]
+            model.take(end)
+        if truncated and out.mode == KAFKA:
+            later = [s for s in kept if s.base_offset > base]
+            for victim in later:
+                first, last = victim.base_offset, _last_offset(victim)
+                for path in _segment_files(files, victim):
+                    out.steps.append(Step("remove", path, f"after the truncation of segment {base} (Kafka deletes "
+                                                          "every later segment)",
+                                          offsets_lost=(first, last) if path.suffix == ".log" else None))
+                if last is not None:
+                    out.offsets_lost.append((first, last))
+            kept = [s for s in kept if s.base_offset <= base]
+            break
+    return kept
+
+
+class _VirtualLog:
+    """What :func:`rebuild_producer_state` needs of a partition, over the planned file set."""
+
+    def __init__(self, directory: Path, segments: list[LogSegment]):
+        from seglog_cli.storage.partition_log import PartitionLog
+
+        self.real = PartitionLog(directory)
+        self.segments = segments
+        self.files = self.real.files
+
+    @property
+    def log_start_offset(self):
+        return self.segments[0].base_offset if self.segments else None
+
+    def log_end_offset(self):
+        return self.segments[-1].read_next_offset() if self.segments else None
+
+    def segments_from(self, offset: int):
+        bases = [s.base_offset for s in self.segments]
+        index = max(0, bisect.bisect_right(bases, offset) - 1)
+        return self.segments[index:]
+
+
+def _recover_one(directory: Path, segment: LogSegment, manager: ProducerStateManager, out: PartitionRecovery,
+                 config: TopicConfig) -> bool:
+    """``LogSegment.recover`` of one segment; True when bytes were truncated."""
+    stem = format_offset(segment.base_offset)
+    mapped = MappedFile(segment.log_path)
+    size = mapped.size
+    try:
+        recovered = recover_indexes(mapped, segment.base_offset, config)
+    except RebuildError as exc:
+        mapped.close()
+        # InvalidOffsetException from the index: Kafka truncates the segment to its base offset
+        out.steps.append(Step("truncate", segment.log_path, f"{exc.message}: Kafka truncates the segment to its base "
+                                                            "offset", size=0, offsets_lost=(segment.base_offset, None)))
+        out.bytes_truncated += size
+        return True
+    valid = recovered.valid_bytes
+    replay = replay_segment(manager, segment)
+    mapped.close()
+    segment.close()
+    truncated = valid < size
+    if truncated:
+        if out.mode == SALVAGE:
+            return _salvage(directory, segment, valid, recovered, out, config) or False
+        lost = _offsets_after(segment, valid)
+        out.steps.append(Step("truncate", segment.log_path,
+                              f"{recovered.stop}: Kafka truncates the segment to its valid {valid} bytes",
+                              size=valid, offsets_lost=lost))
+        out.bytes_truncated += size - valid
+        if lost is not None:
+            out.offsets_lost.append(lost)
+    out.steps.append(Step("replace", directory / (stem + ".index"), "rebuilt by recovery",
+                          data=recovered.offset_index))
+    out.steps.append(Step("replace", directory / (stem + ".timeindex"), "rebuilt by recovery",
+                          data=recovered.time_index))
+    txn = replay.txn_index_bytes()
+    if txn or segment.txn_index_path.exists():
+        out.steps.append(Step("replace", directory / (stem + ".txnindex"), "rebuilt by recovery", data=txn))
+    out._segment_ends.append(manager.map_end_offset)  # type: ignore[attr-defined]  # recoverSegment's snapshot
+    return truncated
+
+
+def _salvage(directory, segment, valid, recovered, out, config) -> bool:
+    raise RecoverError("--mode salvage is not implemented yet: use --mode kafka, or seglog dump --format jsonl to "
+                       "export the batches after the damage first", segment.log_path, valid)
+
+
+def _offsets_after(segment: LogSegment, position: int) -> tuple[int, int | None] | None:
+    """The offsets of the batches from ``position`` on (what a truncation there loses)."""
+    first = last = None
+    with MappedFile(segment.log_path) as mapped:
+        for batch in LogScan(mapped, position):
+            if batch.is_valid:
+                first = batch.base_offset if first is None else first
+                last = batch.last_offset
+    return None if first is None else (first, last)
+
+
+def _last_offset(segment: LogSegment) -> int | None:
+    last = None
+    with MappedFile(segment.log_path) as mapped:
+        for batch in LogScan(mapped, resync=False):
+            last = batch.last_offset
+    return last
+
+
+def _segment_files(files: dict[str, Path], segment: LogSegment) -> list[Path]:
+    stem = format_offset(segment.base_offset)
+    return [files[n] for n in (stem + ".log", stem + ".index", stem + ".timeindex", stem + ".txnindex")
+            if n in files]
+
+
+def _finish(directory: Path, files: dict[str, Path], kept: list[LogSegment], out: PartitionRecovery,
+            log_start_checkpoint: int, config: TopicConfig) -> None:
+    """Pass 6: log end and start offsets, leader epochs, producer snapshots."""
+    end = _end_offset(kept, out)
+    out.log_end_offset = end
+    out.log_start_offset = max(log_start_checkpoint, kept[0].base_offset) if kept else log_start_checkpoint
+    if kept and end < log_start_checkpoint:
+        out.notes.append(f"the log end offset {end} is below the log start offset checkpoint {log_start_checkpoint}: "
+                         "Kafka deletes every segment")
+    _leader_epochs(directory, out)
+    _snapshots(directory, files, kept, out)
+
+
+def _end_offset(kept: list[LogSegment], out: PartitionRecovery) -> int:
+    truncations = {s.path: s.size for s in out.steps if s.op == "truncate"}
+    for segment in reversed(kept):
+        size = truncations.get(segment.log_path)
+        end = None
+        with MappedFile(segment.log_path) as mapped:
+            for batch in LogScan(mapped, 0, size, resync=False, bounded=size is not None):
+                end = batch.next_offset
+        if end is not None:
+            return end
+        if segment is kept[-1]:
+            return segment.base_offset
+    return 0
+
+
+def _leader_epochs(directory: Path, out: PartitionRecovery) -> None:
+    path = directory / LEADER_EPOCH_CHECKPOINT
+    if not path.is_file():
+        return
+    entries = read_leader_epoch_checkpoint(path)
+    kept = [e for e in entries if e.start_offset < out.log_end_offset]  # truncateFromEnd
+    if kept and out.log_start_offset > kept[0].start_offset:  # truncateFromStart
+        below = [e for e in kept if e.start_offset <= out.log_start_offset]
+        kept = [EpochEntry(below[-1].epoch, out.log_start_offset)] + [e for e in kept if e.start_offset > out.log_start_offset]
+    if kept != entries:
+        out.steps.append(Step("replace", path, f"leader epochs cut to [{out.log_start_offset}, {out.log_end_offset})",
+                              data=format_leader_epoch_checkpoint(kept)))
+
+
+class _SnapshotModel:
+    """Which ``<offset>.snapshot`` files exist as Kafka's loader goes (offsets only; their
+    contents are the producer state at those offsets, computed at the end)."""
+
+    def __init__(self, present: set[int], log_start: int):
+        self.present = set(present)
+        self.original = set(present)
+        self.written: set[int] = set()
+        self.log_start = log_start
+        self.last_snap = max(present, default=log_start)
+
+    def rebuild_to(self, last: int, bases: list[int]) -> None:
+        """``rebuildProducerState(lastOffset)``: snapshots above ``last`` or at/below the log
+        start deleted; the newest remaining one loaded; snapshots taken at the last two segment
+        bases passed while replaying, and at ``last``."""
+        self.present = {o for o in self.present if self.log_start < o <= last}
+        self.written &= self.present
+        loaded = max(self.present, default=None)
+        end = loaded if loaded is not None else self.log_start
+        self.last_snap = end
+        if last > end and bases:
+            wanted = {bases[-1], last} | ({bases[-2]} if len(bases) > 1 else set())
+            floor = max((b for b in bases if b <= end), default=bases[0])
+            for base in bases:
+                if floor <= base < last and base in wanted:
+                    self.take(max(base, end, self.log_start))
+        self.take(last)
+
+    def take(self, offset: int) -> None:
+        """``takeSnapshot`` at the map end offset ``offset`` (only when it moved past the last)."""
+        if offset > self.last_snap:
+            self.present.add(offset)
+            self.written.add(offset)
+            self.last_snap = offset
+
+    def remove_strays(self, bases: set[int]) -> None:
+        strays = sorted(o for o in self.present if o not in bases)
+        highest = strays[-1] if strays and bases and strays[-1] >= max(bases) else None
+        self.present = {o for o in self.present if o in bases or o == highest}
+        self.written &= self.present
+
+
+def _snapshots(directory: Path, files: dict[str, Path], kept: list[LogSegment], out: PartitionRecovery) -> None:
+    """``removeStraySnapshots`` then ``rebuildProducerState`` to the log end offset; then the
+    steps that take the directory from its snapshots to the model's."""
+    model = out._snapshot_model  # type: ignore[attr-defined]
+    bases = [s.base_offset for s in kept]
+    model.remove_strays(set(bases))
+    model.rebuild_to(out.log_end_offset, bases)
+    for offset in sorted(model.original - model.present):
+        out.steps.append(Step("remove", directory / f"{format_offset(offset)}.snapshot",
+                              "a producer snapshot Kafka's loader deletes (stray, or above a recovered segment)"))
+    log = _VirtualLog(directory, kept)
+    for offset in sorted(model.written):
+        manager = rebuild_producer_state(log, up_to_offset=offset).manager
+        out.steps.append(Step("replace", directory / f"{format_offset(offset)}.snapshot",
+                              "the producer state Kafka's loader snapshots here", data=manager.snapshot_bytes()))
+
+
+def _checkpoint_steps(state: _LogDirState, partitions: list[PartitionRecovery]) -> list[Step]:
+    steps = []
+    points = dict(state.recovery_points)
+    marks = dict(state.high_watermarks)
+    changed_points = changed_marks = False
+    for p in partitions:
+        name = parse_partition_dir_name(p.path.name)
+        if name is None:
+            continue
+        tp = TopicPartition(name.topic, name.partition)
+        if points.get(tp) != p.log_end_offset:
+            points[tp] = p.log_end_offset
+            changed_points = True
+        if tp in marks:
+            clamped = min(max(marks[tp], p.log_start_offset), p.log_end_offset)
+            if clamped != marks[tp]:
+                marks[tp] = clamped
+                changed_marks = True
+    steps_out = steps
+    if changed_points and (state.path / RECOVERY_POINT_CHECKPOINT).exists():
+        steps.append(Step("replace", state.path / RECOVERY_POINT_CHECKPOINT,
+                          "recovery points at the log end offsets (everything below is recovered and fsynced)",
+                          data=format_offset_checkpoint(points)))
+    if changed_marks:
+        steps.append(Step("replace", state.path / REPLICATION_CHECKPOINT,
+                          "high watermarks clamped into [log start, log end] as Kafka does at load",
+                          data=format_offset_checkpoint(marks)))
+    return [step for step in steps_out if not _no_op(step)]
+
+
+# -- applying -----------------------------------------------------------------------------------------
+
+@dataclass
+class RecoveryResult:
+    backup_dir: Path | None
+    steps: int
+
+
+def apply_recover(plan: RecoveryPlan, backup_root: str | Path | None = None) -> RecoveryResult:
+    """Carry out the plan, one log dir at a time under its lock, every byte removed kept in the
+    backup (``seglog undo`` restores it)."""
+    backup_dir, count = None, 0
+    for log_dir in {p.path.parent for p in plan.partitions} | set(plan.log_dir_steps):
+        steps = [s for p in plan.partitions if p.path.parent == log_dir for s in p.steps]
+        steps += plan.log_dir_steps.get(log_dir, [])
+        if not steps:
+            continue
+        with held_log_dir(log_dir), ChangeSet(log_dir, "recover", backup_root) as changes:
+            for step in steps:
+                if step.op == "remove":
+                    if step.path.exists():
+                        changes.remove(step.path)
+                elif step.op == "rename":
+                    changes.rename(step.path, step.target)
+                elif step.op == "truncate":
+                    changes.truncate(step.path, step.size)
+                else:
+                    changes.replace(step.path, step.data)
+                count += 1
+        backup_dir = changes.backup_dir
+    return RecoveryResult(backup_dir, count)
+
+
+__all__ = ["KAFKA", "SALVAGE", "PartitionRecovery", "RecoverError", "RecoveryPlan", "RecoveryResult", "Step",
+           "apply_recover", "plan_partition", "plan_recover"]

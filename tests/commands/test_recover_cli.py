@@ -1,0 +1,54 @@
+"""``seglog recover`` from the command line: plan, apply, undo, exit statuses, JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+from tests.conftest import run_seglog
+
+CASE = "kafka-4.2.0/recovery-cases/a-append-garbage-active-log"
+
+
+def _data(corpus, tmp_path):
+    target = tmp_path / "data"
+    shutil.copytree(corpus / CASE / "before", target)
+    for root, dirs, files in os.walk(target):
+        for name in files:
+            os.chmod(os.path.join(root, name), 0o644)
+    return target
+
+
+def test_plan_apply_undo(corpus, tmp_path):
+    data = _data(corpus, tmp_path)
+    before = {p.name: p.read_bytes() for p in (data / "plain-0").iterdir()}
+    plan = run_seglog("recover", str(data / "plain-0"))
+    assert plan.exit_code == 1, plan.err
+    assert "truncate 00000000000000008203.log to 399586 bytes" in plan.out and "100 bytes truncated" in plan.out
+    assert {p.name: p.read_bytes() for p in (data / "plain-0").iterdir()} == before
+    applied = run_seglog("recover", "--apply", "--backup-dir", str(tmp_path / "b"), str(data))
+    assert applied.exit_code == 0, applied.err
+    assert (data / "plain-0" / "00000000000000008203.log").stat().st_size == 399586
+    again = run_seglog("recover", "--format", "json", str(data))
+    assert again.exit_code == 0 and json.loads(again.out)["summary"]["steps"] == 0
+    (backup,) = (tmp_path / "b").iterdir()
+    undone = run_seglog("recover", "--undo", str(backup))
+    assert undone.exit_code == 0, undone.err
+    assert {p.name: p.read_bytes() for p in (data / "plain-0").iterdir()} == before
+
+
+def test_json_plan(corpus, tmp_path):
+    data = _data(corpus, tmp_path)
+    result = run_seglog("recover", "--format", "json", str(data / "plain-0"))
+    document = json.loads(result.out)
+    assert document["version"] == 1 and document["mode"] == "kafka"
+    (partition,) = document["partitions"]
+    assert partition["recoveredSegments"] == [6225, 8203] and partition["logEndOffset"] == 8929
+    assert partition["bytesTruncated"] == 100 and document["applied"] is None
+
+
+def test_salvage_refused_and_missing_path(corpus, tmp_path):
+    data = _data(corpus, tmp_path)
+    assert run_seglog("recover", "--mode", "salvage", str(data / "plain-0")).exit_code == 3
+    assert run_seglog("recover", str(tmp_path / "nope")).exit_code == 4

@@ -1,0 +1,136 @@
+"""recover --mode kafka against what the real broker did at start-up (recovery cases a, c, c2).
+
+The broker's ``after/`` is the partition after it loaded (and later shut down cleanly): the
+same files, the same ``.log``, ``.index``, ``.timeindex`` and ``.snapshot`` bytes. The only
+difference allowed is the leader-epoch-checkpoint entry the broker added when it was elected
+leader (an epoch starting at the log end offset): that is leadership, not recovery.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from seglog_cli.storage.checkpoints import TopicPartition, read_offset_checkpoint
+from seglog_cli.storage.recover import RecoverError, apply_recover, plan_recover
+from seglog_cli.storage.safety import undo
+from seglog_cli.storage.verify import verify
+
+CASES = ["a-append-garbage-active-log", "c-delete-oldest-index", "c2-delete-active-index"]
+
+
+def _copy(corpus, case: str, target: Path) -> Path:
+    shutil.copytree(corpus / "kafka-4.2.0" / "recovery-cases" / case / "before", target)
+    for root, dirs, files in os.walk(target):
+        os.chmod(root, 0o755)
+        for name in files:
+            os.chmod(os.path.join(root, name), 0o644)
+    return target
+
+
+def _tree(directory: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in directory.iterdir() if p.is_file()}
+
+
+def _assert_like_the_broker(corpus, case: str, partition: Path) -> None:
+    after = corpus / "kafka-4.2.0" / "recovery-cases" / case / "after" / "plain-0"
+    mine, theirs = _tree(partition), _tree(after)
+    assert sorted(mine) == sorted(theirs)
+    for name in mine:
+        if name == "leader-epoch-checkpoint":
+            lines = theirs[name].decode().splitlines()
+            elected = f"{int(lines[1]) - 1}"
+            assert mine[name].decode().splitlines() == [lines[0], elected] + lines[2:-1], "leader epochs"
+            assert lines[-1].endswith(" 8929")  # the broker's election at the log end offset
+        else:
+            assert mine[name] == theirs[name], name
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_kafka_mode_does_what_the_broker_did(corpus, tmp_path, case):
+    data = _copy(corpus, case, tmp_path / "data")
+    before = _tree(data / "plain-0")
+    plan = plan_recover([data / "plain-0"])
+    assert plan.partitions[0].recovered_segments[-2:] == [6225, 8203]  # from the recovery point 6729 on
+    result = apply_recover(plan, backup_root=tmp_path / "backups")
+    _assert_like_the_broker(corpus, case, data / "plain-0")
+    assert read_offset_checkpoint(data / "recovery-point-offset-checkpoint")[TopicPartition("plain", 0)] == 8929
+    assert [f for f in verify([str(data / "plain-0")]).all_findings() if f.severity.value != "info"] == []
+    assert plan_recover([data / "plain-0"]).steps == []  # a second run has nothing to do
+    undo(result.backup_dir)
+    assert _tree(data / "plain-0") == before
+
+
+def test_the_garbage_is_kept_in_the_backup(corpus, tmp_path):
+    data = _copy(corpus, CASES[0], tmp_path / "data")
+    original = (data / "plain-0" / "00000000000000008203.log").read_bytes()
+    plan = plan_recover([data / "plain-0"])
+    (truncate,) = [s for s in plan.steps if s.op == "truncate"]
+    assert truncate.size == 399586 and plan.partitions[0].bytes_truncated == 100
+    result = apply_recover(plan, backup_root=tmp_path / "backups")
+    (kept,) = (result.backup_dir / "files").glob("*00000000000000008203.log")
+    assert kept.read_bytes() == original
+
+
+def test_damage_in_an_older_segment_drops_every_later_one(corpus, tmp_path):
+    """A CRC failure in segment 6225 (above the recovery point's floor): Kafka truncates there
+    and deletes segment 8203 whole; the plan names the offsets lost."""
+    data = _copy(corpus, CASES[0], tmp_path / "data")
+    log = data / "plain-0" / "00000000000000006225.log"
+    raw = bytearray(log.read_bytes())
+    raw[200000] ^= 0xFF
+    log.write_bytes(bytes(raw))
+    plan = plan_recover([data / "plain-0"])
+    partition = plan.partitions[0]
+    removed = {s.path.name for s in plan.steps if s.op == "remove"}
+    assert {"00000000000000008203.log", "00000000000000008203.index", "00000000000000008203.timeindex"} <= removed
+    assert partition.offsets_lost[-1] == (8203, 8928)
+    assert partition.log_end_offset < 8203
+    apply_recover(plan, backup_root=tmp_path / "backups")
+    assert not (data / "plain-0" / "00000000000000008203.log").exists()
+    assert [f for f in verify([str(data / "plain-0")]).all_findings() if f.severity.value not in ("info",)] == []
+
+
+def test_salvage_is_refused_for_now(corpus, tmp_path):
+    data = _copy(corpus, CASES[0], tmp_path / "data")
+    with pytest.raises(RecoverError, match="salvage is not implemented"):
+        plan_recover([data / "plain-0"], mode="salvage")
+
+
+APPLY = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from seglog_cli.storage.recover import apply_recover, plan_recover
+    apply_recover(plan_recover([Path(sys.argv[1])]), backup_root=sys.argv[2])
+""")
+
+
+def test_a_kill_at_any_step_is_finished_by_running_again(corpus, tmp_path):
+    step = 1
+    while True:
+        data = _copy(corpus, CASES[1], tmp_path / f"run{step}" / "data")
+        done = subprocess.run([sys.executable, "-c", APPLY, str(data / "plain-0"), str(tmp_path / f"run{step}" / "b")],
+                              env=dict(os.environ, SEGLOG_FAULT_AT=str(step)), capture_output=True, text=True)
+        assert done.returncode in (0, 137), done.stderr
+        apply_recover(plan_recover([data / "plain-0"]), backup_root=tmp_path / f"run{step}" / "again")
+        assert plan_recover([data / "plain-0"]).steps == []
+        mine = {n: b for n, b in _tree(data / "plain-0").items() if not n.endswith(".tmp")}
+        theirs = _tree(corpus / "kafka-4.2.0" / "recovery-cases" / CASES[1] / "after" / "plain-0")
+        # every .log and index as the broker left them; the broker's snapshots there (a run
+        # interrupted after the missing index was written recovers less, as Kafka would, and may
+        # keep one more valid snapshot)
+        for name, data_bytes in theirs.items():
+            if name != "leader-epoch-checkpoint":
+                assert mine.get(name) == data_bytes, (step, name)
+        assert set(mine) - set(theirs) <= {"00000000000000004138.snapshot"}, step
+        assert [f for f in verify([str(data / "plain-0")]).all_findings() if f.severity.value != "info"] == []
+        if done.returncode == 0:
+            break
+        step += 1
+    assert step > 10

@@ -51,6 +51,7 @@ def recover_command(
     apply: bool = typer.Option(False, "--apply", help="Carry out the plan (default: only show it)."),
     config: Optional[List[str]] = typer.Option(None, "--config", help="Topic config key=value (index.interval.bytes, segment.index.bytes)."),
     backup_dir: Optional[str] = typer.Option(None, "--backup-dir", help="Where removed bytes and the manifest go."),
+    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Partitions planned in parallel processes (num.recovery.threads.per.data.dir)."),
     undo: Optional[str] = typer.Option(None, "--undo", help="Restore what an earlier recover --apply changed, from its backup directory."),
     output_format: Format = typer.Option(Format.text, "--format", help="text or json."),
 ) -> None:
@@ -58,7 +59,7 @@ def recover_command(
     raise typer.Exit(guarded(lambda: _run(**arguments)))
 
 
-def _run(paths, mode, apply, config, backup_dir, undo, output_format) -> int:
+def _run(paths, mode, apply, config, backup_dir, jobs, undo, output_format) -> int:
     if undo is not None:
         for line in undo_under_lock(undo):
             sys.stdout.write(line + "\n")
@@ -68,7 +69,7 @@ def _run(paths, mode, apply, config, backup_dir, undo, output_format) -> int:
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     partitions = _partitions(command_paths(paths, "partition directory or log dir"))
-    plan = plan_recover(partitions, mode.value, topic_config)
+    plan = plan_recover(partitions, mode.value, topic_config, jobs)
     applied = apply_recover(plan, backup_dir) if apply and plan.steps else None
     if output_format == Format.json:
         recover_report.render_json(plan, sys.stdout, applied)

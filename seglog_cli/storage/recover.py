@@ -28,6 +28,7 @@ in ``seglog-backups/`` beside the log dir), under the log dir's lock.
 from __future__ import annotations
 
 import bisect
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +42,7 @@ from seglog_cli.storage.indexes import TransactionIndex
 from seglog_cli.storage.log_dir_files import (CLEAN_SHUTDOWN, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
                                               REPLICATION_CHECKPOINT)
 from seglog_cli.storage.naming import format_offset, parse_partition_dir_name, parse_segment_file_name
+from seglog_cli.storage.parallel import parallel_map
 from seglog_cli.storage.producer_state import ProducerStateManager, rebuild_producer_state, replay_segment
 from seglog_cli.storage.rebuild_index import RebuildError, recover_indexes
 from seglog_cli.storage.safety import ChangeSet, held_log_dir
@@ -48,6 +50,7 @@ from seglog_cli.storage.segments import LogSegment
 from seglog_cli.storage.topic_config import TopicConfig
 
 KAFKA, SALVAGE = "kafka", "salvage"
+ABORTED = struct.Struct(">hqqqq")
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 
 
@@ -145,16 +148,18 @@ def _log_dir_state(log_dir: Path) -> _LogDirState:
 
 # -- planning ---------------------------------------------------------------------------------------
 
-def plan_recover(partition_dirs: list[Path], mode: str = KAFKA, config: TopicConfig = TopicConfig()) -> RecoveryPlan:
+def plan_recover(partition_dirs: list[Path], mode: str = KAFKA, config: TopicConfig = TopicConfig(),
+                 jobs: int = 1) -> RecoveryPlan:
+    """The recovery of ``partition_dirs``; ``jobs`` partitions at a time in parallel processes
+    (Kafka: ``num.recovery.threads.per.data.dir``; segments of a partition go in order)."""
     if mode not in (KAFKA, SALVAGE):
         raise RecoverError(f"unknown mode {mode!r} (kafka or salvage)")
     plan = RecoveryPlan(mode)
     states: dict[Path, _LogDirState] = {}
-    for directory in partition_dirs:
-        directory = Path(directory).absolute()
-        log_dir = directory.parent
-        state = states.setdefault(log_dir, _log_dir_state(log_dir))
-        plan.partitions.append(plan_partition(directory, state, mode, config))
+    directories = [Path(d).absolute() for d in partition_dirs]
+    for directory in directories:
+        states.setdefault(directory.parent, _log_dir_state(directory.parent))
+    plan.partitions = parallel_map(lambda d: plan_partition(d, states[d.parent], mode, config), directories, jobs)
     for log_dir, state in states.items():
         plan.log_dir_steps[log_dir] = _checkpoint_steps(state, [p for p in plan.partitions if p.path.parent == log_dir])
     return plan
@@ -174,12 +179,15 @@ def plan_partition(directory: Path, state: _LogDirState, mode: str, config: Topi
         bases = [s.base_offset for s in segments]
         start = max(0, bisect.bisect_right(bases, recovery_point) - 1)
         must.update(bases[start:])
+    out._salvaged_ends = {}  # type: ignore[attr-defined]
     out._snapshot_model = _SnapshotModel(  # type: ignore[attr-defined]
         {parse_segment_file_name(n).base_offset for n in files if n.endswith(".snapshot")}, log_start_checkpoint)
     kept = _recover_segments(directory, files, segments, sorted(must), out, config)
     _finish(directory, files, kept, out, log_start_checkpoint, config)
     out.steps = [step for step in out.steps if not _no_op(step)]
-    del out._snapshot_model  # type: ignore[attr-defined]
+    del out._snapshot_model, out._salvaged_ends  # type: ignore[attr-defined]
+    if hasattr(out, "_salvaged_from"):
+        del out._salvaged_from
     return out
 
 
@@ -346,13 +354,13 @@ def _recover_one(directory: Path, segment: LogSegment, manager: ProducerStateMan
         out.bytes_truncated += size
         return True
     valid = recovered.valid_bytes
-    replay = replay_segment(manager, segment)
     mapped.close()
+    if valid < size and out.mode == SALVAGE:
+        return _salvage(directory, segment, valid, manager, out, config)
+    replay = replay_segment(manager, segment)
     segment.close()
     truncated = valid < size
     if truncated:
-        if out.mode == SALVAGE:
-            return _salvage(directory, segment, valid, recovered, out, config) or False
         lost = _offsets_after(segment, valid)
         out.steps.append(Step("truncate", segment.log_path,
                               f"{recovered.stop}: Kafka truncates the segment to its valid {valid} bytes",
@@ -371,20 +379,66 @@ def _recover_one(directory: Path, segment: LogSegment, manager: ProducerStateMan
     return truncated
 
 
-def _salvage(directory, segment, valid, recovered, out, config) -> bool:
-    raise RecoverError("--mode salvage is not implemented yet: use --mode kafka, or seglog dump --format jsonl to "
-                       "export the batches after the damage first", segment.log_path, valid)
+def _salvage(directory: Path, segment: LogSegment, valid: int, manager: ProducerStateManager, out: PartitionRecovery,
+             config: TopicConfig) -> bool:
+    """Salvage: keep every valid batch of the segment, the damaged bytes alone cut out (found
+    by verify's resync), indexes and ``.txnindex`` built over what is kept. Returns False (the
+    later segments stay)."""
+    from seglog_cli.storage.producer_state import _recover_batch
+    from seglog_cli.storage.writer import SegmentIndexer
+
+    stem = format_offset(segment.base_offset)
+    indexer = SegmentIndexer(segment.base_offset, config.index_interval_bytes, config.segment_index_bytes,
+                             path=segment.log_path)
+    pieces, aborted, lost = [], [], []
+    position = 0
+    expected = segment.base_offset
+    with MappedFile(segment.log_path) as mapped:
+        size = mapped.size
+        for batch in LogScan(mapped):
+            if not batch.is_valid:
+                continue
+            if batch.base_offset > expected and position > 0 or (batch.position > 0 and not pieces and
+                                                                   batch.base_offset > expected):
+                lost.append((expected, batch.base_offset - 1))
+            indexer.append(position, batch.size, batch.last_offset, batch.max_timestamp, batch.last_offset)
+            pieces.append(bytes(mapped.view[batch.position:batch.end_position]))
+            _recover_batch(manager, mapped.buffer, batch, str(segment.log_path), aborted)
+            position += batch.size
+            expected = batch.next_offset
+    indexer.close()
+    data = b"".join(pieces)
+    out.bytes_truncated += size - len(data)
+    out.offsets_lost.extend(lost)
+    out.steps.append(Step("replace", segment.log_path,
+                          f"salvage: {size - len(data)} damaged bytes cut out, {len(pieces)} valid batches kept "
+                          f"(Kafka would truncate at position {valid})", data=data,
+                          offsets_lost=lost[0] if len(lost) == 1 else None))
+    out.steps.append(Step("replace", directory / (stem + ".index"), "rebuilt over the kept batches",
+                          data=bytes(indexer.offset_index)))
+    out.steps.append(Step("replace", directory / (stem + ".timeindex"), "rebuilt over the kept batches",
+                          data=bytes(indexer.time_index)))
+    txn = b"".join(ABORTED.pack(0, t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset)
+                   for t in aborted)
+    if txn or segment.txn_index_path.exists():
+        out.steps.append(Step("replace", directory / (stem + ".txnindex"), "rebuilt over the kept batches", data=txn))
+    out._salvaged_ends[segment.log_path] = expected  # type: ignore[attr-defined]
+    out._salvaged_from = min(getattr(out, "_salvaged_from", segment.base_offset), segment.base_offset)  # type: ignore
+    return False
 
 
 def _offsets_after(segment: LogSegment, position: int) -> tuple[int, int | None] | None:
-    """The offsets of the batches from ``position`` on (what a truncation there loses)."""
-    first = last = None
+    """The offsets a truncation at ``position`` loses: from the next offset after the kept
+    batches to the last offset of any valid batch found after ``position``."""
+    first = segment.base_offset
+    last = None
     with MappedFile(segment.log_path) as mapped:
+        for batch in LogScan(mapped, 0, position, resync=False, bounded=True):
+            first = batch.next_offset
         for batch in LogScan(mapped, position):
             if batch.is_valid:
-                first = batch.base_offset if first is None else first
                 last = batch.last_offset
-    return None if first is None else (first, last)
+    return None if last is None else (first, last)
 
 
 def _last_offset(segment: LogSegment) -> int | None:
@@ -416,7 +470,10 @@ def _finish(directory: Path, files: dict[str, Path], kept: list[LogSegment], out
 
 def _end_offset(kept: list[LogSegment], out: PartitionRecovery) -> int:
     truncations = {s.path: s.size for s in out.steps if s.op == "truncate"}
+    salvaged = getattr(out, "_salvaged_ends", {})
     for segment in reversed(kept):
+        if segment.log_path in salvaged:
+            return salvaged[segment.log_path]
         size = truncations.get(segment.log_path)
         end = None
         with MappedFile(segment.log_path) as mapped:
@@ -434,7 +491,10 @@ def _leader_epochs(directory: Path, out: PartitionRecovery) -> None:
     if not path.is_file():
         return
     entries = read_leader_epoch_checkpoint(path)
-    kept = [e for e in entries if e.start_offset < out.log_end_offset]  # truncateFromEnd
+    # truncateFromEnd: entries past the log end go. (Kafka's loader also drops an epoch that starts
+    # exactly at the log end, and the broker assigns it again when it is elected leader; seglog
+    # keeps that one, so an idle partition's file is not rewritten for nothing.)
+    kept = [e for e in entries if e.start_offset <= out.log_end_offset]
     if kept and out.log_start_offset > kept[0].start_offset:  # truncateFromStart
         below = [e for e in kept if e.start_offset <= out.log_start_offset]
         kept = [EpochEntry(below[-1].epoch, out.log_start_offset)] + [e for e in kept if e.start_offset > out.log_start_offset]
@@ -492,6 +552,12 @@ def _snapshots(directory: Path, files: dict[str, Path], kept: list[LogSegment], 
     bases = [s.base_offset for s in kept]
     model.remove_strays(set(bases))
     model.rebuild_to(out.log_end_offset, bases)
+    salvaged_from = getattr(out, "_salvaged_from", None)
+    if salvaged_from is not None:  # the state above a salvaged segment is Kafka's to rebuild from the log
+        model.present = {o for o in model.present if o <= salvaged_from}
+        model.written = {o for o in model.written if o <= salvaged_from}
+        out.notes.append(f"salvage: no producer snapshot above offset {salvaged_from}; the broker rebuilds the "
+                         "producer state from the log at its next start")
     for offset in sorted(model.original - model.present):
         out.steps.append(Step("remove", directory / f"{format_offset(offset)}.snapshot",
                               "a producer snapshot Kafka's loader deletes (stray, or above a recovered segment)"))

@@ -48,7 +48,16 @@ def test_json_plan(corpus, tmp_path):
     assert partition["bytesTruncated"] == 100 and document["applied"] is None
 
 
-def test_salvage_refused_and_missing_path(corpus, tmp_path):
+def test_salvage_plan_and_missing_path(corpus, tmp_path):
     data = _data(corpus, tmp_path)
-    assert run_seglog("recover", "--mode", "salvage", str(data / "plain-0")).exit_code == 3
+    result = run_seglog("recover", "--mode", "salvage", str(data / "plain-0"))
+    assert result.exit_code == 1 and "mode salvage" in result.out
     assert run_seglog("recover", str(tmp_path / "nope")).exit_code == 4
+
+
+def test_jobs_give_the_same_plan(corpus):
+    """Planning only reads: the broker-written log dir itself, 110 partitions, 1 and 2 jobs."""
+    data = corpus / "kafka-4.2.0" / "data"
+    one = json.loads(run_seglog("recover", "--format", "json", str(data)).out)
+    two = json.loads(run_seglog("recover", "--format", "json", "--jobs", "2", str(data)).out)
+    assert one == two and len(one["partitions"]) == 110

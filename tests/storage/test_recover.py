@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from seglog_cli.storage.checkpoints import TopicPartition, read_offset_checkpoint
-from seglog_cli.storage.recover import RecoverError, apply_recover, plan_recover
+from seglog_cli.storage.recover import apply_recover, plan_recover
 from seglog_cli.storage.safety import undo
 from seglog_cli.storage.verify import verify
 
@@ -97,12 +97,6 @@ def test_damage_in_an_older_segment_drops_every_later_one(corpus, tmp_path):
     assert [f for f in verify([str(data / "plain-0")]).all_findings() if f.severity.value not in ("info",)] == []
 
 
-def test_salvage_is_refused_for_now(corpus, tmp_path):
-    data = _copy(corpus, CASES[0], tmp_path / "data")
-    with pytest.raises(RecoverError, match="salvage is not implemented"):
-        plan_recover([data / "plain-0"], mode="salvage")
-
-
 APPLY = textwrap.dedent("""
     import sys
     from pathlib import Path
@@ -134,3 +128,41 @@ def test_a_kill_at_any_step_is_finished_by_running_again(corpus, tmp_path):
             break
         step += 1
     assert step > 10
+
+
+def _damage_6225(data: Path) -> None:
+    log = data / "plain-0" / "00000000000000006225.log"
+    raw = bytearray(log.read_bytes())
+    raw[200000] ^= 0xFF  # inside the batch holding offsets 6607..6633
+    log.write_bytes(bytes(raw))
+
+
+def _records(partition: Path) -> list[int]:
+    from seglog_cli.storage.partition_log import PartitionLog
+    from seglog_cli.storage.records import read_records
+
+    offsets = []
+    for segment in PartitionLog(partition).segments:
+        for batch in segment.batches():
+            assert batch.is_valid
+            offsets.extend(r.offset for r in read_records(segment.log.buffer, batch, str(segment.log_path)))
+        segment.close()
+    return offsets
+
+
+def test_salvage_keeps_everything_kafka_drops(corpus, tmp_path):
+    results = {}
+    for mode in ("kafka", "salvage"):
+        data = _copy(corpus, CASES[0], tmp_path / mode / "data")
+        _damage_6225(data)
+        before = _tree(data / "plain-0")
+        plan = plan_recover([data / "plain-0"], mode=mode)
+        result = apply_recover(plan, backup_root=tmp_path / mode / "backups")
+        assert [f for f in verify([str(data / "plain-0")]).all_findings() if f.severity.value != "info"] == []
+        results[mode] = (plan.partitions[0], _records(data / "plain-0"))
+        undo(result.backup_dir)
+        assert _tree(data / "plain-0") == before
+    kafka, salvage = results["kafka"], results["salvage"]
+    assert kafka[0].offsets_lost == [(6607, 8202), (8203, 8928)] and len(kafka[1]) == 6607
+    assert salvage[0].offsets_lost == [(6607, 6633)] and salvage[0].log_end_offset == 8929
+    assert set(kafka[1]) < set(salvage[1]) and len(salvage[1]) == 8929 - 27

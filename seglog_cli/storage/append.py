@@ -45,7 +45,8 @@ from seglog_cli.storage.checkpoints import (EpochEntry, PartitionMetadata, Topic
 from seglog_cli.storage.codecs import CODEC_NAMES
 from seglog_cli.storage.errors import SeglogError
 from seglog_cli.storage.log_dir_files import CLEAN_SHUTDOWN, RECOVERY_POINT_CHECKPOINT
-from seglog_cli.storage.naming import format_offset, parse_partition_dir_name
+from seglog_cli.storage.indexes import ABORTED_TXN
+from seglog_cli.storage.naming import format_offset, parse_partition_dir_name, parse_segment_file_name
 from seglog_cli.storage.partition_log import PartitionLog
 from seglog_cli.storage.producer_state import (ProducerStateManager, read_end_txn_marker, rebuild_producer_state)
 from seglog_cli.storage.writer import OFFSET_ENTRY, TIME_ENTRY, SegmentIndexer
@@ -369,18 +370,13 @@ def _append(plan: AppendPlan, active: _Segment, closed: list, snapshots: list, m
     if completed is not None:
         if completed.is_aborted:
             stable = manager.last_stable_offset(completed)
-            active.txn_entries += _ABORTED.pack(0, completed.producer_id, completed.first_offset,
-                                                completed.last_offset, stable)
+            active.txn_entries += ABORTED_TXN.pack(0, completed.producer_id, completed.first_offset,
+                                                   completed.last_offset, stable)
         manager.complete_txn(completed)
     plan.batches.append(PlannedBatch(header.base_offset, header.last_offset, header.records_count, len(data),
                                      active.base_offset, header.max_timestamp,
                                      None if marker is None else ("ABORT" if marker.is_abort else "COMMIT")))
     plan._active = active  # type: ignore[attr-defined]
-
-
-import struct as _struct  # noqa: E402
-
-_ABORTED = _struct.Struct(">hqqqq")
 
 
 def _snapshot_offset(path: Path) -> int:

@@ -227,7 +227,15 @@ class TimeIndex(_MappedIndex):
                 f"positive nor a multiple of {self.entry_size}", self.path)
 
 
-_ABORTED_TXN = struct.Struct(">bxqqqq")
+_ABORTED_TXN = struct.Struct(">bxqqqq")  # read as Kafka reads it: only the first version byte counts
+ABORTED_TXN = struct.Struct(">hqqqq")  # written as Kafka writes it (§11.1)
+assert ABORTED_TXN.size == txn_format.ABORTED_TXN_ENTRY_SIZE
+
+
+def format_aborted_txns(txns) -> bytes:
+    """The ``.txnindex`` bytes for ``txns`` (:class:`AbortedTxn`), in order."""
+    return b"".join(ABORTED_TXN.pack(t.version, t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset)
+                    for t in txns)
 
 
 class TransactionIndex:

@@ -42,7 +42,6 @@ module applies batch by batch throughout.
 from __future__ import annotations
 
 import bisect
-import struct
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,7 +49,7 @@ from pathlib import Path
 from seglog_cli.storage.batches import BatchHeader, LogScan, wrap_int32
 from seglog_cli.storage.control import parse_control_record
 from seglog_cli.storage.errors import InvalidRecordError, SeglogError
-from seglog_cli.storage.indexes import AbortedTxn
+from seglog_cli.storage.indexes import ABORTED_TXN, AbortedTxn, format_aborted_txns  # noqa: F401 - ABORTED_TXN: part of this module's interface
 from seglog_cli.storage.naming import parse_segment_file_name
 from seglog_cli.storage.records import read_records
 from seglog_cli.storage.segments import LogSegment
@@ -68,7 +67,6 @@ NO_SEQUENCE = -1
 NO_TIMESTAMP = -1
 TREEIFY_THRESHOLD, MIN_TREEIFY_CAPACITY = 8, 64  # java.util.HashMap
 PRODUCER_ID_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms default
-ABORTED_TXN = struct.Struct(">hqqqq")  # the 34-byte .txnindex entry (§11.1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,8 +390,7 @@ class SegmentReplay:
     state_after: tuple[ProducerStateEntry, ...]
 
     def txn_index_bytes(self) -> bytes:
-        return b"".join(ABORTED_TXN.pack(t.version, t.producer_id, t.first_offset, t.last_offset,
-                                         t.last_stable_offset) for t in self.aborted_txns)
+        return format_aborted_txns(self.aborted_txns)
 
 
 def replay_segment(manager: ProducerStateManager, segment: LogSegment, *, start_offset: int | None = None,

@@ -25,13 +25,13 @@ The walk keeps one offset and one time index in memory as packed bytes (at most
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from seglog_cli.storage.batches import LogScan
 from seglog_cli.storage.errors import SeglogError, UnreadableInputError
 from seglog_cli.storage.files import MappedFile
+from seglog_cli.storage.indexes import ABORTED_TXN
 from seglog_cli.storage.naming import parse_segment_file_name
 from seglog_cli.storage.producer_state import rebuild_producer_state, replay_segment
 from seglog_cli.storage.partition_log import LogDir, PartitionLog, find_kafka_dirs, is_log_dir, looks_like_partition_dir
@@ -42,7 +42,9 @@ from seglog_cli.storage.writer import OFFSET_ENTRY, TIME_ENTRY, SegmentIndexer, 
 
 INT32_MAX = 2**31 - 1
 NO_TIMESTAMP = -1
-TXN_ENTRY_SIZE = 34
+TXN_ENTRY_SIZE = ABORTED_TXN.size
+
+ENTRY_SIZES = {"offset": OFFSET_ENTRY.size, "time": TIME_ENTRY.size, "txn": TXN_ENTRY_SIZE}
 
 # what a planned file change is
 IDENTICAL, TRIM, CREATE, REWRITE = "identical", "trim", "create", "rewrite"
@@ -65,7 +67,7 @@ class IndexFilePlan:
 
     @property
     def entry_size(self) -> int:
-        return {"offset": OFFSET_ENTRY.size, "time": TIME_ENTRY.size, "txn": TXN_ENTRY_SIZE}[self.kind]
+        return ENTRY_SIZES[self.kind]
 
     @property
     def changes(self) -> bool:
@@ -272,7 +274,7 @@ def plan_segment(segment: LogSegment, config: TopicConfig = TopicConfig()) -> Se
 
 
 def _compare(path: Path, kind: str, rebuilt: bytes) -> IndexFilePlan:
-    size = OFFSET_ENTRY.size if kind == "offset" else TIME_ENTRY.size if kind == "time" else TXN_ENTRY_SIZE
+    size = ENTRY_SIZES[kind]
     entries = len(rebuilt) // size
     try:
         existing = path.read_bytes()
@@ -329,7 +331,7 @@ def _entry_text(kind: str, data: bytes, n: int, size: int) -> str:
     if kind == "time":
         timestamp, relative = TIME_ENTRY.unpack_from(data, n * size)
         return f"(timestamp {timestamp}, relative offset {relative})"
-    _, pid, first, last, lso = struct.unpack_from(">hqqqq", data, n * size)
+    _, pid, first, last, lso = ABORTED_TXN.unpack_from(data, n * size)
     return f"(producer {pid}, first offset {first}, last offset {last}, last stable offset {lso})"
 
 

@@ -28,7 +28,6 @@ in ``seglog-backups/`` beside the log dir), under the log dir's lock.
 from __future__ import annotations
 
 import bisect
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,7 +37,7 @@ from seglog_cli.storage.checkpoints import (EpochEntry, TopicPartition, format_l
                                             read_offset_checkpoint)
 from seglog_cli.storage.errors import SeglogError
 from seglog_cli.storage.files import MappedFile
-from seglog_cli.storage.indexes import TransactionIndex
+from seglog_cli.storage.indexes import TransactionIndex, format_aborted_txns
 from seglog_cli.storage.log_dir_files import (CLEAN_SHUTDOWN, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
                                               REPLICATION_CHECKPOINT)
 from seglog_cli.storage.naming import format_offset, parse_partition_dir_name, parse_segment_file_name
@@ -50,7 +49,6 @@ from seglog_cli.storage.segments import LogSegment
 from seglog_cli.storage.topic_config import TopicConfig
 
 KAFKA, SALVAGE = "kafka", "salvage"
-ABORTED = struct.Struct(">hqqqq")
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 
 
@@ -418,8 +416,7 @@ def _salvage(directory: Path, segment: LogSegment, valid: int, manager: Producer
                           data=bytes(indexer.offset_index)))
     out.steps.append(Step("replace", directory / (stem + ".timeindex"), "rebuilt over the kept batches",
                           data=bytes(indexer.time_index)))
-    txn = b"".join(ABORTED.pack(0, t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset)
-                   for t in aborted)
+    txn = format_aborted_txns(aborted)
     if txn or segment.txn_index_path.exists():
         out.steps.append(Step("replace", directory / (stem + ".txnindex"), "rebuilt over the kept batches", data=txn))
     out._salvaged_ends[segment.log_path] = expected  # type: ignore[attr-defined]

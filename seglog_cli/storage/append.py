@@ -301,8 +301,8 @@ def plan_append(partition_dir: str | Path, batches: Iterable[Sequence[NewRecord]
     if log is not None and log.segments:
         active = _Segment.reopen(directory, log.segments[-1], config, jitter)
         manager = rebuild_producer_state(log).manager
-        snapshots = [p for p in log.files.snapshots]
-        manager.last_snap_offset = max((_snapshot_offset(p) for p in snapshots), default=manager.last_snap_offset)
+        if log.files.snapshots:  # sorted by offset
+            manager.last_snap_offset = parse_segment_file_name(log.files.snapshots[-1].name).base_offset
     else:
         active = _Segment(directory, 0, config, jitter)
         manager = ProducerStateManager(0)
@@ -324,12 +324,10 @@ def plan_append(partition_dir: str | Path, batches: Iterable[Sequence[NewRecord]
         if not records:
             continue
         data = _encode(records, active.next_offset, codec, timestamp_type, now, epoch, producer, config)
-        _append(plan, active, closed, snapshots_to_write, manager, data, config, jitter)
-        active = plan._active  # type: ignore[attr-defined]
+        active = _append(plan, active, closed, snapshots_to_write, manager, data, config, jitter)
     if options.end_transaction is not None:
         marker = producer.marker(options.end_transaction, active.next_offset, now, epoch)
-        _append(plan, active, closed, snapshots_to_write, manager, marker, config, jitter)
-        active = plan._active  # type: ignore[attr-defined]
+        active = _append(plan, active, closed, snapshots_to_write, manager, marker, config, jitter)
     if not plan.batches:
         raise AppendError("nothing to append: no records were given")
     active.close()
@@ -344,7 +342,9 @@ def plan_append(partition_dir: str | Path, batches: Iterable[Sequence[NewRecord]
 
 
 def _append(plan: AppendPlan, active: _Segment, closed: list, snapshots: list, manager: ProducerStateManager,
-            data: bytes, config: TopicConfig, jitter: random.Random) -> None:
+            data: bytes, config: TopicConfig, jitter: random.Random) -> _Segment:
+    """One leader append of the batch ``data``, rolling first if Kafka would: the active
+    segment afterwards."""
     header = read_batch_header(data, memoryview(data), 0, len(data))
     if len(data) > config.max_message_bytes:
         raise AppendError(f"the batch at offset {header.base_offset} is {len(data)} bytes, more than "
@@ -376,14 +376,7 @@ def _append(plan: AppendPlan, active: _Segment, closed: list, snapshots: list, m
     plan.batches.append(PlannedBatch(header.base_offset, header.last_offset, header.records_count, len(data),
                                      active.base_offset, header.max_timestamp,
                                      None if marker is None else ("ABORT" if marker.is_abort else "COMMIT")))
-    plan._active = active  # type: ignore[attr-defined]
-
-
-def _snapshot_offset(path: Path) -> int:
-    try:
-        return int(path.name.split(".", 1)[0])
-    except ValueError:
-        return -1
+    return active
 
 
 def _leader_epochs(directory: Path) -> list[EpochEntry]:

@@ -12,7 +12,8 @@ whose records reach the timestamp and search it through its time index.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+import copy
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from seglog_cli.storage.errors import UnreadableInputError
@@ -77,6 +78,14 @@ class PartitionLog:
     def close(self) -> None:
         for segment in self.segments:
             segment.close()
+
+    def with_segments(self, segments: list[LogSegment]) -> "PartitionLog":
+        """This partition with ``segments`` in place of the files listed (what a plan leaves:
+        recovery's kept segments, completed swaps); the other files as listed."""
+        view = copy.copy(self)
+        view.files = replace(self.files, segments=sorted(segments, key=lambda s: s.base_offset))
+        view._bases = [segment.base_offset for segment in view.files.segments]
+        return view
 
     def floor_segment(self, offset: int) -> LogSegment | None:
         """The segment with the largest base offset <= ``offset``."""

@@ -412,7 +412,7 @@ def replay_segment(manager: ProducerStateManager, segment: LogSegment, *, start_
         if start_offset is not None and batch.last_offset < start_offset:
             continue
         try:
-            _recover_batch(manager, mapped.buffer, batch, path, aborted)
+            recover_batch(manager, mapped.buffer, batch, path, aborted)
         except SeglogError as exc:
             stop, reason = batch.end_position, f"{exc.message} (Kafka keeps this batch and truncates after it)"
             break
@@ -423,7 +423,7 @@ def replay_segment(manager: ProducerStateManager, segment: LogSegment, *, start_
     return SegmentReplay(segment.base_offset, tuple(aborted), valid_bytes, stop, reason, manager.entries())
 
 
-def _recover_batch(manager: ProducerStateManager, buf, batch: BatchHeader, path: str,
+def recover_batch(manager: ProducerStateManager, buf, batch: BatchHeader, path: str,
                    aborted: list[AbortedTxn]) -> None:
     """``LogSegment.updateProducerState``: update, then index an aborted transaction."""
     marker = None
@@ -526,4 +526,4 @@ def _segments_between(log, from_offset: int, to_offset: int) -> list[LogSegment]
 
 __all__ = ["ABORTED_TXN", "CompletedTxn", "EndTransactionMarker", "NUM_BATCHES_TO_RETAIN", "ProducerEntry",
            "ProducerStateManager", "ProducerStateRebuild", "SegmentReplay", "TxnMetadata", "read_end_txn_marker",
-           "rebuild_producer_state", "replay_segment"]
+           "rebuild_producer_state", "recover_batch", "replay_segment"]

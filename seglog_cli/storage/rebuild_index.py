@@ -135,6 +135,7 @@ class RecoveredIndexes:
     batches: int
     stop: str | None  # why the walk ended before the end of the file
     transactional_batches: int = 0
+    next_offset: int = 0  # the offset after the last valid batch (the segment's base when none)
 
 
 def recover_indexes(mapped: MappedFile, base_offset: int, config: TopicConfig = TopicConfig()) -> RecoveredIndexes:
@@ -163,7 +164,7 @@ def recover_indexes(mapped: MappedFile, base_offset: int, config: TopicConfig = 
     except WriterError as exc:
         raise RebuildError(exc.message, mapped.path, exc.position, exc.offset) from None
     return RecoveredIndexes(bytes(indexer.offset_index), bytes(indexer.time_index), valid_bytes, batches, stop,
-                            indexer.transactional_batches)
+                            indexer.transactional_batches, indexer.next_offset)
 
 
 # -- planning ---------------------------------------------------------------------------------

@@ -42,11 +42,14 @@ from seglog_cli.storage.log_dir_files import (CLEAN_SHUTDOWN, LOG_START_OFFSET_C
                                               REPLICATION_CHECKPOINT)
 from seglog_cli.storage.naming import format_offset, parse_partition_dir_name, parse_segment_file_name
 from seglog_cli.storage.parallel import parallel_map
-from seglog_cli.storage.producer_state import ProducerStateManager, rebuild_producer_state, replay_segment
+from seglog_cli.storage.partition_log import PartitionLog
+from seglog_cli.storage.producer_state import (ProducerStateManager, rebuild_producer_state, recover_batch,
+                                              replay_segment)
 from seglog_cli.storage.rebuild_index import RebuildError, recover_indexes
 from seglog_cli.storage.safety import ChangeSet, held_log_dir
 from seglog_cli.storage.segments import LogSegment
 from seglog_cli.storage.topic_config import TopicConfig
+from seglog_cli.storage.writer import SegmentIndexer
 
 KAFKA, SALVAGE = "kafka", "salvage"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
@@ -163,13 +166,32 @@ def plan_recover(partition_dirs: list[Path], mode: str = KAFKA, config: TopicCon
     return plan
 
 
+@dataclass
+class _Work:
+    """One partition being planned: the directory as the plan leaves it and what the walks
+    learnt on the way."""
+
+    directory: Path
+    out: PartitionRecovery
+    config: TopicConfig
+    files: dict[str, Path]  # final name -> source path, after the temp-file passes
+    partition: PartitionLog
+    snapshots: "_SnapshotModel"
+    ends: dict[Path, int] = field(default_factory=dict)  # .log -> its next offset, where a walk found it
+    salvaged_from: int | None = None  # base of the first salvaged segment
+
+    def log(self, segments: list[LogSegment]) -> PartitionLog:
+        """The partition as the plan leaves it, for the producer-state replay."""
+        return self.partition.with_segments(segments)
+
+
 def plan_partition(directory: Path, state: _LogDirState, mode: str, config: TopicConfig) -> PartitionRecovery:
     name = parse_partition_dir_name(directory.name)
     tp = TopicPartition(name.topic, name.partition) if name is not None else None
     recovery_point = state.recovery_points.get(tp, 0)
     log_start_checkpoint = state.log_starts.get(tp, 0)
     out = PartitionRecovery(directory, mode, state.clean_shutdown, recovery_point)
-    files = _housekeeping(directory, out)  # final name -> source path, after passes 1-3
+    files = _housekeeping(directory, out)
     segments = _segments(directory, files, out)
     # pass 4: segments whose .index is missing or whose .txnindex fails its check are recovered now
     must = {s.base_offset for s in segments if not _has(files, s, ".index") or not _txn_index_sane(files, s)}
@@ -177,15 +199,12 @@ def plan_partition(directory: Path, state: _LogDirState, mode: str, config: Topi
         bases = [s.base_offset for s in segments]
         start = max(0, bisect.bisect_right(bases, recovery_point) - 1)
         must.update(bases[start:])
-    out._salvaged_ends = {}  # type: ignore[attr-defined]
-    out._snapshot_model = _SnapshotModel(  # type: ignore[attr-defined]
-        {parse_segment_file_name(n).base_offset for n in files if n.endswith(".snapshot")}, log_start_checkpoint)
-    kept = _recover_segments(directory, files, segments, sorted(must), out, config)
-    _finish(directory, files, kept, out, log_start_checkpoint, config)
+    snapshots = _SnapshotModel({parse_segment_file_name(n).base_offset for n in files if n.endswith(".snapshot")},
+                               log_start_checkpoint)
+    work = _Work(directory, out, config, files, PartitionLog(directory), snapshots)
+    kept = _recover_segments(work, segments, sorted(must))
+    _finish(work, kept, log_start_checkpoint)
     out.steps = [step for step in out.steps if not _no_op(step)]
-    del out._snapshot_model, out._salvaged_ends  # type: ignore[attr-defined]
-    if hasattr(out, "_salvaged_from"):
-        del out._salvaged_from
     return out
 
 
@@ -279,87 +298,62 @@ def _txn_index_sane(files: dict[str, Path], segment: LogSegment) -> bool:
     return True
 
 
-def _recover_segments(directory: Path, files: dict[str, Path], segments: list[LogSegment], recover: list[int],
-                      out: PartitionRecovery, config: TopicConfig) -> list[LogSegment]:
+def _recover_segments(work: _Work, segments: list[LogSegment], recover: list[int]) -> list[LogSegment]:
     """``recoverSegment`` for each base offset in ``recover`` (in order): the segments kept."""
+    out = work.out
     if not recover:
         return segments
     out.recovered_segments = list(recover)
-    log = _VirtualLog(directory, segments)
+    log = work.log(segments)
     kept = list(segments)
-    model = out._snapshot_model  # type: ignore[attr-defined]
     for base in recover:
         segment = next((s for s in kept if s.base_offset == base), None)
         if segment is None:
             continue  # removed after an earlier truncation
         manager = rebuild_producer_state(log, up_to_offset=base).manager
-        model.rebuild_to(base, [s.base_offset for s in kept])
-        out._segment_ends = []  # type: ignore[attr-defined]
-        truncated = _recover_one(directory, segment, manager, out, config)
-        for end in out._segment_ends:  # type: ignore[attr-defined]
-            model.take(end)
+        work.snapshots.rebuild_to(base, [s.base_offset for s in kept])
+        truncated = _recover_one(work, segment, manager)
         if truncated and out.mode == KAFKA:
-            later = [s for s in kept if s.base_offset > base]
-            for victim in later:
-                first, last = victim.base_offset, _last_offset(victim)
-                for path in _segment_files(files, victim):
+            for victim in [s for s in kept if s.base_offset > base]:
+                first, last = victim.base_offset, victim.read_next_offset() - 1
+                victim.close()
+                lost = (first, last) if last >= first else None
+                for path in _segment_files(work.files, victim):
                     out.steps.append(Step("remove", path, f"after the truncation of segment {base} (Kafka deletes "
                                                           "every later segment)",
-                                          offsets_lost=(first, last) if path.suffix == ".log" else None))
-                if last is not None:
-                    out.offsets_lost.append((first, last))
+                                          offsets_lost=lost if path.suffix == ".log" else None))
+                if lost is not None:
+                    out.offsets_lost.append(lost)
             kept = [s for s in kept if s.base_offset <= base]
             break
     return kept
 
 
-class _VirtualLog:
-    """What :func:`rebuild_producer_state` needs of a partition, over the planned file set."""
-
-    def __init__(self, directory: Path, segments: list[LogSegment]):
-        from seglog_cli.storage.partition_log import PartitionLog
-
-        self.real = PartitionLog(directory)
-        self.segments = segments
-        self.files = self.real.files
-
-    @property
-    def log_start_offset(self):
-        return self.segments[0].base_offset if self.segments else None
-
-    def log_end_offset(self):
-        return self.segments[-1].read_next_offset() if self.segments else None
-
-    def segments_from(self, offset: int):
-        bases = [s.base_offset for s in self.segments]
-        index = max(0, bisect.bisect_right(bases, offset) - 1)
-        return self.segments[index:]
-
-
-def _recover_one(directory: Path, segment: LogSegment, manager: ProducerStateManager, out: PartitionRecovery,
-                 config: TopicConfig) -> bool:
-    """``LogSegment.recover`` of one segment; True when bytes were truncated."""
+def _recover_one(work: _Work, segment: LogSegment, manager: ProducerStateManager) -> bool:
+    """``LogSegment.recover`` of one segment, then ``recoverSegment``'s snapshot at its end;
+    True when bytes were truncated."""
+    out, directory = work.out, work.directory
     stem = format_offset(segment.base_offset)
-    mapped = MappedFile(segment.log_path)
-    size = mapped.size
-    try:
-        recovered = recover_indexes(mapped, segment.base_offset, config)
-    except RebuildError as exc:
-        mapped.close()
-        # InvalidOffsetException from the index: Kafka truncates the segment to its base offset
-        out.steps.append(Step("truncate", segment.log_path, f"{exc.message}: Kafka truncates the segment to its base "
-                                                            "offset", size=0, offsets_lost=(segment.base_offset, None)))
-        out.bytes_truncated += size
-        return True
+    with MappedFile(segment.log_path) as mapped:
+        size = mapped.size
+        try:
+            recovered = recover_indexes(mapped, segment.base_offset, work.config)
+        except RebuildError as exc:
+            # InvalidOffsetException from the index: Kafka truncates the segment to its base offset
+            out.steps.append(Step("truncate", segment.log_path, f"{exc.message}: Kafka truncates the segment to its "
+                                  "base offset", size=0, offsets_lost=(segment.base_offset, None)))
+            out.bytes_truncated += size
+            work.ends[segment.log_path] = segment.base_offset
+            return True
     valid = recovered.valid_bytes
-    mapped.close()
     if valid < size and out.mode == SALVAGE:
-        return _salvage(directory, segment, valid, manager, out, config)
+        return _salvage(work, segment, valid, manager)
+    work.ends[segment.log_path] = recovered.next_offset
     replay = replay_segment(manager, segment)
     segment.close()
     truncated = valid < size
     if truncated:
-        lost = _offsets_after(segment, valid)
+        lost = _offsets_after(segment, valid, recovered.next_offset)
         out.steps.append(Step("truncate", segment.log_path,
                               f"{recovered.stop}: Kafka truncates the segment to its valid {valid} bytes",
                               size=valid, offsets_lost=lost))
@@ -373,18 +367,15 @@ def _recover_one(directory: Path, segment: LogSegment, manager: ProducerStateMan
     txn = replay.txn_index_bytes()
     if txn or segment.txn_index_path.exists():
         out.steps.append(Step("replace", directory / (stem + ".txnindex"), "rebuilt by recovery", data=txn))
-    out._segment_ends.append(manager.map_end_offset)  # type: ignore[attr-defined]  # recoverSegment's snapshot
+    work.snapshots.take(manager.map_end_offset)  # so the next segment need not replay this one
     return truncated
 
 
-def _salvage(directory: Path, segment: LogSegment, valid: int, manager: ProducerStateManager, out: PartitionRecovery,
-             config: TopicConfig) -> bool:
+def _salvage(work: _Work, segment: LogSegment, valid: int, manager: ProducerStateManager) -> bool:
     """Salvage: keep every valid batch of the segment, the damaged bytes alone cut out (found
     by verify's resync), indexes and ``.txnindex`` built over what is kept. Returns False (the
     later segments stay)."""
-    from seglog_cli.storage.producer_state import _recover_batch
-    from seglog_cli.storage.writer import SegmentIndexer
-
+    out, directory, config = work.out, work.directory, work.config
     stem = format_offset(segment.base_offset)
     indexer = SegmentIndexer(segment.base_offset, config.index_interval_bytes, config.segment_index_bytes,
                              path=segment.log_path)
@@ -401,7 +392,7 @@ def _salvage(directory: Path, segment: LogSegment, valid: int, manager: Producer
                 lost.append((expected, batch.base_offset - 1))
             indexer.append(position, batch.size, batch.last_offset, batch.max_timestamp, batch.last_offset)
             pieces.append(bytes(mapped.view[batch.position:batch.end_position]))
-            _recover_batch(manager, mapped.buffer, batch, str(segment.log_path), aborted)
+            recover_batch(manager, mapped.buffer, batch, str(segment.log_path), aborted)
             position += batch.size
             expected = batch.next_offset
     indexer.close()
@@ -419,31 +410,21 @@ def _salvage(directory: Path, segment: LogSegment, valid: int, manager: Producer
     txn = format_aborted_txns(aborted)
     if txn or segment.txn_index_path.exists():
         out.steps.append(Step("replace", directory / (stem + ".txnindex"), "rebuilt over the kept batches", data=txn))
-    out._salvaged_ends[segment.log_path] = expected  # type: ignore[attr-defined]
-    out._salvaged_from = min(getattr(out, "_salvaged_from", segment.base_offset), segment.base_offset)  # type: ignore
+    work.ends[segment.log_path] = expected
+    if work.salvaged_from is None:
+        work.salvaged_from = segment.base_offset
     return False
 
 
-def _offsets_after(segment: LogSegment, position: int) -> tuple[int, int | None] | None:
-    """The offsets a truncation at ``position`` loses: from the next offset after the kept
-    batches to the last offset of any valid batch found after ``position``."""
-    first = segment.base_offset
+def _offsets_after(segment: LogSegment, position: int, first: int) -> tuple[int, int] | None:
+    """The offsets a truncation at ``position`` loses: from ``first`` (the next offset after
+    the kept batches) to the last offset of any valid batch found after ``position``."""
     last = None
     with MappedFile(segment.log_path) as mapped:
-        for batch in LogScan(mapped, 0, position, resync=False, bounded=True):
-            first = batch.next_offset
         for batch in LogScan(mapped, position):
             if batch.is_valid:
                 last = batch.last_offset
     return None if last is None else (first, last)
-
-
-def _last_offset(segment: LogSegment) -> int | None:
-    last = None
-    with MappedFile(segment.log_path) as mapped:
-        for batch in LogScan(mapped, resync=False):
-            last = batch.last_offset
-    return last
 
 
 def _segment_files(files: dict[str, Path], segment: LogSegment) -> list[Path]:
@@ -452,35 +433,30 @@ def _segment_files(files: dict[str, Path], segment: LogSegment) -> list[Path]:
             if n in files]
 
 
-def _finish(directory: Path, files: dict[str, Path], kept: list[LogSegment], out: PartitionRecovery,
-            log_start_checkpoint: int, config: TopicConfig) -> None:
+def _finish(work: _Work, kept: list[LogSegment], log_start_checkpoint: int) -> None:
     """Pass 6: log end and start offsets, leader epochs, producer snapshots."""
-    end = _end_offset(kept, out)
+    out = work.out
+    end = _end_offset(work, kept)
     out.log_end_offset = end
     out.log_start_offset = max(log_start_checkpoint, kept[0].base_offset) if kept else log_start_checkpoint
     if kept and end < log_start_checkpoint:
         out.notes.append(f"the log end offset {end} is below the log start offset checkpoint {log_start_checkpoint}: "
                          "Kafka deletes every segment")
-    _leader_epochs(directory, out)
-    _snapshots(directory, files, kept, out)
+    _leader_epochs(work.directory, out)
+    _snapshots(work, kept)
 
 
-def _end_offset(kept: list[LogSegment], out: PartitionRecovery) -> int:
-    truncations = {s.path: s.size for s in out.steps if s.op == "truncate"}
-    salvaged = getattr(out, "_salvaged_ends", {})
-    for segment in reversed(kept):
-        if segment.log_path in salvaged:
-            return salvaged[segment.log_path]
-        size = truncations.get(segment.log_path)
-        end = None
-        with MappedFile(segment.log_path) as mapped:
-            for batch in LogScan(mapped, 0, size, resync=False, bounded=size is not None):
-                end = batch.next_offset
-        if end is not None:
-            return end
-        if segment is kept[-1]:
-            return segment.base_offset
-    return 0
+def _end_offset(work: _Work, kept: list[LogSegment]) -> int:
+    """The last kept segment's next offset: from its walk when recovery walked it, else read
+    (``LogSegment.readNextOffset``: the last index entry, then a scan)."""
+    if not kept:
+        return 0
+    last = kept[-1]
+    if last.log_path in work.ends:
+        return work.ends[last.log_path]
+    end = last.read_next_offset()
+    last.close()
+    return end
 
 
 def _leader_epochs(directory: Path, out: PartitionRecovery) -> None:
@@ -542,23 +518,22 @@ class _SnapshotModel:
         self.written &= self.present
 
 
-def _snapshots(directory: Path, files: dict[str, Path], kept: list[LogSegment], out: PartitionRecovery) -> None:
+def _snapshots(work: _Work, kept: list[LogSegment]) -> None:
     """``removeStraySnapshots`` then ``rebuildProducerState`` to the log end offset; then the
     steps that take the directory from its snapshots to the model's."""
-    model = out._snapshot_model  # type: ignore[attr-defined]
+    out, model, directory = work.out, work.snapshots, work.directory
     bases = [s.base_offset for s in kept]
     model.remove_strays(set(bases))
     model.rebuild_to(out.log_end_offset, bases)
-    salvaged_from = getattr(out, "_salvaged_from", None)
-    if salvaged_from is not None:  # the state above a salvaged segment is Kafka's to rebuild from the log
-        model.present = {o for o in model.present if o <= salvaged_from}
-        model.written = {o for o in model.written if o <= salvaged_from}
-        out.notes.append(f"salvage: no producer snapshot above offset {salvaged_from}; the broker rebuilds the "
+    if work.salvaged_from is not None:  # the state above a salvaged segment is Kafka's to rebuild from the log
+        model.present = {o for o in model.present if o <= work.salvaged_from}
+        model.written = {o for o in model.written if o <= work.salvaged_from}
+        out.notes.append(f"salvage: no producer snapshot above offset {work.salvaged_from}; the broker rebuilds the "
                          "producer state from the log at its next start")
     for offset in sorted(model.original - model.present):
         out.steps.append(Step("remove", directory / f"{format_offset(offset)}.snapshot",
                               "a producer snapshot Kafka's loader deletes (stray, or above a recovered segment)"))
-    log = _VirtualLog(directory, kept)
+    log = work.log(kept)
     for offset in sorted(model.written):
         manager = rebuild_producer_state(log, up_to_offset=offset).manager
         out.steps.append(Step("replace", directory / f"{format_offset(offset)}.snapshot",

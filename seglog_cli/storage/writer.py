@@ -102,6 +102,7 @@ class SegmentIndexer:
         self.bytes_since_last_index_entry = 0
         self.changed = False
         self.transactional_batches = 0  # counted by recover(): only they make .txnindex entries
+        self.next_offset = base_offset  # after recover(): the offset after the last batch kept
         if self.time_index:
             timestamp, relative = TIME_ENTRY.unpack_from(self.time_index, len(self.time_index) - TIME_ENTRY.size)
             self.max_timestamp, self.offset_of_max = timestamp, base_offset + relative
@@ -143,21 +144,23 @@ class SegmentIndexer:
         """``LogSegment.recover``'s loop over ``batches`` (chunks of :class:`BatchHeader`, from
         position 0): the same rule as :meth:`append` once per batch, written for speed. Stops at
         the first batch failing ``ensureValid`` or whose offset does not fit the segment and
-        returns (valid bytes, batches, the batch it stopped at or None)."""
+        returns (valid bytes, batches, the batch it stopped at or None); ``next_offset`` is then
+        the offset after the last batch kept."""
         interval, base = self.interval, self.base_offset
         max_ts, offset_of_max = self.max_timestamp, self.offset_of_max
         since = self.bytes_since_last_index_entry
         valid = count = 0
+        next_offset = self.next_offset
         for chunk in batches:
             for batch in chunk:
                 # fields: 0 position, 1 base offset, 2 length, 4 magic, 5 crc, 7 last offset delta,
                 # 9 max timestamp, 14 computed crc
                 if not (batch[4] == 2 and batch[2] >= 49 and batch[5] == batch[14]) and not batch.is_valid:
-                    self._finish(max_ts, offset_of_max, since)
+                    self._finish(max_ts, offset_of_max, since, next_offset)
                     return valid, count, batch
                 last = batch[1] + batch[7]
                 if not 0 <= last - base <= INT32_MAX:
-                    self._finish(max_ts, offset_of_max, since)
+                    self._finish(max_ts, offset_of_max, since, next_offset)
                     return valid, count, batch
                 if batch[9] > max_ts:
                     max_ts, offset_of_max = batch[9], last
@@ -170,13 +173,15 @@ class SegmentIndexer:
                 since += size
                 valid += size
                 count += 1
+                next_offset = last + 1
                 if batch[6] & 0x10 and batch[4] >= 2:  # transactional (data or marker)
                     self.transactional_batches += 1
-        self._finish(max_ts, offset_of_max, since)
+        self._finish(max_ts, offset_of_max, since, next_offset)
         return valid, count, None
 
-    def _finish(self, max_ts: int, offset_of_max: int, since: int) -> None:
+    def _finish(self, max_ts: int, offset_of_max: int, since: int, next_offset: int) -> None:
         self.max_timestamp, self.offset_of_max, self.bytes_since_last_index_entry = max_ts, offset_of_max, since
+        self.next_offset = next_offset
 
     def _append_offset_entry(self, offset: int, position: int) -> None:
         if self.offset_index_full:

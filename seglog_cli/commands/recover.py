@@ -13,7 +13,7 @@ from seglog_cli.commands.options import command_paths
 from seglog_cli.render import recover_report
 from seglog_cli.status import ExitStatus, UsageError, guarded
 from seglog_cli.storage.errors import UnreadableInputError
-from seglog_cli.storage.partition_log import LogDir, find_kafka_dirs, is_log_dir, looks_like_partition_dir
+from seglog_cli.storage.partition_log import partition_dirs_under
 from seglog_cli.storage.recover import apply_recover, plan_recover
 from seglog_cli.storage.safety import undo_under_lock
 from seglog_cli.storage.topic_config import ConfigError, parse_config_args
@@ -85,15 +85,7 @@ def _partitions(inputs: list[str]) -> list[Path]:
         path = Path(raw)
         if not path.is_dir():
             raise UnreadableInputError("not a partition directory or log dir", path)
-        if looks_like_partition_dir(path):
-            out.append(path)
-        elif is_log_dir(path):
-            out.extend(LogDir(path).partition_dirs())
-        else:
-            logs, partitions = find_kafka_dirs(path)
-            for log_dir in logs:
-                out.extend(LogDir(log_dir).partition_dirs())
-            out.extend(partitions)
+        out.extend(partition_dirs_under(path))
     if not out:
         raise UnreadableInputError("no partition directory found", inputs[0])
     return out

@@ -244,3 +244,15 @@ def find_kafka_dirs(path: Path, depth: int = MAX_SEARCH_DEPTH) -> tuple[list[Pat
             log_dirs.extend(more_logs)
             partition_dirs.extend(more_partitions)
     return log_dirs, partition_dirs
+
+
+def partition_dirs_under(path: Path) -> list[Path]:
+    """The partition directories ``path`` stands for: itself, a log dir's partitions, or those
+    of every log dir (and stray partition directory) in a tree, in path order."""
+    path = Path(path)
+    if looks_like_partition_dir(path):
+        return [path]
+    if is_log_dir(path):
+        return LogDir(path).partition_dirs()
+    log_dirs, partitions = find_kafka_dirs(path)
+    return [d for log_dir in log_dirs for d in LogDir(log_dir).partition_dirs()] + partitions

@@ -34,7 +34,7 @@ from seglog_cli.storage.files import MappedFile
 from seglog_cli.storage.indexes import ABORTED_TXN
 from seglog_cli.storage.naming import parse_segment_file_name
 from seglog_cli.storage.producer_state import rebuild_producer_state, replay_segment
-from seglog_cli.storage.partition_log import LogDir, PartitionLog, find_kafka_dirs, is_log_dir, looks_like_partition_dir
+from seglog_cli.storage.partition_log import PartitionLog, partition_dirs_under
 from seglog_cli.storage.safety import ChangeSet, held_log_dir
 from seglog_cli.storage.segments import LogSegment
 from seglog_cli.storage.topic_config import TopicConfig
@@ -231,20 +231,9 @@ def _segments_of(path: Path, plan: RebuildPlan):
         segment = next((s for s in partition.segments if s.log_path == log_path), LogSegment(log_path))
         yield path.parent.absolute().parent, [segment], partition
         return
-    if looks_like_partition_dir(path):
-        partitions = [path]
-        log_dir = path.absolute().parent
-        yield from ((log_dir, PartitionLog(p).segments, PartitionLog(p)) for p in partitions)
-        return
-    log_dirs = [path] if is_log_dir(path) else find_kafka_dirs(path)[0]
-    partitions = [] if is_log_dir(path) else find_kafka_dirs(path)[1]
-    if not log_dirs and not partitions:
+    partitions = partition_dirs_under(path)
+    if not partitions:
         plan.unreadable.append(f"{path}: no Kafka log dir or partition directory in this directory")
-        return
-    for log_dir in log_dirs:
-        for partition_dir in LogDir(log_dir).partition_dirs():
-            partition = PartitionLog(partition_dir)
-            yield log_dir.absolute(), partition.segments, partition
     for partition_dir in partitions:
         partition = PartitionLog(partition_dir)
         yield partition_dir.absolute().parent, partition.segments, partition

@@ -94,6 +94,21 @@ def read_small_file(path: str | Path, limit: int = 64 * 1024 * 1024) -> bytes:
     return data
 
 
+def write_temp(path: str | Path, data: bytes, error: type[SeglogError] = WriteError) -> Path:
+    """Write ``data`` to ``<path>.tmp`` and fsync it; the temporary file's path. Failures
+    raise ``error`` and remove the ``.tmp``."""
+    tmp = Path(path).with_name(Path(path).name + ".tmp")
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except OSError as exc:
+        _discard(tmp)
+        raise error(f"cannot write: {exc.strerror or exc}", path) from None
+    return tmp
+
+
 def write_atomically(path: str | Path, data: bytes, error: type[SeglogError] = WriteError) -> None:
     """Write ``<path>.tmp``, fsync it, rename it over ``path``, fsync the directory.
 
@@ -101,20 +116,20 @@ def write_atomically(path: str | Path, data: bytes, error: type[SeglogError] = W
     ``.tmp``, which Kafka ignores too). Failures raise ``error`` and remove the ``.tmp``.
     """
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = write_temp(path, data, error)
     try:
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
         os.replace(tmp, path)
         fsync_dir(path.absolute().parent)
     except OSError as exc:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
+        _discard(tmp)
         raise error(f"cannot write: {exc.strerror or exc}", path) from None
+
+
+def _discard(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass
 
 
 def fsync_dir(directory: str | Path) -> None:

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Iterator
 
 from seglog_cli.storage.errors import SeglogError, WriteError
-from seglog_cli.storage.files import fsync_dir, write_atomically
+from seglog_cli.storage.files import fsync_dir, write_atomically, write_temp
 
 LOCK_FILE = ".lock"
 MANIFEST = "manifest.json"
@@ -188,16 +188,9 @@ class ChangeSet:
         change = self._record(Change("create", str(path)), None)
         change.size_after = len(data)
         self._write_manifest()
-        tmp = path.with_name(path.name + ".tmp")
         write_step(f"stage {path.name}")
-        try:
-            with open(tmp, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            fsync_dir(path.parent)
-        except OSError as exc:
-            raise WriteError(f"cannot write: {exc.strerror}", tmp) from None
+        tmp = write_temp(path, data)
+        fsync_dir(path.parent)
         return tmp
 
     def commit(self, path: str | Path) -> None:

@@ -130,6 +130,19 @@ class _EntryChecker:
         self.reported: dict[str, int] = {}  # code -> findings so far
         self.suppressed: dict[str, list[int]] = {}  # code -> [count, first byte position]
 
+    def _find_disorder(self, n: int, ordered) -> None:
+        """Every entry not in order after the one before it is a violation; its suspects are
+        the entries whose removal alone would restore the order (the one before, or itself)."""
+        for i in range(1, n):
+            if ordered(i - 1, i):
+                continue
+            candidates = [c for c, fine in ((i - 1, i - 2 < 0 or ordered(i - 2, i)),
+                                            (i, i + 1 >= n or ordered(i - 1, i + 1))) if fine]
+            number = len(self.violations)
+            self.violations.append([i, self._disorder_message(i), False])
+            for candidate in candidates:
+                self.suspects.setdefault(candidate, []).append(number)
+
     def _report(self, code, severity, i: int, message: str, offset) -> None:
         for number in self.suspects.get(i, ()):
             self.violations[number][2] = True
@@ -220,15 +233,7 @@ class IndexChecker(_EntryChecker):
         def ordered(a, b):
             return keys[a][0] < keys[b][0] and keys[a][1] <= keys[b][1]
 
-        for i in range(1, n):
-            if ordered(i - 1, i):
-                continue
-            candidates = [c for c, fine in ((i - 1, i - 2 < 0 or ordered(i - 2, i)),
-                                            (i, i + 1 >= n or ordered(i - 1, i + 1))) if fine]
-            number = len(self.violations)
-            self.violations.append([i, self._disorder_message(i), False])
-            for candidate in candidates:
-                self.suspects.setdefault(candidate, []).append(number)
+        self._find_disorder(n, ordered)
         self.by_position = sorted(range(n), key=lambda i: (positions[i], i))
         for k in range(n - 1):
             self.following[self.by_position[k]] = positions[self.by_position[k + 1]]
@@ -390,15 +395,7 @@ class TimeIndexChecker(_EntryChecker):
         def ordered(a, b):
             return timestamps[a] < timestamps[b] and relatives[a] <= relatives[b]
 
-        for i in range(1, n):
-            if ordered(i - 1, i):
-                continue
-            candidates = [c for c, fine in ((i - 1, i - 2 < 0 or ordered(i - 2, i)),
-                                            (i, i + 1 >= n or ordered(i - 1, i + 1))) if fine]
-            number = len(self.violations)
-            self.violations.append([i, self._disorder_message(i), False])
-            for candidate in candidates:
-                self.suspects.setdefault(candidate, []).append(number)
+        self._find_disorder(n, ordered)
         self.by_offset = sorted(range(n), key=lambda i: (relatives[i], i))
 
     def _disorder_message(self, i: int) -> str:

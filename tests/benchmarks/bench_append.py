@@ -32,7 +32,6 @@ import argparse
 import hashlib
 import json
 import os
-import platform
 import random
 import shutil
 import sys
@@ -285,8 +284,7 @@ def goals(results: list[dict]) -> dict:
             for name, (value, goal) in table.items()}
 
 
-def _fmt(value, scale=1.0, digits=2):
-    return "-" if value is None else f"{value / scale:.{digits}f}"
+_fmt = bench_dump.fmt
 
 
 def print_table(results: list[dict], goal_status: dict, file=sys.stdout) -> None:
@@ -306,9 +304,7 @@ def print_table(results: list[dict], goal_status: dict, file=sys.stdout) -> None
     print("kr/s = thousand records/s; MB/s = MiB of .log written per second; eng/build and cli/eng are "
           "record-rate ratios, eng/write a byte-rate ratio; plan% = the engine's time spent planning "
           "(the rest applies: backups, manifest, writes, fsyncs).", file=file)
-    for name, goal in goal_status.items():
-        print(f"goal {name}: worst {_fmt(goal['worst'])} vs {goal['goal']} -> "
-              f"{'MET' if goal['met'] else 'MISSED'}", file=file)
+    bench_dump.print_goals(goal_status, file)
 
 
 # -- command line ------------------------------------------------------------------------------------
@@ -367,8 +363,7 @@ def main(argv=None) -> dict:
             results.append(result)
     shutil.rmtree(cache_dir / "append-work", ignore_errors=True)
     report = {
-        "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
-                    "seglog": bench_dump.seglog_command(), "load_average": os.getloadavg()},
+        "machine": bench_dump.machine_info(),
         "settings": {"repeat": args.repeat, "mb": args.mb, "value_sizes": args.value_sizes, "codecs": args.codecs,
                      "batch_size": BATCH_SIZE, "steps": list(args.steps), "cache_dir": str(cache_dir)},
         "results": results,

@@ -328,8 +328,24 @@ def goals(results: list[dict]) -> dict:
 
 # -- report ------------------------------------------------------------------------------------
 
-def _fmt(value, scale=1.0, digits=2):
+def fmt(value, scale=1.0, digits=2):
     return "-" if value is None else f"{value / scale:.{digits}f}"
+
+
+_fmt = fmt
+
+
+def machine_info() -> dict:
+    """What every benchmark report says about the machine it ran on."""
+    return {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
+            "seglog": seglog_command(), "load_average": os.getloadavg()}
+
+
+def print_goals(goal_status: dict, file=sys.stdout, scale: float = 1.0, unit: str = "") -> None:
+    """One line per goal: the worst value measured against it, MET or MISSED."""
+    for name, goal in goal_status.items():
+        print(f"goal {name}: worst {fmt(goal['worst'], scale)}{unit} vs {goal['goal'] / scale:g}{unit} -> "
+              f"{'MET' if goal['met'] else 'MISSED'}", file=file)
 
 
 def print_table(results: list[dict], goal_status: dict, file=sys.stdout) -> None:
@@ -358,9 +374,7 @@ def print_table(results: list[dict], goal_status: dict, file=sys.stdout) -> None
               f"{_fmt(steps.get('dump_deep', {}).get('peak_rss_mb'), 1, 0):>6}", file=file)
     print("Mb/s = million batches/s, kb/s = thousand batches/s, kr/s = thousand records/s; dump/deep "
           "= end-to-end wall incl. start-up; RSS in MB (peak of the process).", file=file)
-    for name, goal in goal_status.items():
-        print(f"goal {name}: worst {_fmt(goal['worst'])} vs {goal['goal']} -> "
-              f"{'MET' if goal['met'] else 'MISSED'}", file=file)
+    print_goals(goal_status, file)
 
 
 # -- command line ---------------------------------------------------------------------------
@@ -428,8 +442,7 @@ def main(argv=None) -> dict:
             log(f"  PROBLEM: {problem}")
         results.append(result)
     report = {
-        "machine": {"python": platform.python_version(), "platform": platform.platform(),
-                    "cpus": os.cpu_count(), "seglog": seglog_command(), "load_average": os.getloadavg()},
+        "machine": machine_info(),
         "settings": {"repeat": args.repeat, "sizes_mib": args.sizes, "variants": args.variants,
                      "steps": list(args.steps), "cache_dir": str(cache_dir)},
         "startup": startup,

@@ -34,7 +34,6 @@ import cProfile
 import io
 import json
 import os
-import platform
 import pstats
 import sys
 import tempfile
@@ -183,8 +182,7 @@ def goals(results: list[dict]) -> dict:
     return out
 
 
-def _fmt(value, scale=1.0, digits=2):
-    return "-" if value is None else f"{value / scale:.{digits}f}"
+_fmt = bench_dump.fmt
 
 
 def print_table(results: list[dict], goal_status: dict, file=sys.stdout) -> None:
@@ -205,9 +203,7 @@ def print_table(results: list[dict], goal_status: dict, file=sys.stdout) -> None
         print(" ".join(cells), file=file)
     print("Mb/s = million batches/s; walk/CRC etc. = throughput as a fraction of the bare header scan's "
           "(time of the scan / time of the step); RSS in MB.", file=file)
-    for name, goal in goal_status.items():
-        print(f"goal {name}: worst {_fmt(goal['worst'], 1e6)} M vs {goal['goal'] / 1e6:g} M -> "
-              f"{'MET' if goal['met'] else 'MISSED'}", file=file)
+    bench_dump.print_goals(goal_status, file, scale=1e6, unit=" M")
 
 
 # -- command line ----------------------------------------------------------------------------------------
@@ -289,8 +285,7 @@ def main(argv=None) -> dict:
                 result["profile"] = profiled(partition)
             results.append(result)
     report = {
-        "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
-                    "seglog": bench_dump.seglog_command(), "load_average": os.getloadavg()},
+        "machine": bench_dump.machine_info(),
         "settings": {"repeat": args.repeat, "sizes_mib": args.sizes, "variants": args.variants,
                      "steps": list(args.steps), "cache_dir": str(cache_dir)},
         "results": results,

@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -332,8 +331,7 @@ def goals(results: list[dict]) -> dict:
     return out
 
 
-def _fmt(value, scale=1.0, digits=2):
-    return "-" if value is None else f"{value / scale:.{digits}f}"
+_fmt = bench_dump.fmt
 
 
 def print_table(results: list[dict], goal_status: dict, file=sys.stdout) -> None:
@@ -359,9 +357,7 @@ def print_table(results: list[dict], goal_status: dict, file=sys.stdout) -> None
           "(in process); cli/crc includes seglog's start-up; j2 = jobs 1 time / jobs 2 time (j2 crc: bare crc32c, the "
           "machine's ceiling); RSS in MB.",
           file=file)
-    for name, goal in goal_status.items():
-        print(f"goal {name}: worst {_fmt(goal['worst'])} vs {goal['goal']} -> "
-              f"{'MET' if goal['met'] else 'MISSED'}", file=file)
+    bench_dump.print_goals(goal_status, file)
 
 
 # -- command line ----------------------------------------------------------------------------
@@ -431,8 +427,7 @@ def main(argv=None) -> dict:
                 log(f"  PROBLEM: {problem}")
             results.append(result)
     report = {
-        "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
-                    "seglog": bench_dump.seglog_command(), "load_average": os.getloadavg()},
+        "machine": bench_dump.machine_info(),
         "settings": {"repeat": args.repeat, "sizes_mib": args.sizes, "variants": args.variants,
                      "steps": list(args.steps), "cache_dir": str(cache_dir)},
         "results": results,

@@ -369,11 +369,7 @@ def main(argv=None) -> dict:
         "results": results,
         "goals": goals(results),
     }
-    if not args.quiet:
-        print_table(results, report["goals"])
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2))
-    return report
+    return bench_dump.finish_report(report, args, print_table)
 
 
 if __name__ == "__main__":

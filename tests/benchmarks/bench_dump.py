@@ -395,14 +395,19 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help=f"allow segments under {MIN_SEGMENT_MIB} MiB (smoke tests; not valid for the goals)")
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--step", nargs=2, metavar=("NAME", "FILE"), help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    return segment_args(parser, parser.parse_args(argv), PY_STEPS + tuple(CLI_STEPS))
+
+
+def segment_args(parser: argparse.ArgumentParser, args: argparse.Namespace, steps: tuple) -> argparse.Namespace:
+    """The options the segment benchmarks share, split and checked: ``--sizes``, ``--variants``,
+    ``--steps`` (against ``steps``), ``--allow-small``."""
     args.sizes = [float(s) for s in args.sizes.split(",") if s.strip()]
     args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     args.steps = tuple(s.strip() for s in args.steps.split(",") if s.strip())
-    unknown = [s for s in args.steps if s not in PY_STEPS and s not in CLI_STEPS]
+    unknown = [s for s in args.steps if s not in steps]
     if unknown:
         parser.error(f"unknown steps: {', '.join(unknown)}")
-    if not args.allow_small and not args.segment and min(args.sizes) < MIN_SEGMENT_MIB:
+    if not args.allow_small and not getattr(args, "segment", None) and min(args.sizes) < MIN_SEGMENT_MIB:
         parser.error(f"segments under {MIN_SEGMENT_MIB} MiB need --allow-small")
     for variant in args.variants:
         try:
@@ -410,6 +415,15 @@ def parse_args(argv=None) -> argparse.Namespace:
         except ValueError as exc:
             parser.error(str(exc))
     return args
+
+
+def finish_report(report: dict, args: argparse.Namespace, print_table) -> dict:
+    """Print the table (unless ``--quiet``) and write ``--json``."""
+    if not args.quiet:
+        print_table(report["results"], report["goals"])
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2))
+    return report
 
 
 def external_segment(path: str) -> dict:
@@ -449,11 +463,7 @@ def main(argv=None) -> dict:
         "results": results,
         "goals": goals(results),
     }
-    if not args.quiet:
-        print_table(results, report["goals"])
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2))
-    return report
+    return finish_report(report, args, print_table)
 
 
 if __name__ == "__main__":

@@ -377,21 +377,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--step", nargs=2, metavar=("NAME", "PATH"), help=argparse.SUPPRESS)
     parser.add_argument("--prepare", metavar="META_JSON", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    args.sizes = [float(s) for s in args.sizes.split(",") if s.strip()]
-    args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    args.steps = tuple(s.strip() for s in args.steps.split(",") if s.strip())
-    unknown = [s for s in args.steps if s not in ALL_STEPS]
-    if unknown:
-        parser.error(f"unknown steps: {', '.join(unknown)}")
-    if not args.allow_small and min(args.sizes) < MIN_SEGMENT_MIB:
-        parser.error(f"segments under {MIN_SEGMENT_MIB} MiB need --allow-small")
-    for variant in args.variants:
-        try:
-            bench_dump.variant_params(variant)
-        except ValueError as exc:
-            parser.error(str(exc))
-    return args
+    return bench_dump.segment_args(parser, parser.parse_args(argv), ALL_STEPS)
 
 
 def main(argv=None) -> dict:
@@ -433,11 +419,7 @@ def main(argv=None) -> dict:
         "results": results,
         "goals": goals(results),
     }
-    if not args.quiet:
-        print_table(results, report["goals"])
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2))
-    return report
+    return bench_dump.finish_report(report, args, print_table)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ from seglog_cli.storage.indexes import ABORTED_TXN
 from seglog_cli.storage.naming import format_offset, parse_partition_dir_name, parse_segment_file_name
 from seglog_cli.storage.partition_log import PartitionLog
 from seglog_cli.storage.producer_state import (ProducerStateManager, read_end_txn_marker, rebuild_producer_state)
+from seglog_cli.storage.rebuild_index import RebuildError, recover_indexes
 from seglog_cli.storage.writer import OFFSET_ENTRY, TIME_ENTRY, SegmentIndexer
 from seglog_cli.storage.safety import ChangeSet, held_log_dir
 from seglog_cli.storage.snapshots import increment_sequence
@@ -175,22 +176,18 @@ class _Segment:
         """The active segment as a broker reopens it after a clean shutdown."""
         self = cls(directory, segment.base_offset, config, jitter)
         mapped = segment.log
-        scan = LogScan(mapped, resync=False)
-        first = True
-        for batch in scan:
-            if not batch.is_valid:
-                raise AppendError(f"the batch at position {batch.position} of the active segment fails its CRC "
-                                  "check: run `seglog verify` and `seglog recover` first", segment.log_path,
-                                  batch.position, batch.base_offset)
-            if first:
-                self.rolling_timestamp = batch.max_timestamp  # loadFirstBatchTimestamp
-                first = False
-            self.next_offset = batch.next_offset
-        if scan.end_position < mapped.size:
-            raise AppendError(f"the active segment has {mapped.size - scan.end_position} bytes after its last "
-                              f"complete batch (a torn or zero-filled tail at position {scan.end_position}): Kafka's "
-                              "recovery would truncate them; run `seglog recover` first", segment.log_path,
-                              scan.end_position)
+        try:  # recovery's own walk: every batch valid to the end of the file?
+            walk = recover_indexes(mapped, segment.base_offset, config)
+        except RebuildError as exc:
+            raise AppendError(f"{exc.message}: run `seglog verify` and `seglog recover` first", segment.log_path,
+                              exc.position, exc.offset) from None
+        if walk.valid_bytes < mapped.size:
+            raise AppendError(f"the active segment is valid only up to position {walk.valid_bytes} of {mapped.size} "
+                              f"({walk.stop}): Kafka's recovery would truncate the rest; run `seglog recover` first",
+                              segment.log_path, walk.valid_bytes)
+        self.next_offset = walk.next_offset
+        first = next(iter(LogScan(mapped, resync=False, check_crc=False)), None)
+        self.rolling_timestamp = first.max_timestamp if first is not None else None  # loadFirstBatchTimestamp
         self.existing_size = mapped.size
         self.log_exists = True
         # a new segment object over the files: the counter at 0, the max timestamp from the time index

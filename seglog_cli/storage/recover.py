@@ -263,7 +263,7 @@ def _housekeeping(directory: Path, out: PartitionRecovery) -> dict[str, Path]:
 
 
 def _segments(directory: Path, files: dict[str, Path], out: PartitionRecovery) -> list[LogSegment]:
-    segments = []
+    segments, orphans = [], []
     for name, path in sorted(files.items()):
         parsed = parse_segment_file_name(name)
         if parsed is None or parsed.is_temp:
@@ -271,16 +271,15 @@ def _segments(directory: Path, files: dict[str, Path], out: PartitionRecovery) -
         stem = name[: name.index(parsed.suffix)]
         if parsed.suffix in (".index", ".timeindex", ".txnindex") and stem + ".log" not in files:
             out.steps.append(Step("remove", path, "an index file without its .log (Kafka deletes it)"))
+            orphans.append(name)
         elif parsed.suffix == ".log":
             segment = LogSegment(path, parsed.base_offset)
             segment.index_path = files.get(stem + ".index", directory / (stem + ".index"))
             segment.time_index_path = files.get(stem + ".timeindex", directory / (stem + ".timeindex"))
             segment.txn_index_path = files.get(stem + ".txnindex", directory / (stem + ".txnindex"))
             segments.append(segment)
-    for name in [n for n in files if n.endswith((".index", ".timeindex", ".txnindex"))]:
-        parsed = parse_segment_file_name(name)
-        if parsed is not None and name[: name.index(parsed.suffix)] + ".log" not in files:
-            del files[name]
+    for name in orphans:
+        del files[name]
     return sorted(segments, key=lambda s: s.base_offset)
 
 

@@ -38,6 +38,21 @@ class TopicConfig:
     cleanup_policy: str = "delete"
     max_compaction_lag_ms: int = INT64_MAX
     preallocate: bool = False
+    retention_ms: int = 7 * 24 * 3600 * 1000  # -1: no time limit
+    retention_bytes: int = -1  # -1: no size limit
+    delete_retention_ms: int = 24 * 3600 * 1000
+    min_compaction_lag_ms: int = 0
+    min_cleanable_dirty_ratio: float = 0.5
+    file_delete_delay_ms: int = 60000
+
+    @property
+    def delete(self) -> bool:
+        """``LogConfig.delete``: time and size retention apply (``delete`` in cleanup.policy)."""
+        return "delete" in self.cleanup_policy.split(",")
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy.split(",")
 
     @property
     def max_segment_ms(self) -> int:
@@ -77,6 +92,12 @@ _KEYS = {
     "cleanup.policy": ("cleanup_policy", str, None, None),
     "max.compaction.lag.ms": ("max_compaction_lag_ms", int, 1, INT64_MAX),
     "preallocate": ("preallocate", bool, None, None),
+    "retention.ms": ("retention_ms", int, -1, INT64_MAX),
+    "retention.bytes": ("retention_bytes", int, -INT64_MAX - 1, INT64_MAX),  # no bound; < 0: no limit
+    "delete.retention.ms": ("delete_retention_ms", int, 0, INT64_MAX),
+    "min.compaction.lag.ms": ("min_compaction_lag_ms", int, 0, INT64_MAX),
+    "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", float, 0, 1),
+    "file.delete.delay.ms": ("file_delete_delay_ms", int, 0, INT64_MAX),
 }
 assert {spec[0] for spec in _KEYS.values()} == {f.name for f in fields(TopicConfig)}
 
@@ -92,6 +113,14 @@ def _parse(key: str, text: str, kind, low, high):
             raise ConfigError(f"Invalid value {value} for configuration {key}: Value must be at least {low}"
                               if value < low else f"Invalid value {value} for configuration {key}: out of range")
         return value
+    if kind is float:
+        try:
+            number = float(text)
+        except ValueError:
+            raise ConfigError(f"Invalid value {text} for configuration {key}: Not a number of type DOUBLE") from None
+        if not low <= number <= high:
+            raise ConfigError(f"Invalid value {number} for configuration {key}: Value must be between {low} and {high}")
+        return number
     if kind is bool:
         if text.lower() not in ("true", "false"):
             raise ConfigError(f"Invalid value {text} for configuration {key}: Expected value to be either true or false")

@@ -60,6 +60,8 @@ def dump_command(
     types: str = typer.Option("log", "--types", help="File kinds taken from directories: log,index,timeindex,txnindex,snapshot,checkpoint or all."),
     resync: bool = typer.Option(True, "--resync/--no-resync", help="Continue past mid-file damage at the next valid batch."),
     progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress bar on stderr (default: when stderr is a terminal)."),
+    offsets_decoder: bool = typer.Option(False, "--offsets-decoder", help="Decode records as __consumer_offsets data (implies --print-data-log)."),
+    transaction_log_decoder: bool = typer.Option(False, "--transaction-log-decoder", help="Decode records as __transaction_state data (implies --print-data-log)."),
 ) -> None:
     arguments = dict(locals())
     raise typer.Exit(guarded(lambda: _run(**arguments)))
@@ -68,10 +70,11 @@ def dump_command(
 def _run(paths, files, deep_iteration, print_data_log, skip_record_metadata, verify_index_only,
          index_sanity_check, max_message_size, max_bytes, key_decoder_class, value_decoder_class,
          output_format, payload_encoding, from_offset, to_offset, from_timestamp, to_timestamp, types,
-         resync, progress) -> int:
+         resync, progress, offsets_decoder=False, transaction_log_decoder=False) -> int:
     inputs = _inputs(paths, files)
     kinds = _kinds(types)
-    print_data_log = print_data_log or bool(key_decoder_class or value_decoder_class)
+    record_parser = _record_parser(offsets_decoder, transaction_log_decoder)
+    print_data_log = print_data_log or bool(key_decoder_class or value_decoder_class) or record_parser is not None
     options = DumpOptions(
         deep_iteration=deep_iteration or print_data_log,
         verify_index_only=verify_index_only,
@@ -99,7 +102,8 @@ def _run(paths, files, deep_iteration, print_data_log, skip_record_metadata, ver
         renderer = TextDumpRenderer(out, err, print_data_log=print_data_log,
                                     skip_record_metadata=skip_record_metadata,
                                     key_decoder=_decoder(key_decoder_class),
-                                    value_decoder=_decoder(value_decoder_class))
+                                    value_decoder=_decoder(value_decoder_class),
+                                    record_parser=record_parser)
     report = renderer.render(events)
     if report is None:
         return ExitStatus.OK
@@ -122,6 +126,19 @@ def _kinds(types: str) -> tuple[str, ...]:
         raise UsageError(f"--types: unknown file kind(s) {', '.join(unknown) or '(none)'}; choose from "
                          f"{', '.join(KIND_NAMES)} or all")
     return kinds
+
+
+def _record_parser(offsets_decoder: bool, transaction_log_decoder: bool):
+    """kafka-dump-log's internal-topic decoders (its first one set wins, as in Kafka)."""
+    if offsets_decoder:
+        from seglog_cli.render.coordinator_json import offsets_parser
+
+        return offsets_parser()
+    if transaction_log_decoder:
+        from seglog_cli.render.coordinator_json import transaction_log_parser
+
+        return transaction_log_parser()
+    return None
 
 
 def _decoder(class_name):

@@ -81,8 +81,10 @@ class TextDumpRenderer(LineOutput):
     """Writes DumpLogSegments' stdout and stderr lines for a stream of dump events."""
 
     def __init__(self, out, err, *, print_data_log=False, skip_record_metadata=False,
-                 key_decoder=string_decoder, value_decoder=string_decoder, flush_lines=4096):
+                 key_decoder=string_decoder, value_decoder=string_decoder, flush_lines=4096,
+                 record_parser=None):
         super().__init__(out, err, flush_lines)
+        self.record_parser = record_parser  # kafka-dump-log's --*-decoder: record -> (key, payload)
         self.print_data_log = print_data_log
         self.skip_record_metadata = skip_record_metadata
         self.key_decoder = key_decoder
@@ -95,7 +97,8 @@ class TextDumpRenderer(LineOutput):
 
     def render(self, events) -> DumpReport | None:
         compiled = native.module
-        custom_decoders = self.key_decoder is not string_decoder or self.value_decoder is not string_decoder
+        custom_decoders = (self.key_decoder is not string_decoder or self.value_decoder is not string_decoder
+                           or self.record_parser is not None)
         # the compiled lines know only Java's StringDecoder
         fast = compiled if compiled is not None and not (self.print_data_log and custom_decoders) else None
         report = None
@@ -229,6 +232,13 @@ class TextDumpRenderer(LineOutput):
             prefix = " "
         if self.print_data_log and control is None:
             try:
+                if self.record_parser is not None:
+                    key, payload = self.record_parser(record)
+                    if key is not None:
+                        parts.append(f"{prefix}key: {key}")
+                    if payload is not None:
+                        parts.append(f" payload: {payload}")
+                    return "".join(parts)
                 if record.key is not None:
                     parts.append(f"{prefix}key: {self.key_decoder(record.key)}")
                 if record.value is not None:

@@ -1,0 +1,216 @@
+"""The record schemas of ``__consumer_offsets`` (Kafka's group coordinator), by record type.
+
+Every record's key and value start with an int16::
+
+    key     int16 record type (the key schema's apiKey), then the key fields (key version 0)
+    value   int16 value version, then the value fields of that version; a null value is a
+            tombstone (the key's state is deleted)
+
+Record types (``GroupCoordinatorRecordSerde``; Kafka 4.x gives each key/value pair an apiKey)::
+
+    0  LegacyOffsetCommit        (offset commits of Kafka 0.8.2-era key v0)
+    1  OffsetCommit              value v0-v4 (v4 flexible)
+    2  GroupMetadata             classic groups, value v0-v4 (v4 flexible); consumer
+                                 subscriptions/assignments are embedded version-prefixed bytes
+    3  ConsumerGroupMetadata ... 8 ConsumerGroupCurrentMemberAssignment (KIP-848 groups)
+    9  ShareGroupPartitionMetadata ... 15 ShareGroupStatePartitionMetadata (KIP-932 groups)
+    16 ConsumerGroupRegularExpression
+
+Field lists and versions follow Kafka's ``group-coordinator/src/main/resources/common/message``
+specs; the names are the camelCase names Kafka's JSON converters print.
+"""
+
+from __future__ import annotations
+
+from formats.kafka_message import ArrayOf, Field, Message
+
+F = Field
+
+
+def _key(name: str, *fields: str) -> Message:
+    return Message(name, tuple(F(field, "string") for field in fields), valid="0")
+
+
+TOPIC_PARTITIONS = ArrayOf((F("topicId", "uuid"), F("partitions", "[]int32")))
+ASSIGNED_PARTITIONS = ArrayOf((
+    F("topicId", "uuid"),
+    F("partitions", "[]int32"),
+    F("assignmentEpochs", "[]int32", nullable="0+", tag=0, default=None),
+))
+TOPIC_METADATA = ArrayOf((
+    F("topicId", "uuid"),
+    F("topicName", "string"),
+    F("numPartitions", "int32"),
+    F("partitionMetadata", ArrayOf((F("partition", "int32"), F("racks", "[]string")))),
+))
+
+LEGACY_OFFSET_COMMIT_VALUE = Message("LegacyOffsetCommitValue", (
+    F("offset", "int64"),
+    F("metadata", "string"),
+    F("commitTimestamp", "int64"),
+), valid="0")
+
+OFFSET_COMMIT_VALUE = Message("OffsetCommitValue", (
+    F("offset", "int64"),
+    F("leaderEpoch", "int32", versions="3+", default=-1),
+    F("metadata", "string"),
+    F("commitTimestamp", "int64"),
+    F("expireTimestamp", "int64", versions="1", default=-1),
+), valid="0-4", flexible="4+")
+
+MEMBER_METADATA = ArrayOf((
+    F("memberId", "string"),
+    F("groupInstanceId", "string", versions="3+", nullable="3+", default=None),
+    F("clientId", "string"),
+    F("clientHost", "string"),
+    F("rebalanceTimeout", "int32", versions="1+", default=-1),
+    F("sessionTimeout", "int32"),
+    F("subscription", "bytes"),
+    F("assignment", "bytes"),
+))
+
+GROUP_METADATA_VALUE = Message("GroupMetadataValue", (
+    F("protocolType", "string"),
+    F("generation", "int32"),
+    F("protocol", "string", nullable="0+"),
+    F("leader", "string", nullable="0+"),
+    F("currentStateTimestamp", "int64", versions="2+", default=-1),
+    F("members", MEMBER_METADATA),
+), valid="0-4", flexible="4+")
+
+CONSUMER_GROUP_METADATA_VALUE = Message("ConsumerGroupMetadataValue", (
+    F("epoch", "int32"),
+    F("metadataHash", "int64", tag=0, default=0),
+    F("creationTimeMs", "int64", tag=1, default=-1),
+), flexible="0+")
+
+CONSUMER_GROUP_PARTITION_METADATA_VALUE = Message("ConsumerGroupPartitionMetadataValue", (
+    F("topics", TOPIC_METADATA),
+), flexible="0+")
+
+CLASSIC_MEMBER_METADATA = (
+    F("sessionTimeoutMs", "int32"),
+    F("supportedProtocols", ArrayOf((F("name", "string"), F("metadata", "bytes")))),
+)
+
+CONSUMER_GROUP_MEMBER_METADATA_VALUE = Message("ConsumerGroupMemberMetadataValue", (
+    F("instanceId", "string", nullable="0+"),
+    F("rackId", "string", nullable="0+"),
+    F("clientId", "string"),
+    F("clientHost", "string"),
+    F("subscribedTopicNames", "[]string"),
+    F("subscribedTopicRegex", "string", nullable="0+"),
+    F("rebalanceTimeoutMs", "int32", default=-1),
+    F("serverAssignor", "string", nullable="0+"),
+    F("classicMemberMetadata", CLASSIC_MEMBER_METADATA, nullable="0+", tag=0, default=None),
+), flexible="0+")
+
+ASSIGNMENT_EPOCH_VALUE_FIELDS = (F("assignmentEpoch", "int32"),)
+
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = Message(
+    "ConsumerGroupTargetAssignmentMetadataValue", ASSIGNMENT_EPOCH_VALUE_FIELDS, flexible="0+")
+
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = Message("ConsumerGroupTargetAssignmentMemberValue", (
+    F("topicPartitions", TOPIC_PARTITIONS),
+), flexible="0+")
+
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = Message("ConsumerGroupCurrentMemberAssignmentValue", (
+    F("memberEpoch", "int32"),
+    F("previousMemberEpoch", "int32"),
+    F("state", "int8"),
+    F("assignedPartitions", ASSIGNED_PARTITIONS),
+    F("partitionsPendingRevocation", ASSIGNED_PARTITIONS),
+), flexible="0+")
+
+SHARE_GROUP_PARTITION_METADATA_VALUE = Message("ShareGroupPartitionMetadataValue", (
+    F("topics", TOPIC_METADATA),
+), flexible="0+")
+
+SHARE_GROUP_MEMBER_METADATA_VALUE = Message("ShareGroupMemberMetadataValue", (
+    F("rackId", "string", nullable="0+"),
+    F("clientId", "string"),
+    F("clientHost", "string"),
+    F("subscribedTopicNames", "[]string"),
+), flexible="0+")
+
+SHARE_GROUP_METADATA_VALUE = Message("ShareGroupMetadataValue", (
+    F("epoch", "int32"),
+    F("metadataHash", "int64", tag=0, default=0),
+), flexible="0+")
+
+SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = Message(
+    "ShareGroupTargetAssignmentMetadataValue", ASSIGNMENT_EPOCH_VALUE_FIELDS, flexible="0+")
+
+SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = Message("ShareGroupTargetAssignmentMemberValue", (
+    F("topicPartitions", TOPIC_PARTITIONS),
+), flexible="0+")
+
+SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = Message("ShareGroupCurrentMemberAssignmentValue", (
+    F("memberEpoch", "int32"),
+    F("previousMemberEpoch", "int32"),
+    F("state", "int8"),
+    F("assignedPartitions", TOPIC_PARTITIONS),
+), flexible="0+")
+
+SHARE_GROUP_STATE_PARTITION_METADATA_VALUE = Message("ShareGroupStatePartitionMetadataValue", (
+    F("initializedTopics", ArrayOf((F("topicId", "uuid"), F("topicName", "string"), F("partitions", "[]int32")))),
+    F("deletingTopics", ArrayOf((F("topicId", "uuid"), F("topicName", "string")))),
+), flexible="0+")
+
+CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE = Message("ConsumerGroupRegularExpressionValue", (
+    F("topics", "[]string"),
+    F("version", "int64"),
+    F("timestamp", "int64"),
+), flexible="0+")
+
+OFFSET_COMMIT_KEY = Message("OffsetCommitKey", (
+    F("group", "string"), F("topic", "string"), F("partition", "int32")), valid="0")
+
+# record type -> (key schema, value schema)
+RECORD_TYPES = {
+    0: (Message("LegacyOffsetCommitKey", OFFSET_COMMIT_KEY.fields), LEGACY_OFFSET_COMMIT_VALUE),
+    1: (OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
+    2: (_key("GroupMetadataKey", "group"), GROUP_METADATA_VALUE),
+    3: (_key("ConsumerGroupMetadataKey", "groupId"), CONSUMER_GROUP_METADATA_VALUE),
+    4: (_key("ConsumerGroupPartitionMetadataKey", "groupId"), CONSUMER_GROUP_PARTITION_METADATA_VALUE),
+    5: (_key("ConsumerGroupMemberMetadataKey", "groupId", "memberId"), CONSUMER_GROUP_MEMBER_METADATA_VALUE),
+    6: (_key("ConsumerGroupTargetAssignmentMetadataKey", "groupId"),
+        CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
+    7: (_key("ConsumerGroupTargetAssignmentMemberKey", "groupId", "memberId"),
+        CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
+    8: (_key("ConsumerGroupCurrentMemberAssignmentKey", "groupId", "memberId"),
+        CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
+    9: (_key("ShareGroupPartitionMetadataKey", "groupId"), SHARE_GROUP_PARTITION_METADATA_VALUE),
+    10: (_key("ShareGroupMemberMetadataKey", "groupId", "memberId"), SHARE_GROUP_MEMBER_METADATA_VALUE),
+    11: (_key("ShareGroupMetadataKey", "groupId"), SHARE_GROUP_METADATA_VALUE),
+    12: (_key("ShareGroupTargetAssignmentMetadataKey", "groupId"), SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
+    13: (_key("ShareGroupTargetAssignmentMemberKey", "groupId", "memberId"),
+         SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
+    14: (_key("ShareGroupCurrentMemberAssignmentKey", "groupId", "memberId"),
+         SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
+    15: (_key("ShareGroupStatePartitionMetadataKey", "groupId"), SHARE_GROUP_STATE_PARTITION_METADATA_VALUE),
+    16: (_key("ConsumerGroupRegularExpressionKey", "groupId", "regularExpression"),
+         CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE),
+}
+
+OFFSET_COMMIT_TYPES = (0, 1)
+GROUP_METADATA_TYPE = 2
+
+# The classic consumer protocol's embedded messages (clients ConsumerProtocol*.json), each
+# stored as int16 version + the fields of that version inside GroupMetadataValue members.
+TOPIC_PARTITION = ArrayOf((F("topic", "string"), F("partitions", "[]int32")))
+
+CONSUMER_PROTOCOL_SUBSCRIPTION = Message("ConsumerProtocolSubscription", (
+    F("topics", "[]string"),
+    F("userData", "bytes", nullable="0+", default=None),
+    F("ownedPartitions", TOPIC_PARTITION, versions="1+"),
+    F("generationId", "int32", versions="2+", default=-1),
+    F("rackId", "string", versions="3+", nullable="3+", default=None),
+), valid="0-3")
+
+CONSUMER_PROTOCOL_ASSIGNMENT = Message("ConsumerProtocolAssignment", (
+    F("assignedPartitions", TOPIC_PARTITION),
+    F("userData", "bytes", nullable="0+", default=None),
+), valid="0-3")
+
+CONSUMER_PROTOCOL_TYPE = "consumer"

@@ -1,0 +1,153 @@
+"""kafka-dump-log's ``--offsets-decoder`` and ``--transaction-log-decoder`` text.
+
+Kafka 4.2's ``DumpLogSegments.CoordinatorRecordMessageParser`` prints, for each record::
+
+    key: {"type":"<record type>","data":<key JSON>}
+    payload: {"version":"<value version>","data":<value JSON>}     or   payload: <DELETE>
+
+and for a record it cannot read, only ``key: Unknown record type N at offset O, skipping.`` or
+``key: Error at offset O, skipping. <message>``. The JSON is what the generated
+``*JsonConverter`` classes write through Jackson: fields in schema order, tagged fields only
+when they differ from their default, bytes as padded base64, uuids as URL-safe base64, compact
+separators, non-ASCII unescaped, control characters as ``\\uXXXX`` (upper-case hex). In a
+``GroupMetadataValue`` of protocol type ``consumer`` each member's ``subscription`` and
+``assignment`` bytes are replaced by the decoded consumer-protocol message when they parse.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+
+from formats import group_coordinator as gc
+from formats.kafka_message import ArrayOf, Message, RawUuid
+from seglog_cli.render.kafka_json import uuid_text
+from seglog_cli.storage.coordinator_records import (
+    GROUP_RECORD_TYPES,
+    TRANSACTION_RECORD_TYPES,
+    CoordinatorRecordError,
+    UnknownRecordType,
+    read_coordinator_record,
+    read_versioned,
+)
+from seglog_cli.storage.errors import DecodeError
+
+_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+_ESCAPES = {chr(code): _SHORT_ESCAPES.get(chr(code), f"\\u{code:04X}") for code in range(32)}
+_ESCAPES.update(_SHORT_ESCAPES)
+_ESCAPE_TABLE = str.maketrans(_ESCAPES)
+
+
+def jackson_text(value) -> str:
+    """``JsonNode.toString()`` of a tree of dicts, lists, str, int, bool, None."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return '"' + value.translate(_ESCAPE_TABLE) + '"'
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _java_double(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{jackson_text(name)}:{jackson_text(item)}" for name, item in value.items()) + "}"
+    return "[" + ",".join(jackson_text(item) for item in value) + "]"
+
+
+def _java_double(value: float) -> str:
+    if math.isnan(value):
+        return '"NaN"'
+    if math.isinf(value):
+        return '"Infinity"' if value > 0 else '"-Infinity"'
+    text = repr(value)
+    if "e" in text or "E" in text:
+        mantissa, _, exponent = text.partition("e")
+        if "." not in mantissa:
+            mantissa += ".0"
+        return f"{mantissa}E{int(exponent)}"
+    return text
+
+
+def message_json(fields: tuple, version: int, flexible: bool, values: dict) -> dict:
+    """The generated JsonConverter's tree for one decoded message (see the module doc)."""
+    out = {}
+    for spec in fields:
+        if spec.name not in values:
+            continue
+        value = values[spec.name]
+        if spec.tag is not None and value == spec.default:
+            continue
+        out[spec.name] = _json_value(spec.kind, version, flexible, value)
+    return out
+
+
+def _json_value(kind, version: int, flexible: bool, value):
+    if value is None:
+        return None
+    if isinstance(kind, tuple):
+        return message_json(kind, version, flexible, value)
+    if isinstance(kind, ArrayOf):
+        return [message_json(kind.fields, version, flexible, item) for item in value]
+    if isinstance(value, RawUuid):
+        return uuid_text(bytes(value))
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, list):
+        return [uuid_text(bytes(item)) if isinstance(item, RawUuid) else item for item in value]
+    return value
+
+
+def value_json(schema: Message, version: int, values: dict) -> dict:
+    tree = message_json(schema.fields, version, schema.is_flexible(version), values)
+    if schema is gc.GROUP_METADATA_VALUE and values.get("protocolType") == gc.CONSUMER_PROTOCOL_TYPE:
+        for member, member_tree in zip(values.get("members") or (), tree.get("members") or ()):
+            _expand(member_tree, "subscription", member.get("subscription"), gc.CONSUMER_PROTOCOL_SUBSCRIPTION)
+            _expand(member_tree, "assignment", member.get("assignment"), gc.CONSUMER_PROTOCOL_ASSIGNMENT)
+    return tree
+
+
+def _expand(member_tree: dict, name: str, data, schema: Message) -> None:
+    """Replace the member's embedded bytes by their decoded message; keep the bytes when they
+    do not parse (Kafka swallows the error)."""
+    if data is None:
+        return
+    try:
+        version, values = read_versioned(schema, bytes(data))
+    except CoordinatorRecordError:
+        return
+    member_tree[name] = message_json(schema.fields, version, False, values)
+
+
+class CoordinatorRecordParser:
+    """``parse(record) -> (key_text, payload_text)``, one instance per decoder flag."""
+
+    def __init__(self, record_types: dict):
+        self.record_types = record_types
+
+    def __call__(self, record) -> tuple[str | None, str | None]:
+        if record.key is None:
+            raise DecodeError(f"Failed to decode message at offset {record.offset} using the specified "
+                              f"decoder (message had a missing key)")
+        try:
+            decoded = read_coordinator_record(record.key, record.value, self.record_types)
+        except UnknownRecordType as exc:
+            return f"Unknown record type {exc.record_type} at offset {record.offset}, skipping.", None
+        except CoordinatorRecordError as exc:
+            return f"Error at offset {record.offset}, skipping. {exc.message}", None
+        key_tree = message_json(decoded.key_schema.fields, 0, False, decoded.key)
+        key_text = '{"type":"%d","data":%s}' % (decoded.record_type, jackson_text(key_tree))
+        if decoded.is_tombstone:
+            return key_text, "<DELETE>"
+        tree = value_json(decoded.value_schema, decoded.value_version, decoded.value)
+        return key_text, '{"version":"%d","data":%s}' % (decoded.value_version, jackson_text(tree))
+
+
+def offsets_parser() -> CoordinatorRecordParser:
+    return CoordinatorRecordParser(GROUP_RECORD_TYPES)
+
+
+def transaction_log_parser() -> CoordinatorRecordParser:
+    return CoordinatorRecordParser(TRANSACTION_RECORD_TYPES)

@@ -1,0 +1,132 @@
+"""Decoding the records of Kafka's internal coordinator topics (``__consumer_offsets``,
+``__transaction_state``) into plain values, as Kafka's ``CoordinatorRecordSerde`` reads them.
+
+A record's key starts with an int16 record type, its value with an int16 value version; a
+null value is a tombstone. :func:`read_coordinator_record` returns a
+:class:`CoordinatorRecord` whose ``key``/``value`` are dicts in schema order (strings decoded
+as Java does, uuids as :class:`formats.kafka_message.RawUuid`, bytes as ``bytes``, tagged
+fields with their defaults when absent). Failures raise :class:`CoordinatorRecordError` (or
+its subclass :class:`UnknownRecordType`) carrying Kafka's own message.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from construct import ConstructError
+
+from formats import group_coordinator, transaction_log
+from formats.kafka_message import ArrayOf, Message, NullFieldError, RawString, versions
+from seglog_cli.storage.errors import SeglogError
+from seglog_cli.storage.text import java_utf8
+
+GROUP_RECORD_TYPES = group_coordinator.RECORD_TYPES
+TRANSACTION_RECORD_TYPES = transaction_log.RECORD_TYPES
+
+
+class CoordinatorRecordError(SeglogError):
+    """A coordinator record seglog (and Kafka) cannot read; ``message`` is Kafka's text."""
+
+
+class UnknownRecordType(CoordinatorRecordError):
+    def __init__(self, record_type: int):
+        super().__init__(f"Found an unknown record type {record_type}")
+        self.record_type = record_type
+
+
+@dataclass(frozen=True)
+class CoordinatorRecord:
+    record_type: int
+    key_schema: Message
+    key: dict
+    value_schema: Message
+    value_version: int | None  # None for a tombstone
+    value: dict | None
+
+    @property
+    def is_tombstone(self) -> bool:
+        return self.value is None
+
+
+def read_coordinator_record(key: bytes, value: bytes | None, record_types: dict) -> CoordinatorRecord:
+    """Kafka's ``CoordinatorRecordSerde.deserialize`` over ``record_types`` (type -> schemas)."""
+    record_type = _read_version(key, "key")
+    if record_type not in record_types:
+        raise UnknownRecordType(record_type)
+    key_schema, value_schema = record_types[record_type]
+    key_fields = read_message(key_schema, 0, key[2:], "key")
+    if value is None:
+        return CoordinatorRecord(record_type, key_schema, key_fields, value_schema, None, None)
+    version = _read_version(value, "value")
+    if not value_schema.is_valid(version):
+        raise CoordinatorRecordError(f"Found an unknown record version {version} for {record_type} type")
+    value_fields = read_message(value_schema, version, value[2:], "value")
+    return CoordinatorRecord(record_type, key_schema, key_fields, value_schema, version, value_fields)
+
+
+def read_versioned(message: Message, data: bytes) -> tuple[int, dict]:
+    """An int16-version-prefixed message (the consumer protocol's embedded bytes); the fields
+    of whatever version is stored, as Kafka's generated readers do (no range check)."""
+    version = _read_version(data, "value")
+    return version, read_message(message, version, data[2:], "value")
+
+
+def _read_version(data: bytes, name: str) -> int:
+    if len(data) < 2:
+        raise CoordinatorRecordError(f"Could not read version from {name}'s buffer.")
+    return struct.unpack_from(">h", data)[0]
+
+
+def read_message(message: Message, version: int, data: bytes, name: str) -> dict:
+    try:
+        parsed = message.struct(version).parse(data)
+    except NullFieldError as exc:
+        raise CoordinatorRecordError(f"Could not read record with version {version} from {name}'s "
+                                     f"buffer due to: {exc.args[0]}.") from None
+    except (ConstructError, struct.error, ValueError, OverflowError, RecursionError):
+        # Java's BufferUnderflowException has no message: Kafka prints "due to: null."
+        detail = "null"
+        raise CoordinatorRecordError(f"Could not read record with version {version} from {name}'s "
+                                     f"buffer due to: {detail}.") from None
+    return plain_fields(message.fields, version, message.is_flexible(version), parsed)
+
+
+def plain_fields(fields: tuple, version: int, flexible: bool, parsed) -> dict:
+    """The parsed construct Container as a dict in schema order: strings decoded as Java does,
+    tagged fields present (their default when absent)."""
+    out = {}
+    tagged = parsed.get("_tagged", {}) if flexible else {}
+    for spec in fields:
+        low, high = spec.span
+        if not low <= version <= high:
+            continue
+        if spec.tag is not None:
+            if not flexible:
+                continue
+            raw = tagged.get(spec.name, _MISSING)
+            out[spec.name] = spec.default if raw is _MISSING else _plain(spec.kind, version, flexible, raw)
+        else:
+            out[spec.name] = _plain(spec.kind, version, flexible, parsed[spec.name])
+    return out
+
+
+_MISSING = object()
+
+
+def _plain(kind, version: int, flexible: bool, raw):
+    if raw is None:
+        return None
+    if isinstance(kind, tuple):
+        return plain_fields(kind, version, flexible, raw)
+    if isinstance(kind, ArrayOf):
+        return [plain_fields(kind.fields, version, flexible, item) for item in raw]
+    if isinstance(raw, RawString):
+        return java_utf8(bytes(raw))
+    if isinstance(raw, list):
+        return [java_utf8(bytes(item)) if isinstance(item, RawString) else item for item in raw]
+    return raw
+
+
+__all__ = ["CoordinatorRecord", "CoordinatorRecordError", "UnknownRecordType", "read_coordinator_record",
+           "read_versioned", "versions", "GROUP_RECORD_TYPES", "TRANSACTION_RECORD_TYPES"]

@@ -62,6 +62,7 @@ def dump_command(
     progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress bar on stderr (default: when stderr is a terminal)."),
     offsets_decoder: bool = typer.Option(False, "--offsets-decoder", help="Decode records as __consumer_offsets data (implies --print-data-log)."),
     transaction_log_decoder: bool = typer.Option(False, "--transaction-log-decoder", help="Decode records as __transaction_state data (implies --print-data-log)."),
+    cluster_metadata_decoder: bool = typer.Option(False, "--cluster-metadata-decoder", help="Decode records as KRaft __cluster_metadata records (implies --print-data-log)."),
 ) -> None:
     arguments = dict(locals())
     raise typer.Exit(guarded(lambda: _run(**arguments)))
@@ -70,10 +71,11 @@ def dump_command(
 def _run(paths, files, deep_iteration, print_data_log, skip_record_metadata, verify_index_only,
          index_sanity_check, max_message_size, max_bytes, key_decoder_class, value_decoder_class,
          output_format, payload_encoding, from_offset, to_offset, from_timestamp, to_timestamp, types,
-         resync, progress, offsets_decoder=False, transaction_log_decoder=False) -> int:
+         resync, progress, offsets_decoder=False, transaction_log_decoder=False,
+         cluster_metadata_decoder=False) -> int:
     inputs = _inputs(paths, files)
     kinds = _kinds(types)
-    record_parser = _record_parser(offsets_decoder, transaction_log_decoder)
+    record_parser = _record_parser(offsets_decoder, transaction_log_decoder, cluster_metadata_decoder)
     print_data_log = print_data_log or bool(key_decoder_class or value_decoder_class) or record_parser is not None
     options = DumpOptions(
         deep_iteration=deep_iteration or print_data_log,
@@ -128,7 +130,7 @@ def _kinds(types: str) -> tuple[str, ...]:
     return kinds
 
 
-def _record_parser(offsets_decoder: bool, transaction_log_decoder: bool):
+def _record_parser(offsets_decoder: bool, transaction_log_decoder: bool, cluster_metadata_decoder: bool = False):
     """kafka-dump-log's internal-topic decoders (its first one set wins, as in Kafka)."""
     if offsets_decoder:
         from seglog_cli.render.coordinator_json import offsets_parser
@@ -138,6 +140,10 @@ def _record_parser(offsets_decoder: bool, transaction_log_decoder: bool):
         from seglog_cli.render.coordinator_json import transaction_log_parser
 
         return transaction_log_parser()
+    if cluster_metadata_decoder:
+        from seglog_cli.render.metadata_json import cluster_metadata_parser
+
+        return cluster_metadata_parser
     return None
 
 

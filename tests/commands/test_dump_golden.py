@@ -23,7 +23,7 @@ FLAGS = {
     "transaction-log-decoder": ["--transaction-log-decoder"],
     "cluster-metadata-decoder": ["--cluster-metadata-decoder"],
 }
-DECODER_FLAGS = {"cluster-metadata-decoder"}  # offsets/transaction-log decoders: done (issue 8)
+DECODER_FLAGS: set = set()  # every internal-topic decoder is done (issue 8)
 # golden directory -> data directory it was made in (relative to the corpus)
 GOLDEN_DIRS = {
     "kafka-4.2.0/golden": "kafka-4.2.0/data",

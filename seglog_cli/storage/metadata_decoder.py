@@ -1,0 +1,135 @@
+"""KRaft metadata record values, decoded as Kafka's ``MetadataRecordSerde`` reads them.
+
+:func:`decode_metadata_record` turns the value of one ``__cluster_metadata`` record into a
+:class:`MetadataRecord`: the type, the version and the fields Kafka's generated JSON converter
+writes, in its order (tagged fields only when they differ from their default). A value Kafka
+cannot read raises :class:`MetadataRecordError` whose message is the one Kafka's exception
+carries (``kafka-dump-log --cluster-metadata-decoder`` prints it after ``Error at <offset>,
+skipping.``); ``unknown`` is set when the type or the version is one seglog does not know.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import struct
+from dataclasses import dataclass
+
+from construct import ConstructError
+
+from formats.metadata_fields import Field, StructSpec, java_int, struct_version
+from formats.metadata_records import FRAME_VERSION, RECORD_TYPES
+from formats.varint import UnsignedVarInt
+from seglog_cli.storage.errors import SeglogError
+from seglog_cli.storage.text import java_utf8
+
+SHORT_MAX = 0x7FFF
+UNSUPPORTED_VERSION = "org.apache.kafka.common.errors.UnsupportedVersionException"
+
+
+@dataclass(frozen=True)
+class MetadataRecord:
+    """One decoded metadata record. ``data`` maps snake_case field names, in schema order, to
+    ``int``/``float``/``bool``/``str``/``bytes``/``None``, lists and nested dicts; UUIDs are
+    Kafka's text form (URL-safe base64, no padding)."""
+
+    api_key: int
+    type_name: str
+    version: int
+    data: dict
+
+
+class MetadataRecordError(SeglogError):
+    """A metadata record value Kafka's serde refuses; ``message`` is Kafka's own text."""
+
+    def __init__(self, message: str, *, unknown: bool = False, api_key: int | None = None,
+                 version: int | None = None):
+        super().__init__(message)
+        self.unknown = unknown
+        self.api_key = api_key
+        self.version = version
+
+
+def uuid_text(raw: bytes) -> str:
+    """``Uuid.toString``: URL-safe base64 of the 16 bytes without padding."""
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def _frame_short(stream, entity: str) -> int:
+    """``AbstractApiMessageSerde.unsignedIntToShort``."""
+    try:
+        value = java_int(UnsignedVarInt.parse_stream(stream))
+    except (ConstructError, IndexError):
+        raise MetadataRecordError(f"Error while reading {entity}") from None
+    if value > SHORT_MAX:
+        raise MetadataRecordError(f"Value for {entity} was too large.")
+    return struct.unpack(">h", struct.pack(">H", value & 0xFFFF))[0]
+
+
+def decode_metadata_record(value: bytes | None) -> MetadataRecord:
+    """The record in one metadata value; raises :class:`MetadataRecordError`."""
+    stream = io.BytesIO(b"" if value is None else bytes(value))
+    if value is None:
+        raise MetadataRecordError("Error while reading frame version")
+    frame_version = _frame_short(stream, "frame version")
+    if frame_version == 0:
+        raise MetadataRecordError("Could not deserialize metadata record with frame version 0. Note that "
+                                  "upgrades from the preview release of KRaft in 2.8 to newer versions are "
+                                  "not supported.")
+    if frame_version != FRAME_VERSION:
+        raise MetadataRecordError(f"Could not deserialize metadata record due to unknown frame version "
+                                  f"{frame_version}(only frame version {FRAME_VERSION} is supported)")
+    api_key = _frame_short(stream, "type")
+    version = _frame_short(stream, "version")
+    record_type = RECORD_TYPES.get(api_key)
+    if record_type is None:
+        raise MetadataRecordError(f"{UNSUPPORTED_VERSION}: Unknown metadata id {api_key}", unknown=True,
+                                  api_key=api_key, version=version)
+    failed = f"Failed to deserialize record with type {api_key}"
+    if not record_type.knows(version):
+        raise MetadataRecordError(failed, unknown=True, api_key=api_key, version=version)
+    try:
+        parsed = struct_version(record_type.schema, version).parse_stream(stream)
+    except (ConstructError, IndexError, OverflowError):
+        raise MetadataRecordError(failed, api_key=api_key, version=version) from None
+    left = len(stream.getbuffer()) - stream.tell()
+    if left > 0:
+        raise MetadataRecordError(f"Found {left} byte(s) of garbage after {api_key}", api_key=api_key,
+                                  version=version)
+    return MetadataRecord(api_key, record_type.name, version, struct_data(record_type.schema, parsed, version))
+
+
+def struct_data(spec: StructSpec, parsed, version: int) -> dict:
+    """The fields Kafka's JSON converter writes for one parsed struct, in schema order."""
+    tagged = parsed["tagged_fields"]
+    out = {}
+    for item in spec.fields:
+        if not item.present_in(version):
+            continue
+        if item.tag is None:
+            out[item.name] = _value(item, item.type, parsed[item.name], version)
+            continue
+        default = item.default_value
+        present = tagged.get(item.name, default)
+        if present != default:
+            out[item.name] = _value(item, item.type, present, version)
+    return out
+
+
+def _value(item: Field, kind, value, version: int):
+    if value is None:
+        return None
+    if isinstance(kind, tuple):
+        return [_value(item, kind[1], element, version) for element in value]
+    if isinstance(kind, StructSpec):
+        return struct_data(kind, value, version)
+    if kind == "string":
+        return java_utf8(value)
+    if kind == "uuid":
+        return uuid_text(value)
+    if kind == "bytes":
+        return bytes(value)
+    return value
+
+
+__all__ = ["MetadataRecord", "MetadataRecordError", "decode_metadata_record", "uuid_text"]

@@ -1,0 +1,255 @@
+"""Reading one :class:`~seglog_cli.spark.plan.Split` into Arrow record batches (no Spark).
+
+:func:`record_batches` gives one row per record with the columns of Spark's Kafka source
+(``key``, ``value``, ``topic``, ``partition``, ``offset``, ``timestamp``, ``timestampType``,
+``headers``) plus the batch's (``baseOffset``, ``producerId``, ``producerEpoch``,
+``isTransactional``, ``isControl``, ``compression``, ``segment``, ``position``, ``isValid``);
+:func:`batch_batches` one row per batch, without decoding records.
+
+The values are those of ``seglog dump --deep-iteration --format jsonl``, from the same engine
+calls (``LogScan`` for the framing, ``read_records`` and its compiled decoder for the
+records): the record timestamp Kafka reports (the batch max timestamp for LogAppendTime), the
+batch's timestamp type, control records included (``isControl``), legacy v0/v1 messages with
+their inner messages, header keys decoded as Java's ``new String(bytes, UTF_8)``. Damage is
+handled as the dump handles it:
+
+* a batch that fails its CRC still gives its records (``isValid`` false), unless
+  ``onCrcMismatch`` is ``skip`` or ``fail``;
+* a batch whose records cannot be decoded gives the records before the damaged one (as Kafka's
+  iterator does), then the read goes on with the next batch;
+* damaged framing (a corrupt region, a torn or zero-filled tail) is stepped over as the dump's
+  scan does (it resumes at the next valid batch).
+
+With ``failOnDamage`` the last two raise a :class:`SeglogError` naming the file, position and
+offset instead (Spark then fails the task).
+
+Columns are built a whole Arrow batch at a time: integers through ``array.array`` buffers,
+per-batch values taken once per batch and spread with ``take``; nothing is converted per
+record in Python except what the decoder already made (key, value and header bytes).
+"""
+
+from __future__ import annotations
+
+import array
+from itertools import accumulate, chain, repeat
+from operator import itemgetter
+from typing import Iterator
+
+import pyarrow as pa
+
+from seglog_cli.spark.plan import FAIL, SKIP, ScanOptions, Split
+from seglog_cli.storage.batches import LogScan
+from seglog_cli.storage.codecs import CODEC_NAMES
+from seglog_cli.storage.errors import SeglogError
+from seglog_cli.storage.files import MappedFile
+from seglog_cli.storage.findings import Severity
+from seglog_cli.storage.records import read_records
+from seglog_cli.storage.text import java_utf8
+
+HEADER = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
+RECORD_SCHEMA = pa.schema([
+    ("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
+    ("offset", pa.int64()), ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32()),
+    ("headers", pa.list_(pa.field("element", HEADER))),
+    ("baseOffset", pa.int64()), ("producerId", pa.int64()), ("producerEpoch", pa.int32()),
+    ("isTransactional", pa.bool_()), ("isControl", pa.bool_()), ("compression", pa.string()),
+    ("segment", pa.string()), ("position", pa.int64()), ("isValid", pa.bool_()),
+])
+BATCH_SCHEMA = pa.schema([
+    ("topic", pa.string()), ("partition", pa.int32()), ("segment", pa.string()), ("position", pa.int64()),
+    ("baseOffset", pa.int64()), ("lastOffset", pa.int64()), ("count", pa.int32()),
+    ("baseSequence", pa.int32()), ("lastSequence", pa.int32()), ("producerId", pa.int64()),
+    ("producerEpoch", pa.int32()), ("partitionLeaderEpoch", pa.int32()), ("isTransactional", pa.bool_()),
+    ("isControl", pa.bool_()), ("deleteHorizonMs", pa.int64()), ("timestampType", pa.string()),
+    ("maxTimestamp", pa.int64()), ("size", pa.int32()), ("magic", pa.int32()), ("compression", pa.string()),
+    ("crc", pa.int64()), ("isValid", pa.bool_()),
+])
+MAX_BATCH_BYTES = 32 * 1024 * 1024  # payload bytes per Arrow batch: bounds a worker's memory
+
+_OFFSET, _TIMESTAMP, _KEY, _VALUE, _HEADERS = (itemgetter(i) for i in (0, 1, 3, 4, 5))
+
+
+def codec_name(codec: int) -> str:
+    return CODEC_NAMES.get(codec, f"unknown({codec})")
+
+
+# -- walking a split ----------------------------------------------------------------------------
+
+def _split_batches(mapped: MappedFile, split: Split, options: ScanOptions) -> Iterator:
+    """The batches starting in the split, filtered by offset range and CRC policy."""
+    scan = LogScan(mapped, split.start, check_crc=options.check_crc)
+    from_offset, to_offset = split.from_offset, split.to_offset
+    reported = 0
+    for chunk in scan.chunks():
+        if options.fail_on_damage and len(scan.findings) != reported:
+            _raise_damage(scan.findings[reported:], split)
+            reported = len(scan.findings)
+        for batch in chunk:
+            if batch.position >= split.end:
+                return
+            if from_offset is not None and batch.last_offset < from_offset:
+                continue
+            if to_offset is not None and batch.magic >= 2 and batch.base_offset > to_offset:
+                return
+            if options.check_crc and not batch.is_valid and options.on_crc_mismatch != "keep":
+                if options.on_crc_mismatch == FAIL:
+                    raise SeglogError(f"batch fails its CRC (stored {batch.crc}, computed {batch.computed_crc})",
+                                      split.path, batch.position, batch.base_offset)
+                continue
+            yield batch
+    if options.fail_on_damage:
+        _raise_damage(scan.findings[reported:], split)
+
+
+def _raise_damage(findings, split: Split) -> None:
+    """failOnDamage: the first damage (an error finding: a corrupt region, trailing garbage)
+    inside the split stops the read. Tails a broker truncates by itself (warnings) do not."""
+    for finding in findings:
+        if finding.severity is Severity.ERROR and split.start <= (finding.position or 0) < split.end:
+            raise SeglogError(f"{finding.code}: {finding.message}", split.path, finding.position, finding.offset)
+
+
+def _records(buf, batch, path: str, fail: bool) -> list:
+    """The batch's records; on damage those before it (as ``seglog dump``), or raise."""
+    out: list = []
+    try:
+        out.extend(read_records(buf, batch, path))
+    except SeglogError:
+        if fail:
+            raise
+    return out
+
+
+# -- records ------------------------------------------------------------------------------------
+
+def record_batches(split: Split, options: ScanOptions) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of the split's records (schema :data:`RECORD_SCHEMA`)."""
+    limit = options.max_records_per_batch
+    with MappedFile(split.path) as mapped:
+        buf = mapped.buffer
+        records: list = []
+        batches: list = []
+        counts: list = []
+        payload = 0
+        for batch in _split_batches(mapped, split, options):
+            decoded = _records(buf, batch, split.path, options.fail_on_damage)
+            if split.from_offset is not None or split.to_offset is not None:
+                decoded = _in_range(decoded, split.from_offset, split.to_offset)
+            if not decoded:
+                continue
+            records.extend(decoded)
+            batches.append(batch)
+            counts.append(len(decoded))
+            payload += batch.size
+            if len(records) >= limit or payload >= MAX_BATCH_BYTES:
+                yield _record_columns(split, records, batches, counts, options.check_crc)
+                records, batches, counts, payload = [], [], [], 0
+        if records:
+            yield _record_columns(split, records, batches, counts, options.check_crc)
+
+
+def _in_range(records: list, from_offset, to_offset) -> list:
+    low = -2**63 if from_offset is None else from_offset
+    high = 2**63 if to_offset is None else to_offset
+    return [r for r in records if low <= r[0] <= high]
+
+
+def _int_array(typecode: str, values, pa_type) -> pa.Array:
+    data = array.array(typecode, values)
+    return pa.Array.from_buffers(pa_type, len(data), [None, pa.py_buffer(data)])
+
+
+def _record_columns(split: Split, records: list, batches: list, counts: list, check_crc: bool) -> pa.RecordBatch:
+    n = len(records)
+    which = _int_array("i", chain.from_iterable(map(repeat, range(len(batches)), counts)), pa.int32())
+    timestamps = _int_array("q", map(_TIMESTAMP, records), pa.int64())
+    per_batch = _batch_values(batches, check_crc)
+    columns = [
+        pa.array(list(map(_KEY, records)), pa.binary()),
+        pa.array(list(map(_VALUE, records)), pa.binary()),
+        pa.repeat(pa.scalar(split.topic, pa.string()), n),
+        pa.repeat(pa.scalar(split.partition, pa.int32()), n),
+        _int_array("q", map(_OFFSET, records), pa.int64()),
+        pa.compute.multiply(timestamps, 1000).cast(pa.timestamp("us", tz="UTC")),
+        per_batch["timestampType"].take(which),
+        _headers(list(map(_HEADERS, records))),
+        *(per_batch[name].take(which) for name in ("baseOffset", "producerId", "producerEpoch",
+                                                    "isTransactional", "isControl", "compression")),
+        pa.repeat(pa.scalar(split.segment or None, pa.string()), n),
+        per_batch["position"].take(which),
+        per_batch["isValid"].take(which),
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=RECORD_SCHEMA)
+
+
+def _batch_values(batches: list, check_crc: bool) -> dict[str, pa.Array]:
+    return {
+        "timestampType": pa.array([b.timestamp_type for b in batches], pa.int32()),
+        "baseOffset": pa.array([b.base_offset if b.magic >= 2 else None for b in batches], pa.int64()),
+        "producerId": pa.array([b.producer_id for b in batches], pa.int64()),
+        "producerEpoch": pa.array([b.producer_epoch for b in batches], pa.int32()),
+        "isTransactional": pa.array([b.is_transactional for b in batches], pa.bool_()),
+        "isControl": pa.array([b.is_control for b in batches], pa.bool_()),
+        "compression": pa.array([codec_name(b.compression) for b in batches], pa.string()),
+        "position": pa.array([b.position for b in batches], pa.int64()),
+        "isValid": pa.array([b.is_valid if check_crc else None for b in batches], pa.bool_()),
+    }
+
+
+def _headers(headers: list) -> pa.Array:
+    """list<struct<key string, value binary>>; header keys as Java decodes them."""
+    offsets = _int_array("i", chain((0,), accumulate(map(len, headers))), pa.int32())
+    flat = list(chain.from_iterable(headers))
+    entries = pa.StructArray.from_arrays(
+        [pa.array([java_utf8(key) for key, _ in flat], pa.string()),
+         pa.array([value for _, value in flat], pa.binary())],
+        fields=list(HEADER))
+    return pa.ListArray.from_arrays(offsets, entries, type=RECORD_SCHEMA.field("headers").type)
+
+
+# -- batches ------------------------------------------------------------------------------------
+
+def batch_batches(split: Split, options: ScanOptions) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of the split's batch headers (schema :data:`BATCH_SCHEMA`)."""
+    limit = options.max_records_per_batch
+    with MappedFile(split.path) as mapped:
+        pending: list = []
+        for batch in _split_batches(mapped, split, options):
+            pending.append(batch)
+            if len(pending) >= limit:
+                yield _batch_columns(split, pending, options.check_crc)
+                pending = []
+        if pending:
+            yield _batch_columns(split, pending, options.check_crc)
+
+
+def _batch_columns(split: Split, batches: list, check_crc: bool) -> pa.RecordBatch:
+    n = len(batches)
+    v2 = [b.magic >= 2 for b in batches]
+    rows = {
+        "topic": pa.repeat(pa.scalar(split.topic, pa.string()), n),
+        "partition": pa.repeat(pa.scalar(split.partition, pa.int32()), n),
+        "segment": pa.repeat(pa.scalar(split.segment or None, pa.string()), n),
+        "position": [b.position for b in batches],
+        "baseOffset": [b.base_offset if new else None for b, new in zip(batches, v2)],
+        "lastOffset": [b.last_offset for b in batches],
+        "count": [b.records_count if new else None for b, new in zip(batches, v2)],
+        "baseSequence": [b.base_sequence if new else None for b, new in zip(batches, v2)],
+        "lastSequence": [b.last_sequence if new else None for b, new in zip(batches, v2)],
+        "producerId": [b.producer_id if new else None for b, new in zip(batches, v2)],
+        "producerEpoch": [b.producer_epoch if new else None for b, new in zip(batches, v2)],
+        "partitionLeaderEpoch": [b.partition_leader_epoch if new else None for b, new in zip(batches, v2)],
+        "isTransactional": [b.is_transactional if new else None for b, new in zip(batches, v2)],
+        "isControl": [b.is_control if new else None for b, new in zip(batches, v2)],
+        "deleteHorizonMs": [b.delete_horizon_ms for b in batches],
+        "timestampType": [b.timestamp_type_name for b in batches],
+        "maxTimestamp": [b.max_timestamp for b in batches],
+        "size": [b.size for b in batches],
+        "magic": [b.magic for b in batches],
+        "compression": [codec_name(b.compression) for b in batches],
+        "crc": [b.crc for b in batches],
+        "isValid": [b.is_valid if check_crc else None for b in batches],
+    }
+    columns = [value if isinstance(value, pa.Array) else pa.array(value, BATCH_SCHEMA.field(name).type)
+               for name, value in rows.items()]
+    return pa.RecordBatch.from_arrays(columns, schema=BATCH_SCHEMA)

@@ -46,7 +46,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seglog_cli.storage.batches import BatchHeader, LogScan, wrap_int32
+from seglog_cli.storage.batches import BatchHeader, LogScan, read_batch_header, wrap_int32
 from seglog_cli.storage.control import parse_control_record
 from seglog_cli.storage.errors import InvalidRecordError, SeglogError
 from seglog_cli.storage.indexes import ABORTED_TXN, AbortedTxn, format_aborted_txns  # noqa: F401 - ABORTED_TXN: part of this module's interface
@@ -423,6 +423,35 @@ def replay_segment(manager: ProducerStateManager, segment: LogSegment, *, start_
     return SegmentReplay(segment.base_offset, tuple(aborted), valid_bytes, stop, reason, manager.entries())
 
 
+def replay_positions(manager: ProducerStateManager, segment: LogSegment, positions: list[int],
+                     valid_bytes: int) -> SegmentReplay | None:
+    """:func:`replay_segment` of a segment whose valid prefix (``valid_bytes``) the compiled
+    recovery walk checked, fed only the batches that walk listed (``recover_walk`` in
+    ``_native.c``: markers, the first and last batch of each producer's runs, the last batch).
+    The producer state, snapshots and ``.txnindex`` come out as a full replay's. Returns None,
+    with ``manager`` untouched, when a marker cannot be read: the caller replays every batch,
+    which finds where Kafka stops."""
+    mapped, path = segment.log, str(segment.log_path)
+    buf, view = mapped.buffer, mapped.view
+    batches = [read_batch_header(buf, view, position, valid_bytes, check_crc=False) for position in positions]
+    markers = {}
+    try:
+        for batch in batches:
+            if batch.is_control and batch.producer_id >= 0:
+                markers[batch.position] = read_end_txn_marker(buf, batch, path)
+    except SeglogError:
+        return None
+    aborted: list[AbortedTxn] = []
+    for batch in batches:
+        completed = manager.update(batch, markers.get(batch.position))
+        if completed is not None:
+            if completed.is_aborted:
+                aborted.append(AbortedTxn(0, completed.producer_id, completed.first_offset, completed.last_offset,
+                                          manager.last_stable_offset(completed)))
+            manager.complete_txn(completed)
+    return SegmentReplay(segment.base_offset, tuple(aborted), valid_bytes, None, None, manager.entries())
+
+
 def recover_batch(manager: ProducerStateManager, buf, batch: BatchHeader, path: str,
                    aborted: list[AbortedTxn]) -> None:
     """``LogSegment.updateProducerState``: update, then index an aborted transaction."""
@@ -526,4 +555,4 @@ def _segments_between(log, from_offset: int, to_offset: int) -> list[LogSegment]
 
 __all__ = ["ABORTED_TXN", "CompletedTxn", "EndTransactionMarker", "NUM_BATCHES_TO_RETAIN", "ProducerEntry",
            "ProducerStateManager", "ProducerStateRebuild", "SegmentReplay", "TxnMetadata", "read_end_txn_marker",
-           "rebuild_producer_state", "recover_batch", "replay_segment"]
+           "rebuild_producer_state", "recover_batch", "replay_positions", "replay_segment"]

@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from seglog_cli.storage import native
 from seglog_cli.storage.batches import LogScan
 from seglog_cli.storage.errors import SeglogError, UnreadableInputError
 from seglog_cli.storage.files import MappedFile
@@ -136,17 +137,27 @@ class RecoveredIndexes:
     stop: str | None  # why the walk ended before the end of the file
     transactional_batches: int = 0
     next_offset: int = 0  # the offset after the last valid batch (the segment's base when none)
+    # positions of the batches the producer-state replay needs (``recover_walk``), when the
+    # compiled walk indexed the whole valid prefix; None: replay every batch
+    producer_positions: list[int] | None = None
 
 
 def recover_indexes(mapped: MappedFile, base_offset: int, config: TopicConfig = TopicConfig()) -> RecoveredIndexes:
     """The offset and time index ``LogSegment.recover`` builds for ``mapped`` (a ``.log``):
     the writer's :class:`SegmentIndexer` fed every batch from position 0."""
     indexer = SegmentIndexer(base_offset, config.index_interval_bytes, config.segment_index_bytes, path=mapped.path)
-    scan = LogScan(mapped, resync=False)
+    start, fast_batches, producers = 0, 0, None
+    compiled = native.module
+    if compiled is not None and mapped.size:
+        start, fast_batches, producers = indexer.recover_compiled(mapped.buffer, 0, mapped.size, compiled)
+    scan = LogScan(mapped, start, resync=False)
     try:
-        valid_bytes, batches, stopped = indexer.recover(scan.chunks())
+        valid_bytes, batches, stopped = indexer.recover(scan.chunks(), start)
     except WriterError as exc:
         raise RebuildError(exc.message, mapped.path, exc.position, exc.offset) from None
+    if batches:
+        producers = None  # Python's loop indexed some of it: the producer replay walks the segment itself
+    batches += fast_batches
     stop = None
     if stopped is not None:
         if stopped.is_valid:
@@ -164,7 +175,7 @@ def recover_indexes(mapped: MappedFile, base_offset: int, config: TopicConfig = 
     except WriterError as exc:
         raise RebuildError(exc.message, mapped.path, exc.position, exc.offset) from None
     return RecoveredIndexes(bytes(indexer.offset_index), bytes(indexer.time_index), valid_bytes, batches, stop,
-                            indexer.transactional_batches, indexer.next_offset)
+                            indexer.transactional_batches, indexer.next_offset, producers)
 
 
 # -- planning ---------------------------------------------------------------------------------

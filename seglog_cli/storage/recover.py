@@ -44,7 +44,7 @@ from seglog_cli.storage.naming import format_offset, parse_partition_dir_name, p
 from seglog_cli.storage.parallel import parallel_map
 from seglog_cli.storage.partition_log import PartitionLog
 from seglog_cli.storage.producer_state import (ProducerStateManager, rebuild_producer_state, recover_batch,
-                                              replay_segment)
+                                              replay_positions, replay_segment)
 from seglog_cli.storage.rebuild_index import RebuildError, recover_indexes
 from seglog_cli.storage.safety import ChangeSet, held_log_dir
 from seglog_cli.storage.segments import LogSegment
@@ -179,6 +179,7 @@ class _Work:
     snapshots: "_SnapshotModel"
     ends: dict[Path, int] = field(default_factory=dict)  # .log -> its next offset, where a walk found it
     salvaged_from: int | None = None  # base of the first salvaged segment
+    snapshot_data: dict[int, bytes] = field(default_factory=dict)  # producer state at a recovered segment's end
 
     def log(self, segments: list[LogSegment]) -> PartitionLog:
         """The partition as the plan leaves it, for the producer-state replay."""
@@ -305,11 +306,19 @@ def _recover_segments(work: _Work, segments: list[LogSegment], recover: list[int
     out.recovered_segments = list(recover)
     log = work.log(segments)
     kept = list(segments)
+    manager, previous = None, None
     for base in recover:
         segment = next((s for s in kept if s.base_offset == base), None)
         if segment is None:
             continue  # removed after an earlier truncation
-        manager = rebuild_producer_state(log, up_to_offset=base).manager
+        before = [s.base_offset for s in kept if s.base_offset < base]
+        if manager is not None and before and before[-1] == previous:
+            # the state after the segment just recovered is what Kafka's loader reads back from
+            # the snapshot that recovery took at its end: no need to replay the log up to here
+            manager.map_end_offset = max(manager.map_end_offset, base)
+        else:
+            manager = rebuild_producer_state(log, up_to_offset=base).manager
+        previous = base
         work.snapshots.rebuild_to(base, [s.base_offset for s in kept])
         truncated = _recover_one(work, segment, manager)
         if truncated and out.mode == KAFKA:
@@ -348,7 +357,11 @@ def _recover_one(work: _Work, segment: LogSegment, manager: ProducerStateManager
     if valid < size and out.mode == SALVAGE:
         return _salvage(work, segment, valid, manager)
     work.ends[segment.log_path] = recovered.next_offset
-    replay = replay_segment(manager, segment)
+    replay = None
+    if recovered.producer_positions is not None:
+        replay = replay_positions(manager, segment, recovered.producer_positions, valid)
+    if replay is None:
+        replay = replay_segment(manager, segment)
     segment.close()
     truncated = valid < size
     if truncated:
@@ -367,6 +380,7 @@ def _recover_one(work: _Work, segment: LogSegment, manager: ProducerStateManager
     if txn or segment.txn_index_path.exists():
         out.steps.append(Step("replace", directory / (stem + ".txnindex"), "rebuilt by recovery", data=txn))
     work.snapshots.take(manager.map_end_offset)  # so the next segment need not replay this one
+    work.snapshot_data[manager.map_end_offset] = manager.snapshot_bytes()
     return truncated
 
 
@@ -534,9 +548,11 @@ def _snapshots(work: _Work, kept: list[LogSegment]) -> None:
                               "a producer snapshot Kafka's loader deletes (stray, or above a recovered segment)"))
     log = work.log(kept)
     for offset in sorted(model.written):
-        manager = rebuild_producer_state(log, up_to_offset=offset).manager
+        data = work.snapshot_data.get(offset)
+        if data is None:
+            data = rebuild_producer_state(log, up_to_offset=offset).manager.snapshot_bytes()
         out.steps.append(Step("replace", directory / f"{format_offset(offset)}.snapshot",
-                              "the producer state Kafka's loader snapshots here", data=manager.snapshot_bytes()))
+                              "the producer state Kafka's loader snapshots here", data=data))
 
 
 def _checkpoint_steps(state: _LogDirState, partitions: list[PartitionRecovery]) -> list[Step]:

@@ -140,16 +140,17 @@ class SegmentIndexer:
             self.bytes_since_last_index_entry = 0
         self.bytes_since_last_index_entry += size
 
-    def recover(self, batches) -> tuple[int, int, object]:
+    def recover(self, batches, start: int = 0) -> tuple[int, int, object]:
         """``LogSegment.recover``'s loop over ``batches`` (chunks of :class:`BatchHeader`, from
-        position 0): the same rule as :meth:`append` once per batch, written for speed. Stops at
+        position ``start``, where the segment is valid so far): the same rule as :meth:`append`
+        once per batch, written for speed. Stops at
         the first batch failing ``ensureValid`` or whose offset does not fit the segment and
         returns (valid bytes, batches, the batch it stopped at or None); ``next_offset`` is then
         the offset after the last batch kept."""
         interval, base = self.interval, self.base_offset
         max_ts, offset_of_max = self.max_timestamp, self.offset_of_max
         since = self.bytes_since_last_index_entry
-        valid = count = 0
+        valid, count = start, 0
         next_offset = self.next_offset
         for chunk in batches:
             for batch in chunk:
@@ -178,6 +179,31 @@ class SegmentIndexer:
                     self.transactional_batches += 1
         self._finish(max_ts, offset_of_max, since, next_offset)
         return valid, count, None
+
+    def recover_compiled(self, buffer, start: int, end: int, compiled) -> tuple[int, int, list[int]]:
+        """:meth:`recover`'s loop in C over the clean v2 batches of ``buffer[start:end]``: returns
+        (position where it stopped, batches indexed, producer positions: see ``recover_walk`` in
+        ``_native.c``). Python's loop carries on from the position returned; what it meets
+        there (damage, a legacy batch, an index the rules refuse) it judges itself."""
+        last_ts, last_time_offset = self._last_time
+        state = (self.max_timestamp, self.offset_of_max, self.bytes_since_last_index_entry, self.next_offset,
+                 -1 if self._last_index_offset is None else self._last_index_offset, last_ts, last_time_offset,
+                 bool(self.time_index), self.offset_entries, self.time_entries)
+        position, count, state, offsets, times, txn_batches, producers = compiled.recover_walk(
+            buffer, start, end, self.base_offset, self.interval, self.max_offset_entries, self.max_time_entries,
+            state)
+        (self.max_timestamp, self.offset_of_max, self.bytes_since_last_index_entry, self.next_offset, last_index,
+         last_ts, last_time_offset, _have_time, _entries, _time_entries) = state
+        if offsets:
+            self.offset_index += offsets
+            self._last_index_offset = last_index
+            self.changed = True
+        if times:
+            self.time_index += times
+            self._last_time = (last_ts, last_time_offset)
+            self.changed = True
+        self.transactional_batches += txn_batches
+        return position, count, producers
 
     def _finish(self, max_ts: int, offset_of_max: int, since: int, next_offset: int) -> None:
         self.max_timestamp, self.offset_of_max, self.bytes_since_last_index_entry = max_ts, offset_of_max, since

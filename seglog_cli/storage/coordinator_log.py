@@ -1,0 +1,98 @@
+"""Walking an internal topic's partitions record by record, in offset order, for the offline
+coordinator views (``seglog offsets``, ``seglog transactions``).
+
+:func:`internal_partitions` finds ``<topic>-<n>`` directories of one internal topic under a
+log dir (or a tree of log dirs); :func:`partition_entries` yields every record of a partition
+with its batch, control records parsed. Damage stops the walk of that partition at the first
+bad batch, as the broker's loader would stop, and is reported as a :class:`WalkProblem`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from seglog_cli.storage.batches import BatchHeader
+from seglog_cli.storage.control import ControlRecord, parse_control_record
+from seglog_cli.storage.findings import Severity
+from seglog_cli.storage.errors import SeglogError, UnreadableInputError
+from seglog_cli.storage.partition_log import PartitionLog, looks_like_partition_dir, partition_dirs_under
+from seglog_cli.storage.records import Record, read_records
+
+CONSUMER_OFFSETS = "__consumer_offsets"
+TRANSACTION_STATE = "__transaction_state"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One record of a partition; ``control`` is set for control records."""
+
+    partition: str
+    batch: BatchHeader
+    record: Record
+    control: ControlRecord | None
+
+
+@dataclass(frozen=True)
+class WalkProblem:
+    """Why a partition's walk stopped early (file, byte position, Kafka-style message)."""
+
+    path: str
+    position: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.path if self.position is None else f"{self.path}: position {self.position}"
+        return f"{where}: {self.message}"
+
+
+def partition_dirs(path: str | Path) -> list[Path]:
+    """Every partition directory ``path`` stands for (a log dir, a tree, or a partition dir)."""
+    path = Path(path)
+    if not path.exists():
+        raise UnreadableInputError("no such file or directory", path)
+    if not path.is_dir():
+        raise UnreadableInputError("not a directory (give a log dir)", path)
+    return partition_dirs_under(path) if not looks_like_partition_dir(path) else [path]
+
+
+def topic_of(directory: Path) -> str:
+    name = directory.name
+    return name.rsplit("-", 1)[0] if "-" in name else name
+
+
+def internal_partitions(path: str | Path, topic: str) -> list[Path]:
+    """The ``topic-<n>`` partition directories under ``path``, in partition order."""
+    found = [d for d in partition_dirs(path) if topic_of(d) == topic]
+    return sorted(found, key=lambda d: (str(d.parent), _partition_number(d)))
+
+
+def _partition_number(directory: Path) -> int:
+    tail = directory.name.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else -1
+
+
+def partition_entries(directory: Path, problems: list[WalkProblem]) -> Iterator[Entry]:
+    """Every record of the partition in ``directory``, segment by segment."""
+    log = PartitionLog(directory)
+    try:
+        for segment in log.segments:
+            path = str(segment.log_path)
+            scan = segment.batches(resync=False)
+            buf = segment.log.buffer
+            for batch in scan:
+                try:
+                    for record in read_records(buf, batch, path):
+                        control = parse_control_record(record, path, batch.position) if batch.is_control else None
+                        yield Entry(directory.name, batch, record, control)
+                except SeglogError as exc:
+                    problems.append(WalkProblem(path, batch.position, exc.message))
+                    return
+            damage = [f for f in scan.findings if f.severity is not Severity.INFO]
+            if scan.kafka_error is not None or damage:
+                message = scan.kafka_error.message if scan.kafka_error is not None else damage[0].message
+                problems.append(WalkProblem(path, scan.end_position, message))
+                return
+    finally:
+        log.close()

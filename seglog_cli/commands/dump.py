@@ -99,7 +99,8 @@ def _run(paths, files, deep_iteration, print_data_log, skip_record_metadata, ver
         from seglog_cli.render.jsonl import JsonLinesDumpRenderer
 
         renderer = JsonLinesDumpRenderer(out, err, payload_encoding=payload_encoding.value,
-                                         deep_iteration=options.deep_iteration)
+                                         deep_iteration=options.deep_iteration,
+                                         record_fields=_metadata_fields() if cluster_metadata_decoder else None)
     else:
         renderer = TextDumpRenderer(out, err, print_data_log=print_data_log,
                                     skip_record_metadata=skip_record_metadata,
@@ -145,6 +146,12 @@ def _record_parser(offsets_decoder: bool, transaction_log_decoder: bool, cluster
 
         return cluster_metadata_parser
     return None
+
+
+def _metadata_fields():
+    from seglog_cli.render.metadata_json import cluster_metadata_fields
+
+    return cluster_metadata_fields
 
 
 def _decoder(class_name):

@@ -7,6 +7,9 @@ One JSON object per line, each with a ``type``: ``file``, ``batch``, ``record``,
 ``nonConsecutiveOffsets``. Batch objects keep kafka-dump-log's camelCase field names; record
 objects use the column names of Spark's Kafka source (``key``, ``value``, ``topic``,
 ``partition``, ``offset``, ``timestamp``, ``timestampType``, ``headers``) plus batch context.
+A ``record_fields`` callable (an internal-topic decoder) adds its fields to each data record
+object, e.g. ``metadataRecord`` under ``--cluster-metadata-decoder``; absent fields keep
+schema version 1 unchanged.
 """
 
 from __future__ import annotations
@@ -73,8 +76,9 @@ def batch_object(batch: BatchHeader, path: str) -> dict:
 
 class JsonLinesDumpRenderer(LineOutput):
     def __init__(self, out, err, *, payload_encoding: str = "utf8", deep_iteration: bool = True,
-                 flush_lines: int = 2048):
+                 flush_lines: int = 2048, record_fields=None):
         super().__init__(out, err, flush_lines)
+        self.record_fields = record_fields  # record -> dict of decoded fields (data records only)
         self.encode = ENCODERS[payload_encoding]
         self.deep_iteration = deep_iteration
         self._file: FileStart | None = None
@@ -139,6 +143,8 @@ class JsonLinesDumpRenderer(LineOutput):
         if batch.magic < 2:
             obj["crc"] = record.crc
             obj["isValid"] = record.is_valid
+        if control is None and self.record_fields is not None:
+            obj.update(self.record_fields(record))
         if control is not None:
             obj["controlType"] = control.type_name
             if control.is_transaction_marker:

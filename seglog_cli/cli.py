@@ -12,7 +12,7 @@ import sys
 import typer
 
 from seglog_cli import __version__
-from seglog_cli.commands import append, dump, offsets, rebuild_index, recover, undo, verify
+from seglog_cli.commands import append, dump, offsets, rebuild_index, recover, transactions, undo, verify
 from seglog_cli.status import ExitStatus, guarded
 
 # click's UsageError, whether typer vendors click or depends on it
@@ -34,6 +34,7 @@ app.command("recover", help=recover.HELP, no_args_is_help=True)(recover.recover_
 app.command("undo", help=undo.HELP, no_args_is_help=True)(undo.undo_command)
 app.command("append", help=append.HELP, no_args_is_help=True)(append.append_command)
 app.command("offsets", help=offsets.HELP, no_args_is_help=True)(offsets.offsets_command)
+app.command("transactions", help=transactions.HELP, no_args_is_help=True)(transactions.transactions_command)
 
 
 def _version(value: bool) -> None:

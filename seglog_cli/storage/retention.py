@@ -54,6 +54,7 @@ class SegmentFacts:
     timestamp_source: str  # "timeindex", "batches" (time index stale or missing), "mtime"
     mtime_ms: int
     log_path: Path | None = None
+    first_batch_timestamp: int = -1  # the first batch's max timestamp (max.compaction.lag.ms)
 
     def as_dict(self) -> dict:
         return {"baseOffset": self.base_offset, "nextOffset": self.next_offset, "size": self.size,
@@ -70,8 +71,9 @@ def read_segment_facts(segment: LogSegment) -> SegmentFacts:
             count = time_index.dump_entry_count()
             if count:
                 indexed = time_index.entry(count - 1).timestamp
-    scanned, next_offset = -1, segment.base_offset
+    scanned, next_offset, first = -1, segment.base_offset, None
     for batch in segment.batches(resync=False, check_crc=False):
+        first = batch.max_timestamp if first is None else first
         scanned = max(scanned, batch.max_timestamp)
         next_offset = batch.next_offset
     if indexed >= 0 and indexed >= scanned:
@@ -81,7 +83,7 @@ def read_segment_facts(segment: LogSegment) -> SegmentFacts:
     else:
         largest, source = mtime_ms, "mtime"
     return SegmentFacts(segment.base_offset, next_offset, segment.size, largest, source, mtime_ms,
-                        segment.log_path)
+                        segment.log_path, -1 if first is None else first)
 
 
 @dataclass(frozen=True)

@@ -166,10 +166,12 @@ class TaggedSection(Construct):
 
     def _build(self, obj, stream, context, path):
         present = [(tag, name, sub) for tag, (name, sub) in sorted(self.tags.items()) if name in (obj or {})]
-        stream_write(stream, encode_unsigned(len(present)), None, path)
+        head = encode_unsigned(len(present))
+        stream_write(stream, head, len(head), path)
         for tag, name, sub in present:
             data = sub.build(obj[name])
-            stream_write(stream, encode_unsigned(tag) + encode_unsigned(len(data)) + data, None, path)
+            entry = encode_unsigned(tag) + encode_unsigned(len(data)) + data
+            stream_write(stream, entry, len(entry), path)
         return obj
 
     def _sizeof(self, context, path):

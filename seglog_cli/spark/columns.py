@@ -142,10 +142,20 @@ def record_batches(split: Split, options: ScanOptions) -> Iterator[pa.RecordBatc
             counts.append(len(decoded))
             payload += batch.size
             if len(records) >= limit or payload >= MAX_BATCH_BYTES:
-                yield _record_columns(split, records, batches, counts, options.check_crc)
+                yield from _sliced(_record_columns(split, records, batches, counts, options.check_crc), limit)
                 records, batches, counts, payload = [], [], [], 0
         if records:
-            yield _record_columns(split, records, batches, counts, options.check_crc)
+            yield from _sliced(_record_columns(split, records, batches, counts, options.check_crc), limit)
+
+
+def _sliced(batch: pa.RecordBatch, limit: int) -> Iterator[pa.RecordBatch]:
+    """At most ``limit`` rows each (a Kafka batch is never split across two reads, so the
+    last one read may overshoot; slices share the buffers)."""
+    if batch.num_rows <= limit:
+        yield batch
+        return
+    for start in range(0, batch.num_rows, limit):
+        yield batch.slice(start, limit)
 
 
 def _in_range(records: list, from_offset, to_offset) -> list:

@@ -1,0 +1,119 @@
+"""Split planning and options, without Spark or Arrow."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from seglog_cli.spark.plan import OptionError, ScanOptions, option_paths, parse_options, plan_splits
+from seglog_cli.storage.batches import LogScan
+from seglog_cli.storage.files import MappedFile
+from seglog_cli.storage.indexes import OffsetIndex
+from tests.conftest import requires_corpus
+from tests.spark.conftest import make_partition
+
+MB = 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory) -> Path:
+    log_dir = tmp_path_factory.mktemp("plan") / "logdir"
+    make_partition(log_dir / "events-0", 6)
+    return log_dir
+
+
+def _positions(split) -> list[int]:
+    with MappedFile(split.path) as mapped:
+        return [b.position for b in LogScan(mapped, split.start) if b.position < split.end]
+
+
+def test_options_parse_spark_strings():
+    options = parse_options({"checkCrc": "false", "FROMOFFSET": "10", "toTimestamp": "2025-01-01T00:00:00Z",
+                             "topics": "a, b", "splitBytes": "0"})
+    assert options == ScanOptions(check_crc=False, from_offset=10, to_timestamp=1735689600000,
+                                  topics=("a", "b"), split_bytes=0)
+    assert parse_options({}) == ScanOptions()
+    assert option_paths({"path": "/x", "paths": "/y,/z"}) == ["/x", "/y", "/z"]
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"checkCrc": "maybe"}, "checkcrc: 'maybe' is not true or false"),
+    ({"fromOffset": "ten"}, "fromoffset: 'ten' is not an integer"),
+    ({"onCrcMismatch": "drop"}, "onCrcMismatch: 'drop' is not one of keep, skip, fail"),
+    ({"onCrcMismatch": "skip", "checkCrc": "false"}, "onCrcMismatch=skip needs checkCrc=true"),
+    ({"topicPattern": "("}, "topicPattern: '(' is not a regular expression"),
+    ({"fromTimestamp": "yesterday"}, "fromtimestamp: 'yesterday' is neither epoch milliseconds nor an ISO-8601 time"),
+])
+def test_bad_options_name_the_option(options, message):
+    with pytest.raises(OptionError, match=message.replace("(", r"\(").replace("'", "'")):
+        parse_options(options)
+    with pytest.raises(OptionError, match="give a path"):
+        option_paths({})
+
+
+def test_splits_cut_at_index_entries_and_cover_every_batch_once(generated):
+    log = generated / "events-0" / "00000000000000000000.log"
+    splits = plan_splits([str(generated)], ScanOptions(split_bytes=MB))
+    assert len(splits) >= 5
+    assert splits[0].start == 0 and splits[-1].end == log.stat().st_size
+    assert all(a.end == b.start for a, b in zip(splits, splits[1:]))
+    with OffsetIndex(log.with_suffix(".index"), 0) as index:
+        indexed = {e.position for e in index.iter_entries(index.dump_entry_count())}
+    assert all(s.start in indexed for s in splits[1:])
+    assert all(s.size >= MB for s in splits[:-1])  # no split below the target but the last
+    with MappedFile(log) as mapped:
+        whole = [b.position for b in LogScan(mapped)]
+    assert [p for s in splits for p in _positions(s)] == whole
+
+
+def test_no_split_without_index_or_when_disabled(generated, tmp_path):
+    assert len(plan_splits([str(generated)], ScanOptions(split_bytes=0))) == 1
+    copy = tmp_path / "events-0"
+    shutil.copytree(generated / "events-0", copy)
+    (copy / "00000000000000000000.index").unlink()
+    assert len(plan_splits([str(copy)], ScanOptions(split_bytes=MB))) == 1
+
+
+def test_a_stale_index_entry_is_not_a_cut(generated, tmp_path):
+    """Entries whose position frames no valid batch (an index from another log) give no cut."""
+    copy = tmp_path / "events-0"
+    shutil.copytree(generated / "events-0", copy)
+    index = copy / "00000000000000000000.index"
+    data = bytearray(index.read_bytes())
+    for at in range(4, len(data), 8):  # every position moved 5 bytes into its batch
+        data[at:at + 4] = (int.from_bytes(data[at:at + 4], "big") + 5).to_bytes(4, "big")
+    index.write_bytes(bytes(data))
+    assert len(plan_splits([str(copy)], ScanOptions(split_bytes=MB))) == 1
+
+
+def test_offset_range_skips_splits_and_starts_at_the_index_floor(generated):
+    all_splits = plan_splits([str(generated)], ScanOptions(split_bytes=MB))
+    middle = all_splits[2]
+    with MappedFile(middle.path) as mapped:
+        first = next(iter(LogScan(mapped, middle.start)))
+    splits = plan_splits([str(generated)], ScanOptions(split_bytes=MB, from_offset=first.base_offset + 1,
+                                                        to_offset=first.base_offset + 5))
+    assert splits[0].start <= first.position and splits[0].from_offset == first.base_offset + 1
+    assert splits[0].start >= all_splits[1].start
+    assert all(s.to_offset == first.base_offset + 5 for s in splits)
+
+
+def test_topic_filters(generated, tmp_path):
+    shutil.copytree(generated / "events-0", tmp_path / "events-0")
+    shutil.copytree(generated / "events-0", tmp_path / "orders-3")
+    assert {s.topic for s in plan_splits([str(tmp_path)], ScanOptions(topics=("orders",)))} == {"orders"}
+    assert {(s.topic, s.partition) for s in plan_splits([str(tmp_path)], ScanOptions(topic_pattern="ev.*"))} == {
+        ("events", 0)}
+    assert plan_splits([str(tmp_path)], ScanOptions(topic_pattern="ev")) == []
+
+
+@requires_corpus
+def test_corpus_segments_are_one_split_each(corpus):
+    data = corpus / "kafka-4.2.0" / "data"
+    splits = plan_splits([str(data)], ScanOptions())
+    logs = sorted(data.glob("*/*.log"))
+    assert sorted(Path(s.path) for s in splits) == sorted(p for p in logs if p.stat().st_size)
+    small = plan_splits([str(data / "plain-0")], ScanOptions(split_bytes=128 * 1024))
+    assert len(small) > len(list((data / "plain-0").glob("*.log")))

@@ -12,7 +12,7 @@ import sys
 import typer
 
 from seglog_cli import __version__
-from seglog_cli.commands import append, dump, offsets, rebuild_index, recover, transactions, undo, verify
+from seglog_cli.commands import append, dump, offsets, rebuild_index, recover, simulate_retention, transactions, undo, verify
 from seglog_cli.status import ExitStatus, guarded
 
 # click's UsageError, whether typer vendors click or depends on it
@@ -33,6 +33,8 @@ app.command("rebuild-index", help=rebuild_index.HELP, no_args_is_help=True)(rebu
 app.command("recover", help=recover.HELP, no_args_is_help=True)(recover.recover_command)
 app.command("undo", help=undo.HELP, no_args_is_help=True)(undo.undo_command)
 app.command("append", help=append.HELP, no_args_is_help=True)(append.append_command)
+app.command("simulate-retention", help=simulate_retention.HELP, no_args_is_help=True)(
+    simulate_retention.simulate_retention_command)
 app.command("offsets", help=offsets.HELP, no_args_is_help=True)(offsets.offsets_command)
 app.command("transactions", help=transactions.HELP, no_args_is_help=True)(transactions.transactions_command)
 

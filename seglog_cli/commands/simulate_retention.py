@@ -1,0 +1,168 @@
+"""``seglog simulate-retention``: what retention, rolling and compaction delete and keep, when, why."""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from enum import Enum
+from typing import List, Optional
+
+from pathlib import Path
+
+import typer
+
+from seglog_cli.commands.options import command_paths, parse_timestamp
+from seglog_cli.render import retention_report
+from seglog_cli.status import ExitStatus, UsageError, guarded
+from seglog_cli.storage.compaction import plan_compaction
+from seglog_cli.storage.errors import UnreadableInputError
+from seglog_cli.storage.partition_log import partition_dirs_under
+from seglog_cli.storage.retention import DEFAULT_CHECK_INTERVAL_MS, plan_retention, read_partition_state
+from seglog_cli.storage.retention_apply import apply_retention
+from seglog_cli.storage.retention_model import ModelError, Producer, model_retention
+from seglog_cli.storage.retention_timeline import build_timeline
+from seglog_cli.storage.topic_config import ConfigError, parse_config_args
+
+HELP = """Show which segments retention deletes and which records compaction removes, when and why.
+
+On partition dirs or log dirs: for every segment, whether the log start offset, retention.bytes
+(the size walk, active segment included), retention.ms (largest timestamp, or the file mtime when
+no record has one) or the high watermark deletes or keeps it, with Kafka's reason; bytes and
+offsets reclaimed and the new log start offset. Topic configs come from --config/--config-file
+(Kafka's defaults otherwise); the high watermark, log start offset and cleaner checkpoint from the
+log dir's checkpoint files. --at adds a timeline (check interval and file.delete.delay.ms taken
+into account). With cleanup.policy containing compact, one cleaner pass is simulated too.
+--apply deletes the planned segments as a broker does (renamed .deleted, then removed) into the
+backup directory with a manifest (undo with seglog undo), under the log dir's .lock.
+
+--model needs no data: from a producer (--records-per-sec, --record-size, --batch-records) and
+segment/retention configs it tells when segments roll and how long a record stays readable.
+
+Examples:
+  seglog simulate-retention --config retention.ms=600000 --at +10m --at +1h /var/lib/kafka/data/orders-0
+  seglog simulate-retention --model --records-per-sec 0.2 --record-size 150 \\
+      --config segment.bytes=16384 --config retention.ms=600000
+
+Exit status: 0 nothing would be deleted or removed (or --apply did it, or --model); 1 deletions
+or removals planned; 2 usage error; 4 an input could not be read; 5 the log dir is locked.
+"""
+
+
+class Format(str, Enum):
+    table = "table"
+    text = "text"
+    json = "json"
+
+
+_DURATION = re.compile(r"^\+(\d+(?:\.\d+)?)(ms|s|m|min|h|d)?$")
+_UNITS = {"ms": 1, "s": 1000, "m": 60000, "min": 60000, "h": 3600000, "d": 86400000, None: 1}
+
+
+def simulate_retention_command(
+    paths: Optional[List[str]] = typer.Argument(None, help="Partition dirs or log dirs (globs allowed)."),
+    config: Optional[List[str]] = typer.Option(None, "--config", help="Topic config key=value: retention.ms, retention.bytes, cleanup.policy, segment.bytes, delete.retention.ms, min.compaction.lag.ms, min.cleanable.dirty.ratio, file.delete.delay.ms ... (repeatable)."),
+    config_file: Optional[str] = typer.Option(None, "--config-file", help="A properties file of topic configs."),
+    now: Optional[str] = typer.Option(None, "--now", help="The clock: epoch ms or ISO-8601 (default: now)."),
+    at: Optional[List[str]] = typer.Option(None, "--at", help="A later time for the timeline: epoch ms, ISO-8601 or +10m/+2h/+1d from --now (repeatable)."),
+    check_interval_ms: int = typer.Option(DEFAULT_CHECK_INTERVAL_MS, "--check-interval-ms", help="log.retention.check.interval.ms."),
+    high_watermark: Optional[int] = typer.Option(None, "--high-watermark", help="Override replication-offset-checkpoint."),
+    log_start_offset: Optional[int] = typer.Option(None, "--log-start-offset", help="Override log-start-offset-checkpoint."),
+    cleaner_checkpoint: Optional[int] = typer.Option(None, "--cleaner-checkpoint", help="Override cleaner-offset-checkpoint."),
+    records: bool = typer.Option(False, "--records", help="text: list the compaction verdict of every record."),
+    model: bool = typer.Option(False, "--model", help="The what-if model: no data, a producer and configs."),
+    records_per_sec: Optional[float] = typer.Option(None, "--records-per-sec", help="--model: records per second."),
+    record_size: Optional[int] = typer.Option(None, "--record-size", help="--model: bytes one record takes in the .log."),
+    batch_records: int = typer.Option(1, "--batch-records", help="--model: records per batch."),
+    batch_overhead: int = typer.Option(0, "--batch-overhead", help="--model: bytes per batch besides the records (61 for a v2 header)."),
+    apply: bool = typer.Option(False, "--apply", help="Delete the planned segments (into the backup directory, undoable)."),
+    backup_dir: Optional[str] = typer.Option(None, "--backup-dir", help="Where removed files and the manifest go."),
+    output_format: Optional[Format] = typer.Option(None, "--format", help="table (default on a terminal), text or json."),
+) -> None:
+    arguments = dict(locals())
+    raise typer.Exit(guarded(lambda: _run(**arguments)))
+
+
+def _run(paths, config, config_file, now, at, check_interval_ms, high_watermark, log_start_offset, cleaner_checkpoint,
+         records, model, records_per_sec, record_size, batch_records, batch_overhead, apply, backup_dir,
+         output_format) -> int:
+    try:
+        topic_config = parse_config_args(config, config_file)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    fmt = output_format or (Format.table if sys.stdout.isatty() else Format.text)
+    if model:
+        return _model(topic_config, records_per_sec, record_size, batch_records, batch_overhead, check_interval_ms, fmt)
+    now_ms = parse_timestamp(now, "--now") if now is not None else int(time.time() * 1000)
+    at_ms = [_at(text, now_ms) for text in at or []]
+    documents, changes = [], False
+    for partition in _partitions(paths):
+        state = read_partition_state(partition, high_watermark, log_start_offset)
+        if not state.segments:
+            continue
+        plan = plan_retention(state, topic_config, now_ms)
+        timeline = build_timeline(state, topic_config, now_ms, at_ms, check_interval_ms) if at_ms else None
+        compaction = (plan_compaction(partition, topic_config, now_ms, high_watermark=high_watermark,
+                                      log_start_offset=log_start_offset, cleaner_checkpoint=cleaner_checkpoint)
+                      if topic_config.compact else None)
+        applied = apply_retention(plan, backup_dir) if apply and plan.deleted else None
+        changes = changes or (bool(plan.deleted) and applied is None) or bool(compaction and compaction.removed_offsets)
+        _show(plan, timeline, compaction, applied, fmt, records, documents)
+    if fmt == Format.json:
+        retention_report.render_json({"partitions": documents}, sys.stdout)
+    sys.stdout.flush()
+    return ExitStatus.WARNINGS if changes else ExitStatus.OK
+
+
+def _show(plan, timeline, compaction, applied, fmt, records, documents) -> None:
+    if fmt == Format.json:
+        document = plan.as_dict()
+        document["timeline"] = None if timeline is None else timeline.as_dict()
+        document["compaction"] = None if compaction is None else compaction.as_dict(with_records=True)
+        document["applied"] = None if applied is None else {
+            "deletedSegments": applied.deleted, "files": [str(p) for p in applied.files],
+            "newLogStartOffset": applied.new_log_start_offset, "backupDir": str(applied.backup_dir)}
+        documents.append(document)
+        return
+    if fmt == Format.table:
+        from rich.console import Console
+        retention_report.render_table(plan, Console(), timeline, compaction, records)
+    else:
+        retention_report.render_text(plan, sys.stdout, timeline, compaction, records)
+    if applied is not None:
+        sys.stdout.write(f"applied: {len(applied.files)} file(s) renamed .deleted and quarantined in "
+                         f"{applied.backup_dir}; log start offset {applied.new_log_start_offset} "
+                         f"(undo: seglog undo {applied.backup_dir})\n")
+
+
+def _model(topic_config, records_per_sec, record_size, batch_records, batch_overhead, check_interval_ms, fmt) -> int:
+    if records_per_sec is None or record_size is None:
+        raise UsageError("--model needs --records-per-sec and --record-size")
+    try:
+        result = model_retention(Producer(records_per_sec, record_size, batch_records, batch_overhead), topic_config,
+                                 check_interval_ms)
+    except ModelError as exc:
+        raise UsageError(str(exc)) from None
+    if fmt == Format.json:
+        retention_report.render_json(result.as_dict(), sys.stdout)
+    else:
+        retention_report.render_model_text(result, sys.stdout)
+    return ExitStatus.OK
+
+
+def _at(text: str, now_ms: int) -> int:
+    match = _DURATION.match(text.strip())
+    if match:
+        return now_ms + int(float(match.group(1)) * _UNITS[match.group(2)])
+    return parse_timestamp(text, "--at")
+
+
+def _partitions(paths) -> list:
+    found = []
+    for path in command_paths(paths, "partition directory or log dir"):
+        if not Path(path).exists():
+            raise UnreadableInputError("no such file or directory", path)
+        found.extend(partition_dirs_under(Path(path)))
+    if not found:
+        raise UsageError("no partition directory found under the given paths")
+    return found

@@ -16,8 +16,9 @@ fields, each present in a range of versions, followed by a tagged-field section:
     struct                          its fields, then its own tagged-field section
     tagged-field section            unsigned varint count, then count x (unsigned varint tag,
                                     unsigned varint size, field); a known tag's field is read from
-                                    the stream as it is written (the size is not checked), an
-                                    unknown tag's ``size`` bytes are skipped
+                                    the stream as it is written (the size is not checked), a
+                                    tag the struct declares for other versions only is an error,
+                                    an unknown tag's ``size`` bytes are skipped
 
 Unsigned varints are read into a Java ``int`` (at most 5 bytes; the value wraps to negative above
 2**31 - 1), and ``n - 1`` is computed in 32-bit arithmetic, as the generated Java readers do.
@@ -143,11 +144,14 @@ class CompactList(Construct):
 
 class TaggedSection(Construct):
     """The tagged fields of one struct version: a dict of field name -> value for the known tags
-    that were present (unknown tags are skipped, as Kafka keeps them aside unprinted)."""
+    that were present (unknown tags are skipped, as Kafka keeps them aside unprinted; a tag the
+    struct uses only in other versions is refused, as Kafka's generated reader does)."""
 
-    def __init__(self, tags: dict):
+    def __init__(self, tags: dict, other_tags: frozenset = frozenset(), version: int = 0):
         super().__init__()
         self.tags = tags  # tag -> (name, construct)
+        self.other_tags = other_tags
+        self.version = version
 
     def _parse(self, stream, context, path):
         found = {}
@@ -158,6 +162,8 @@ class TaggedSection(Construct):
             known = self.tags.get(tag)
             if known is not None:
                 found[known[0]] = known[1]._parsereport(stream, context, path)
+            elif tag in self.other_tags:
+                raise SchemaViolation(f"Tag {tag} is not valid for version {self.version}", path=path)
             elif size < 0:
                 raise SchemaViolation(f"negative size {size} for tagged field {tag}", path=path)
             else:
@@ -252,13 +258,14 @@ def struct_of(name: str, *fields: Field) -> StructSpec:
     return StructSpec(name, tuple(fields))
 
 
-def _type_construct(spec: Field, kind, version: int) -> Construct:
+def _type_construct(spec: Field, kind, version: int, element: bool = False) -> Construct:
     if isinstance(kind, tuple):
-        return CompactList(spec.name, _type_construct(spec, kind[1], version), spec.nullable_in(version))
+        return CompactList(spec.name, _type_construct(spec, kind[1], version, True), spec.nullable_in(version))
     if isinstance(kind, StructSpec):
         return struct_version(kind, version)
-    if kind in ("string", "bytes"):
-        return CompactField(spec.name, spec.nullable_in(version), kind == "string")
+    if kind in ("string", "bytes"):  # array elements are never nullable
+        name = f"{spec.name} element" if element else spec.name
+        return CompactField(name, spec.nullable_in(version) and not element, kind == "string")
     return PRIMITIVES[kind]
 
 
@@ -268,15 +275,18 @@ def struct_version(spec: StructSpec, version: int) -> Struct:
     version, in order, then ``tagged_fields`` (a dict of the tagged values that were written)."""
     parts = []
     tags = {}
+    other_tags = set()
     for item in spec.fields:
         if not item.present_in(version):
+            if item.tag is not None:
+                other_tags.add(item.tag)
             continue
         sub = _type_construct(item, item.type, version)
         if item.tag is None:
             parts.append(item.name / sub)
         else:
             tags[item.tag] = (item.name, sub)
-    parts.append("tagged_fields" / TaggedSection(tags))
+    parts.append("tagged_fields" / TaggedSection(tags, frozenset(other_tags - set(tags)), version))
     return Struct(*parts)
 
 

@@ -110,13 +110,17 @@ def json_value(value):
 def cluster_metadata_fields(record) -> dict:
     """JSON Lines: the fields a record object gains under ``--cluster-metadata-decoder``:
     ``metadataRecord`` ({type, version, data}) or ``metadataError`` (Kafka's message) with
-    ``metadataUnknown`` (true when the type or version is not one seglog knows)."""
+    ``metadataUnknown`` (true when the type is not one seglog knows); ``metadataUnknown`` is
+    also true beside a ``metadataRecord`` of a version above those seglog knows."""
     try:
         decoded = decode_metadata_record(record.value)
     except MetadataRecordError as exc:
         return {"metadataError": exc.message, "metadataUnknown": exc.unknown}
-    return {"metadataRecord": {"type": decoded.type_name, "version": decoded.version,
-                               "data": json_value(decoded.data)}}
+    fields = {"metadataRecord": {"type": decoded.type_name, "version": decoded.version,
+                                 "data": json_value(decoded.data)}}
+    if decoded.unknown_version:
+        fields["metadataUnknown"] = True  # read with the fields of the nearest known version
+    return fields
 
 
 __all__ = ["cluster_metadata_fields", "cluster_metadata_parser", "jackson_json", "java_double",

@@ -5,7 +5,11 @@
 writes, in its order (tagged fields only when they differ from their default). A value Kafka
 cannot read raises :class:`MetadataRecordError` whose message is the one Kafka's exception
 carries (``kafka-dump-log --cluster-metadata-decoder`` prints it after ``Error at <offset>,
-skipping.``); ``unknown`` is set when the type or the version is one seglog does not know.
+skipping.``); ``unknown`` is set when the type is one seglog does not know.
+
+Kafka's generated readers and JSON writers do not check the version: a version above the
+highest known one is read (and printed) with the fields of the highest, a negative one with
+those of version 0. seglog does the same and flags the record ``unknown_version``.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ class MetadataRecord:
     type_name: str
     version: int
     data: dict
+    unknown_version: bool = False
 
 
 class MetadataRecordError(SeglogError):
@@ -86,17 +91,17 @@ def decode_metadata_record(value: bytes | None) -> MetadataRecord:
         raise MetadataRecordError(f"{UNSUPPORTED_VERSION}: Unknown metadata id {api_key}", unknown=True,
                                   api_key=api_key, version=version)
     failed = f"Failed to deserialize record with type {api_key}"
-    if not record_type.knows(version):
-        raise MetadataRecordError(failed, unknown=True, api_key=api_key, version=version)
+    layout = min(max(version, record_type.lowest_version), record_type.highest_version)
     try:
-        parsed = struct_version(record_type.schema, version).parse_stream(stream)
+        parsed = struct_version(record_type.schema, layout).parse_stream(stream)
     except (ConstructError, IndexError, OverflowError):
         raise MetadataRecordError(failed, api_key=api_key, version=version) from None
     left = len(stream.getbuffer()) - stream.tell()
     if left > 0:
         raise MetadataRecordError(f"Found {left} byte(s) of garbage after {api_key}", api_key=api_key,
                                   version=version)
-    return MetadataRecord(api_key, record_type.name, version, struct_data(record_type.schema, parsed, version))
+    return MetadataRecord(api_key, record_type.name, version, struct_data(record_type.schema, parsed, layout),
+                          not record_type.knows(version))
 
 
 def struct_data(spec: StructSpec, parsed, version: int) -> dict:

@@ -56,18 +56,34 @@ def test_tagged_fields_build_back_in_tag_order():
     assert built == PARTITION_CHANGE_V2
 
 
-def test_tag_of_a_later_version_is_skipped_as_unknown():
-    # tag 6 exists from version 2 only: in version 1 its 5 bytes are skipped
-    parsed = struct_version(PARTITION_CHANGE, 1).parse(PARTITION_CHANGE_V2)
-    assert parsed.tagged_fields == {"isr": [], "leader": -1}
+def test_tag_of_a_later_version_is_refused():
+    # tag 6 belongs to eligible_leader_replicas, a version 2+ field: Kafka's v1 reader throws
+    with pytest.raises(SchemaViolation, match="Tag 6 is not valid for version 1"):
+        struct_version(PARTITION_CHANGE, 1).parse(PARTITION_CHANGE_V2)
+
+
+def test_undeclared_tags_are_skipped():
+    data = b"\x00\x00\x00\x01" + (16).to_bytes(8, "big") + b"\x02" + b"\x00\x01\xff" + b"\x09\x02\xaa\xbb"
+    parsed = struct_version(BROKER_REGISTRATION_CHANGE, 2).parse(data)
+    assert parsed.tagged_fields == {"fenced": -1}  # tag 9: 2 bytes skipped
 
 
 def test_fields_of_later_versions_are_absent():
-    v0 = struct_version(BROKER_REGISTRATION_CHANGE, 0)
-    data = b"\x00\x00\x00\x01" + (16).to_bytes(8, "big") + b"\x02" + b"\x00\x01\xff" + b"\x01\x01\x01"
-    assert v0.parse(data).tagged_fields == {"fenced": -1}  # tag 1 is unknown in v0
-    assert struct_version(BROKER_REGISTRATION_CHANGE, 1).parse(data).tagged_fields == {
+    data = b"\x00\x00\x00\x01" + (16).to_bytes(8, "big") + b"\x01" + b"\x00\x01\xff"
+    assert struct_version(BROKER_REGISTRATION_CHANGE, 0).parse(data).tagged_fields == {"fenced": -1}
+    tagged = data[:-4] + b"\x02" + b"\x00\x01\xff" + b"\x01\x01\x01"
+    with pytest.raises(SchemaViolation, match="Tag 1 is not valid for version 0"):
+        struct_version(BROKER_REGISTRATION_CHANGE, 0).parse(tagged)
+    assert struct_version(BROKER_REGISTRATION_CHANGE, 1).parse(tagged).tagged_fields == {
         "fenced": -1, "in_controlled_shutdown": 1}
+
+
+def test_string_array_elements_are_never_null():
+    from formats.metadata_records import DELEGATION_TOKEN
+
+    data = b"\x02o" b"\x02r" b"\x02\x00"  # owner, requester, renewers [null]
+    with pytest.raises(SchemaViolation, match="non-nullable field renewers element was serialized as null"):
+        struct_version(DELEGATION_TOKEN, 0).parse(data + bytes(24) + b"\x02t\x00")
 
 
 def test_null_in_a_non_nullable_string_is_refused():

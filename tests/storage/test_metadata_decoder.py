@@ -64,16 +64,31 @@ def test_kafka_messages(value, message):
     assert not caught.value.unknown
 
 
-def test_unknown_type_and_version_are_reported_as_unknown():
+def test_unknown_type_is_reported_as_unknown():
     with pytest.raises(MetadataRecordError) as caught:
         decode_metadata_record(b"\x01\x63\x00\x00")
     assert caught.value.unknown and caught.value.api_key == 99
     assert caught.value.message == ("org.apache.kafka.common.errors.UnsupportedVersionException: "
                                     "Unknown metadata id 99")
-    with pytest.raises(MetadataRecordError) as caught:
-        decode_metadata_record(b"\x01\x02\x07\x00")
-    assert caught.value.unknown and caught.value.version == 7
-    assert caught.value.message == "Failed to deserialize record with type 2"
+
+
+def test_versions_beyond_the_known_ones_read_as_the_nearest_known_one():
+    # RegisterControllerRecord has version 0 only; Kafka's reader does not check the version
+    body = b"\x00\x00\x00\x02" + TOPIC_ID + b"\x00" + b"\x01" + b"\x01" + b"\x00"
+    record = decode_metadata_record(b"\x01\x1b\x05" + body)
+    assert record.version == 5 and record.unknown_version
+    assert record.data == {"controller_id": 2, "incarnation_id": TOPIC_ID_TEXT, "zk_migration_ready": False,
+                           "end_points": [], "features": []}
+    assert not decode_metadata_record(b"\x01\x1b\x00" + body).unknown_version
+    # a version 4 RegisterBrokerRecord (Kafka 4.3) carries a tag 4.2 does not know: skipped
+    v3 = decode_metadata_record(b"\x01\x00\x03" + _broker_v3_body(b"\x00"))
+    v4 = decode_metadata_record(b"\x01\x00\x04" + _broker_v3_body(b"\x01\x01\x01\x01"))
+    assert v4.data == v3.data and v4.unknown_version
+
+
+def _broker_v3_body(tagged: bytes) -> bytes:
+    return (b"\x00\x00\x00\x01" + b"\x00" + TOPIC_ID + bytes(8) + b"\x01" + b"\x01" + b"\x00" + b"\x01"
+            + b"\x00" + tagged)
 
 
 def _clean(value: bytes) -> None:

@@ -109,6 +109,28 @@ class Message:
         return struct_for(self.fields, version, self.is_flexible(version))
 
 
+class KafkaReadError(StreamError):
+    """Bytes a generated Kafka reader refuses; the message is the one Kafka's reader throws."""
+
+
+NullFieldError = KafkaReadError
+
+
+def _remaining(stream) -> int:
+    here = stream.tell()
+    end = stream.seek(0, 2)
+    stream.seek(here)
+    return end - here
+
+
+def _length(stream, context, path, flexible: bool, classic: Construct) -> int:
+    """A length or count: compact (unsigned varint - 1, read as Java's int) or classic."""
+    if not flexible:
+        return classic._parsereport(stream, context, path)
+    raw = UnsignedVarInt._parsereport(stream, context, path) & 0xFFFFFFFF
+    return (raw - (1 << 32) if raw >= 1 << 31 else raw) - 1
+
+
 class _Text(Construct):
     """A length-prefixed string or bytes field; ``None`` for a null length when nullable."""
 
@@ -118,14 +140,18 @@ class _Text(Construct):
         self.field_name = field_name
 
     def _parse(self, stream, context, path):
-        if self.flexible:
-            size = UnsignedVarInt._parsereport(stream, context, path) - 1
-        else:
-            size = (Int32sb if self.wide else Int16sb)._parsereport(stream, context, path)
+        size = _length(stream, context, path, self.flexible, Int32sb if self.wide else Int16sb)
         if size < 0:
             if not self.nullable:
-                raise NullFieldError(f"non-nullable field {self.field_name} was serialized as null")
+                raise KafkaReadError(f"non-nullable field {self.field_name} was serialized as null")
             return None
+        remaining = _remaining(stream)
+        if not self.wide and size > 0x7FFF:
+            raise KafkaReadError(f"string field {self.field_name} had invalid length {size}")
+        if size > remaining:
+            raise KafkaReadError(f"Error reading byte array of {size} byte(s): only {remaining} byte(s) available"
+                                 if self.wide else
+                                 f"Error reading string of length {size}, only {remaining} bytes available")
         return self.result_type(stream_read(stream, size, path))
 
     def _build(self, obj, stream, context, path):
@@ -141,19 +167,21 @@ class _List(Construct):
         self.field_name = field_name
 
     def _parse(self, stream, context, path):
-        if self.flexible:
-            count = UnsignedVarInt._parsereport(stream, context, path) - 1
-        else:
-            count = Int32sb._parsereport(stream, context, path)
+        count = _length(stream, context, path, self.flexible, Int32sb)
         if count < 0:
             if not self.nullable:
-                raise NullFieldError(f"non-nullable field {self.field_name} was serialized as null")
+                raise KafkaReadError(f"non-nullable field {self.field_name} was serialized as null")
             return None
+        remaining = _remaining(stream)
+        if count > remaining:
+            raise KafkaReadError(f"Tried to allocate a collection of size {count}, but there are only "
+                                 f"{remaining} bytes remaining.")
         return [self.subcon._parsereport(stream, context, path) for _ in range(count)]
 
 
 class _TaggedSection(Construct):
-    """The tagged fields of a flexible struct: a dict name -> value for the known tags."""
+    """The tagged fields of a flexible struct: a dict name -> value for the known tags (read
+    from the field's own bytes); unknown tags are skipped."""
 
     def __init__(self, known: dict):
         super().__init__()
@@ -161,9 +189,12 @@ class _TaggedSection(Construct):
 
     def _parse(self, stream, context, path):
         values = {}
-        for _ in range(UnsignedVarInt._parsereport(stream, context, path)):
-            tag = UnsignedVarInt._parsereport(stream, context, path)
-            size = UnsignedVarInt._parsereport(stream, context, path)
+        for _ in range(_length(stream, context, path, True, Int32sb) + 1):
+            tag = _length(stream, context, path, True, Int32sb) + 1
+            size = _length(stream, context, path, True, Int32sb) + 1
+            remaining = _remaining(stream)
+            if size < 0 or size > remaining:
+                raise KafkaReadError(f"Error reading byte array of {size} byte(s): only {remaining} byte(s) available")
             data = stream_read(stream, size, path)
             if tag in self.known:
                 name, subcon = self.known[tag]
@@ -175,10 +206,6 @@ PRIMITIVES = {
     "int8": Int8sb, "int16": Int16sb, "uint16": Int16ub, "int32": Int32sb, "int64": Int64sb,
     "float64": Float64b, "bool": Flag,
 }
-
-
-class NullFieldError(StreamError):
-    """A null length or count stored for a field that cannot be null (Kafka's own message)."""
 
 
 def kind_construct(kind, version: int, flexible: bool, nullable: bool, name: str = "") -> Construct:

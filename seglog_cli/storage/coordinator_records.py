@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from construct import ConstructError
 
 from formats import group_coordinator, transaction_log
-from formats.kafka_message import ArrayOf, Message, NullFieldError, RawString, versions
+from formats.kafka_message import ArrayOf, Message, KafkaReadError, RawString, versions
 from seglog_cli.storage.errors import SeglogError
 from seglog_cli.storage.text import java_utf8
 
@@ -55,7 +55,8 @@ def read_coordinator_record(key: bytes, value: bytes | None, record_types: dict)
     if record_type not in record_types:
         raise UnknownRecordType(record_type)
     key_schema, value_schema = record_types[record_type]
-    key_fields = read_message(key_schema, 0, key[2:], "key")
+    # Kafka reads the key "with version <record type>"; key schemas have the one version 0
+    key_fields = read_message(key_schema, 0, key[2:], "key", shown_version=record_type)
     if value is None:
         return CoordinatorRecord(record_type, key_schema, key_fields, value_schema, None, None)
     version = _read_version(value, "value")
@@ -78,16 +79,17 @@ def _read_version(data: bytes, name: str) -> int:
     return struct.unpack_from(">h", data)[0]
 
 
-def read_message(message: Message, version: int, data: bytes, name: str) -> dict:
+def read_message(message: Message, version: int, data: bytes, name: str, shown_version: int | None = None) -> dict:
+    shown = version if shown_version is None else shown_version
     try:
         parsed = message.struct(version).parse(data)
-    except NullFieldError as exc:
-        raise CoordinatorRecordError(f"Could not read record with version {version} from {name}'s "
+    except KafkaReadError as exc:
+        raise CoordinatorRecordError(f"Could not read record with version {shown} from {name}'s "
                                      f"buffer due to: {exc.args[0]}.") from None
     except (ConstructError, struct.error, ValueError, OverflowError, RecursionError):
         # Java's BufferUnderflowException has no message: Kafka prints "due to: null."
         detail = "null"
-        raise CoordinatorRecordError(f"Could not read record with version {version} from {name}'s "
+        raise CoordinatorRecordError(f"Could not read record with version {shown} from {name}'s "
                                      f"buffer due to: {detail}.") from None
     return plain_fields(message.fields, version, message.is_flexible(version), parsed)
 

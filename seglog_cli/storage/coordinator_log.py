@@ -82,6 +82,9 @@ def partition_entries(directory: Path, problems: list[WalkProblem]) -> Iterator[
             scan = segment.batches(resync=False)
             buf = segment.log.buffer
             for batch in scan:
+                if not batch.is_valid:
+                    problems.append(WalkProblem(path, batch.position, crc_message(batch)))
+                    return
                 try:
                     for record in read_records(buf, batch, path):
                         control = parse_control_record(record, path, batch.position) if batch.is_control else None
@@ -96,3 +99,8 @@ def partition_entries(directory: Path, problems: list[WalkProblem]) -> Iterator[
                 return
     finally:
         log.close()
+
+
+def crc_message(batch: BatchHeader) -> str:
+    return (f"Record is corrupt (stored crc = {batch.crc}, computed crc = {batch.computed_crc}) "
+            f"in the batch at offset {batch.base_offset}")

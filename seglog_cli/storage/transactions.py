@@ -20,6 +20,7 @@ from pathlib import Path
 
 from formats.transaction_log import TRANSACTION_STATES
 from seglog_cli.storage.coordinator_log import (
+    crc_message,
     TRANSACTION_STATE,
     Entry,
     WalkProblem,
@@ -193,6 +194,9 @@ def _read_partition(directory: Path, report: TransactionsReport) -> None:
             path = str(segment.log_path)
             scan = segment.batches(resync=False)
             for batch in scan:
+                if not batch.is_valid:
+                    report.problems.append(WalkProblem(path, batch.position, crc_message(batch)))
+                    break
                 if not batch.is_transactional:
                     continue
                 if batch.is_control:
@@ -204,6 +208,8 @@ def _read_partition(directory: Path, report: TransactionsReport) -> None:
                     continue
                 _data(directory.name, batch, open_txns)
             damage = [f for f in scan.findings if f.severity is not Severity.INFO]
+            if report.problems and report.problems[-1].path == path:
+                break
             if scan.kafka_error is not None or damage:
                 message = scan.kafka_error.message if scan.kafka_error is not None else damage[0].message
                 report.problems.append(WalkProblem(path, scan.end_position, message))

@@ -30,8 +30,10 @@ seglog recover --undo DIR or seglog undo --apply DIR).
 
 Example: seglog recover --mode kafka /var/lib/kafka/data/orders-0
 
-Exit status: 0 nothing to do, or applied; 1 a plan (not applied); 2 usage error; 3 refused;
-4 an input could not be read; 5 a broker holds the log dir's .lock.
+Exit status: 0 nothing to do, or applied; 1 a plan (not applied); 2 usage error; 3 a partition
+was refused (Kafka itself would not load it as recovery does: an offset-overflow segment that
+needs a split, an index the configured size cannot hold; the other partitions are planned and,
+with --apply, applied); 4 an input could not be read; 5 a broker holds the log dir's .lock.
 """
 
 
@@ -54,12 +56,13 @@ def recover_command(
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Partitions planned in parallel processes (num.recovery.threads.per.data.dir)."),
     undo: Optional[str] = typer.Option(None, "--undo", help="Restore what an earlier recover --apply changed, from its backup directory."),
     output_format: Format = typer.Option(Format.text, "--format", help="text or json."),
+    progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress on stderr (default: when stderr is a terminal)."),
 ) -> None:
     arguments = dict(locals())
     raise typer.Exit(guarded(lambda: _run(**arguments)))
 
 
-def _run(paths, mode, apply, config, backup_dir, jobs, undo, output_format) -> int:
+def _run(paths, mode, apply, config, backup_dir, jobs, undo, output_format, progress) -> int:
     if undo is not None:
         for line in undo_under_lock(undo):
             sys.stdout.write(line + "\n")
@@ -69,13 +72,20 @@ def _run(paths, mode, apply, config, backup_dir, jobs, undo, output_format) -> i
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     partitions = _partitions(command_paths(paths, "partition directory or log dir"))
-    plan = plan_recover(partitions, mode.value, topic_config, jobs)
+    if progress if progress is not None else sys.stderr.isatty():
+        from seglog_cli.render.progress import recover_progress
+        with recover_progress(len(partitions)) as advance:
+            plan = plan_recover(partitions, mode.value, topic_config, jobs, on_partition=advance)
+    else:
+        plan = plan_recover(partitions, mode.value, topic_config, jobs)
     applied = apply_recover(plan, backup_dir) if apply and plan.steps else None
     if output_format == Format.json:
         recover_report.render_json(plan, sys.stdout, applied)
     else:
         recover_report.render_text(plan, sys.stdout, applied)
     sys.stdout.flush()
+    if any(p.refused for p in plan.partitions):
+        return ExitStatus.DAMAGE
     return ExitStatus.WARNINGS if plan.steps and applied is None and not apply else ExitStatus.OK
 
 

@@ -69,3 +69,18 @@ def verify_progress(total_bytes: int):
             bar.update(task, advance=size, batches=counted["batches"], rate=int(counted["batches"] / elapsed))
 
         yield advance
+
+
+@contextmanager
+def recover_progress(partitions: int):
+    """A bar over the partitions being planned; yields ``advance(partition_recovery)``."""
+    console = Console(stderr=True)
+    columns = (TextColumn("recover"), BarColumn(), TextColumn("{task.completed}/{task.total} partitions"),
+               TextColumn("{task.fields[last]}"), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("recover", total=partitions or None, last="")
+
+        def advance(partition) -> None:
+            bar.update(task, advance=1, last=partition.path.name)
+
+        yield advance

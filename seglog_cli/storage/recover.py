@@ -98,13 +98,15 @@ class PartitionRecovery:
     bytes_truncated: int = 0
     offsets_lost: list[tuple[int, int]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    lowered_log_start: int | None = None  # salvage: the log start offset checkpoint lowered to this
+    refused: str | None = None  # why nothing is planned for this partition
 
     def as_dict(self) -> dict:
         return {"path": str(self.path), "mode": self.mode, "cleanShutdown": self.clean_shutdown,
                 "recoveryPoint": self.recovery_point, "recoveredSegments": self.recovered_segments,
                 "logStartOffset": self.log_start_offset, "logEndOffset": self.log_end_offset,
                 "bytesTruncated": self.bytes_truncated, "offsetsLost": [list(r) for r in self.offsets_lost],
-                "steps": [s.as_dict() for s in self.steps], "notes": self.notes}
+                "steps": [s.as_dict() for s in self.steps], "notes": self.notes, "refused": self.refused}
 
 
 @dataclass
@@ -122,6 +124,7 @@ class RecoveryPlan:
                 "logDirSteps": [s.as_dict() for v in self.log_dir_steps.values() for s in v],
                 "summary": {"partitions": len(self.partitions), "steps": len(self.steps),
                             "bytesTruncated": sum(p.bytes_truncated for p in self.partitions),
+                            "refused": sum(1 for p in self.partitions if p.refused is not None),
                             "offsetRangesLost": sum(len(p.offsets_lost) for p in self.partitions)}}
 
 
@@ -150,9 +153,10 @@ def _log_dir_state(log_dir: Path) -> _LogDirState:
 # -- planning ---------------------------------------------------------------------------------------
 
 def plan_recover(partition_dirs: list[Path], mode: str = KAFKA, config: TopicConfig = TopicConfig(),
-                 jobs: int = 1) -> RecoveryPlan:
+                 jobs: int = 1, on_partition=None) -> RecoveryPlan:
     """The recovery of ``partition_dirs``; ``jobs`` partitions at a time in parallel processes
-    (Kafka: ``num.recovery.threads.per.data.dir``; segments of a partition go in order)."""
+    (Kafka: ``num.recovery.threads.per.data.dir``; segments of a partition go in order).
+    ``on_partition(partition_recovery)`` is called as each partition is planned (progress)."""
     if mode not in (KAFKA, SALVAGE):
         raise RecoverError(f"unknown mode {mode!r} (kafka or salvage)")
     plan = RecoveryPlan(mode)
@@ -160,7 +164,9 @@ def plan_recover(partition_dirs: list[Path], mode: str = KAFKA, config: TopicCon
     directories = [Path(d).absolute() for d in partition_dirs]
     for directory in directories:
         states.setdefault(directory.parent, _log_dir_state(directory.parent))
-    plan.partitions = parallel_map(lambda d: plan_partition(d, states[d.parent], mode, config), directories, jobs)
+    deliver = None if on_partition is None else (lambda _index, result: on_partition(result))
+    plan.partitions = parallel_map(lambda d: plan_partition(d, states[d.parent], mode, config), directories, jobs,
+                                   on_result=deliver)
     for log_dir, state in states.items():
         plan.log_dir_steps[log_dir] = _checkpoint_steps(state, [p for p in plan.partitions if p.path.parent == log_dir])
     return plan
@@ -180,6 +186,7 @@ class _Work:
     ends: dict[Path, int] = field(default_factory=dict)  # .log -> its next offset, where a walk found it
     salvaged_from: int | None = None  # base of the first salvaged segment
     snapshot_data: dict[int, bytes] = field(default_factory=dict)  # producer state at a recovered segment's end
+    clear_epochs: bool = False  # every segment deleted: the leader epochs go too
 
     def log(self, segments: list[LogSegment]) -> PartitionLog:
         """The partition as the plan leaves it, for the producer-state replay."""
@@ -203,7 +210,11 @@ def plan_partition(directory: Path, state: _LogDirState, mode: str, config: Topi
     snapshots = _SnapshotModel({parse_segment_file_name(n).base_offset for n in files if n.endswith(".snapshot")},
                                log_start_checkpoint)
     work = _Work(directory, out, config, files, PartitionLog(directory), snapshots)
-    kept = _recover_segments(work, segments, sorted(must))
+    try:
+        kept = _recover_segments(work, segments, sorted(must))
+    except _Refused as exc:
+        out.refused, out.steps, out.offsets_lost, out.bytes_truncated = str(exc), [], [], 0
+        return out
     _finish(work, kept, log_start_checkpoint)
     out.steps = [step for step in out.steps if not _no_op(step)]
     return out
@@ -347,6 +358,8 @@ def _recover_one(work: _Work, segment: LogSegment, manager: ProducerStateManager
         try:
             recovered = recover_indexes(mapped, segment.base_offset, work.config)
         except RebuildError as exc:
+            if not exc.message.startswith("Attempt to append an offset"):
+                raise _Refused(_refusal(exc, segment)) from None
             # InvalidOffsetException from the index: Kafka truncates the segment to its base offset
             out.steps.append(Step("truncate", segment.log_path, f"{exc.message}: Kafka truncates the segment to its "
                                   "base offset", size=0, offsets_lost=(segment.base_offset, None)))
@@ -429,6 +442,19 @@ def _salvage(work: _Work, segment: LogSegment, valid: int, manager: ProducerStat
     return False
 
 
+class _Refused(Exception):
+    """A partition Kafka's loader would not load as recovery does (the reason is the message)."""
+
+
+def _refusal(exc: RebuildError, segment: LogSegment) -> str:
+    if "does not fit segment" in exc.message:
+        return (f"segment {segment.base_offset}: {exc.message}. Kafka splits such a legacy segment (KAFKA-6264) "
+                "into segments whose offsets fit and then recovers them; seglog does not split segments, so "
+                "nothing is planned for this partition")
+    return (f"segment {segment.base_offset}: {exc.message} (Kafka's recovery throws here and the log dir goes "
+            "offline; raise segment.index.bytes with --config to rebuild it); nothing is planned for this partition")
+
+
 def _offsets_after(segment: LogSegment, position: int, first: int) -> tuple[int, int] | None:
     """The offsets a truncation at ``position`` loses: from ``first`` (the next offset after
     the kept batches) to the last offset of any valid batch found after ``position``."""
@@ -447,23 +473,75 @@ def _segment_files(files: dict[str, Path], segment: LogSegment) -> list[Path]:
 
 
 def _finish(work: _Work, kept: list[LogSegment], log_start_checkpoint: int) -> None:
-    """Pass 6: log end and start offsets, leader epochs, producer snapshots."""
+    """Pass 6: log end and start offsets (every segment deleted when the log ends below its
+    start offset, and an empty segment created when none is left), leader epochs, producer
+    snapshots."""
     out = work.out
-    end = _end_offset(work, kept)
+    end = _end_offset(work, kept, log_start_checkpoint)
+    if kept and end < log_start_checkpoint:
+        if out.mode == KAFKA:
+            kept = _delete_all(work, kept, end, log_start_checkpoint)
+            end = log_start_checkpoint
+        else:
+            out.lowered_log_start = kept[0].base_offset
+            out.notes.append(f"salvage: the log ends at {end}, below its log start offset checkpoint "
+                             f"{log_start_checkpoint} (Kafka would delete every segment); the checkpoint is lowered "
+                             f"to {kept[0].base_offset} so the broker keeps them")
+            log_start_checkpoint = kept[0].base_offset
+    if not kept:
+        _create_empty_segment(work, log_start_checkpoint)
+        end = log_start_checkpoint
     out.log_end_offset = end
     out.log_start_offset = max(log_start_checkpoint, kept[0].base_offset) if kept else log_start_checkpoint
-    if kept and end < log_start_checkpoint:
-        out.notes.append(f"the log end offset {end} is below the log start offset checkpoint {log_start_checkpoint}: "
-                         "Kafka deletes every segment")
-    _leader_epochs(work.directory, out)
+    _leader_epochs(work.directory, out, work.clear_epochs)
     _snapshots(work, kept)
 
 
-def _end_offset(work: _Work, kept: list[LogSegment]) -> int:
+def _delete_all(work: _Work, kept: list[LogSegment], end: int, log_start: int) -> list[LogSegment]:
+    """``deleteSegmentsIfLogStartGreaterThanLogEnd``: every segment and producer snapshot goes,
+    the leader epochs are cleared. Returns the segments left (none)."""
+    out = work.out
+    out.notes.append(f"the log end offset {end} is below the log start offset checkpoint {log_start}: Kafka deletes "
+                     f"every segment and starts an empty one at {log_start}")
+    doomed = {format_offset(segment.base_offset) for segment in kept}
+    # the rebuilt indexes and truncations of these segments are moot: they go whole
+    out.steps = [step for step in out.steps
+                 if not (step.op in ("replace", "truncate") and step.path.parent == work.directory
+                         and step.path.suffix in (".log", ".index", ".timeindex", ".txnindex")
+                         and step.path.name.split(".")[0] in doomed)]
+    for segment in kept:
+        last = work.ends.get(segment.log_path)
+        last = (last if last is not None else segment.read_next_offset()) - 1
+        segment.close()
+        lost = (segment.base_offset, last) if last >= segment.base_offset else None
+        for path in _segment_files(work.files, segment):
+            out.steps.append(Step("remove", path, f"the log ends below its start offset {log_start} (Kafka deletes "
+                                                  "every segment)", offsets_lost=lost if path.suffix == ".log" else None))
+        if lost is not None:
+            out.offsets_lost.append(lost)
+    work.snapshots.present.clear()
+    work.snapshots.written.clear()
+    work.snapshots.log_start = work.snapshots.last_snap = log_start
+    work.clear_epochs = True
+    return []
+
+
+def _create_empty_segment(work: _Work, base_offset: int) -> None:
+    """``LogSegment.open`` of the empty active segment Kafka creates when no segment is left
+    (its indexes as a clean shutdown leaves them: empty)."""
+    stem = format_offset(base_offset)
+    for suffix in (".log", ".index", ".timeindex"):
+        path = work.directory / (stem + suffix)
+        if path.name not in work.files or any(s.op == "remove" and s.path == path for s in work.out.steps):
+            work.out.steps.append(Step("replace", path, f"the empty active segment Kafka creates at offset "
+                                                        f"{base_offset} when no segment is left", data=b""))
+
+
+def _end_offset(work: _Work, kept: list[LogSegment], log_start: int) -> int:
     """The last kept segment's next offset: from its walk when recovery walked it, else read
     (``LogSegment.readNextOffset``: the last index entry, then a scan)."""
     if not kept:
-        return 0
+        return log_start
     last = kept[-1]
     if last.log_path in work.ends:
         return work.ends[last.log_path]
@@ -472,11 +550,16 @@ def _end_offset(work: _Work, kept: list[LogSegment]) -> int:
     return end
 
 
-def _leader_epochs(directory: Path, out: PartitionRecovery) -> None:
+def _leader_epochs(directory: Path, out: PartitionRecovery, clear: bool = False) -> None:
     path = directory / LEADER_EPOCH_CHECKPOINT
     if not path.is_file():
         return
     entries = read_leader_epoch_checkpoint(path)
+    if clear:  # clearAndFlush
+        if entries:
+            out.steps.append(Step("replace", path, "leader epochs cleared with the deleted segments",
+                                  data=format_leader_epoch_checkpoint([])))
+        return
     # truncateFromEnd: entries past the log end go. (Kafka's loader also drops an epoch that starts
     # exactly at the log end, and the broker assigns it again when it is elected leader; seglog
     # keeps that one, so an idle partition's file is not rewritten for nothing.)
@@ -559,12 +642,16 @@ def _checkpoint_steps(state: _LogDirState, partitions: list[PartitionRecovery]) 
     steps = []
     points = dict(state.recovery_points)
     marks = dict(state.high_watermarks)
-    changed_points = changed_marks = False
+    starts = dict(state.log_starts)
+    changed_points = changed_marks = changed_starts = False
     for p in partitions:
         name = parse_partition_dir_name(p.path.name)
-        if name is None:
+        if name is None or p.refused is not None:
             continue
         tp = TopicPartition(name.topic, name.partition)
+        if p.lowered_log_start is not None and starts.get(tp) != p.lowered_log_start:
+            starts[tp] = p.lowered_log_start
+            changed_starts = True
         if points.get(tp) != p.log_end_offset:
             points[tp] = p.log_end_offset
             changed_points = True
@@ -582,6 +669,10 @@ def _checkpoint_steps(state: _LogDirState, partitions: list[PartitionRecovery]) 
         steps.append(Step("replace", state.path / REPLICATION_CHECKPOINT,
                           "high watermarks clamped into [log start, log end] as Kafka does at load",
                           data=format_offset_checkpoint(marks)))
+    if changed_starts:
+        steps.append(Step("replace", state.path / LOG_START_OFFSET_CHECKPOINT,
+                          "salvage: log start offsets lowered to the first kept segment",
+                          data=format_offset_checkpoint(starts)))
     return [step for step in steps_out if not _no_op(step)]
 
 
@@ -606,13 +697,13 @@ def apply_recover(plan: RecoveryPlan, backup_root: str | Path | None = None) -> 
             for step in steps:
                 if step.op == "remove":
                     if step.path.exists():
-                        changes.remove(step.path)
+                        changes.remove(step.path, offsets=step.offsets_lost)
                 elif step.op == "rename":
                     changes.rename(step.path, step.target)
                 elif step.op == "truncate":
-                    changes.truncate(step.path, step.size)
+                    changes.truncate(step.path, step.size, offsets=step.offsets_lost)
                 else:
-                    changes.replace(step.path, step.data)
+                    changes.replace(step.path, step.data, offsets=step.offsets_lost)
                 count += 1
         backup_dir = changes.backup_dir
     return RecoveryResult(backup_dir, count)

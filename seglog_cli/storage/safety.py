@@ -127,6 +127,7 @@ class Change:
     size_after: int | None = None
     sha256_before: str | None = None
     target: str | None = None  # for "rename": the new absolute path
+    offsets: list | None = None  # [first, last] offsets the removed bytes held (a .log), when known
 
     def as_dict(self) -> dict:
         return {key: value for key, value in self.__dict__.items() if value is not None}
@@ -167,7 +168,7 @@ class ChangeSet:
 
     # -- operations -------------------------------------------------------------------------
 
-    def replace(self, path: str | Path, data: bytes) -> None:
+    def replace(self, path: str | Path, data: bytes, offsets: tuple[int, int | None] | None = None) -> None:
         """Write ``data`` as ``path`` (temp file, fsync, rename), the original backed up."""
         path = Path(path).absolute()
         if path.exists():
@@ -175,6 +176,7 @@ class ChangeSet:
         else:
             change = self._record(Change("create", str(path)), None)
         change.size_after = len(data)
+        change.offsets = list(offsets) if offsets else None
         self._write_manifest()
         write_step(f"write {path.name}")
         write_atomically(path, data)
@@ -226,11 +228,12 @@ class ChangeSet:
         except OSError as exc:
             raise WriteError(f"cannot append: {exc.strerror}", path) from None
 
-    def truncate(self, path: str | Path, size: int) -> None:
+    def truncate(self, path: str | Path, size: int, offsets: tuple[int, int | None] | None = None) -> None:
         """Cut ``path`` to ``size`` bytes; the bytes removed are kept in the backup."""
         path = Path(path).absolute()
         change = self._record(Change("truncate", str(path)), path, keep_bytes=True)
         change.size_after = size
+        change.offsets = list(offsets) if offsets else None
         self._write_manifest()
         write_step(f"truncate {path.name}")
         try:
@@ -241,10 +244,11 @@ class ChangeSet:
         except OSError as exc:
             raise WriteError(f"cannot truncate: {exc.strerror}", path) from None
 
-    def remove(self, path: str | Path) -> None:
+    def remove(self, path: str | Path, offsets: tuple[int, int | None] | None = None) -> None:
         """Remove ``path``, its bytes kept in the backup."""
         path = Path(path).absolute()
-        self._record(Change("remove", str(path)), path, keep_bytes=True)
+        change = self._record(Change("remove", str(path)), path, keep_bytes=True)
+        change.offsets = list(offsets) if offsets else None
         self._write_manifest()
         write_step(f"remove {path.name}")
         try:

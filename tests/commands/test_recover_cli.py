@@ -61,3 +61,28 @@ def test_jobs_give_the_same_plan(corpus):
     one = json.loads(run_seglog("recover", "--format", "json", str(data)).out)
     two = json.loads(run_seglog("recover", "--format", "json", "--jobs", "2", str(data)).out)
     assert one == two and len(one["partitions"]) == 110
+
+
+def test_an_overflowed_segment_is_refused_and_the_rest_planned(corpus, tmp_path):
+    """A segment holding an offset past base + 2^31 - 1: Kafka splits it (KAFKA-6264); seglog
+    refuses that partition (exit 3, nothing written there) and still plans the others."""
+    from seglog_cli.storage.builder import NewRecord, build_batch
+
+    data = _data(corpus, tmp_path)
+    odd = data / "odd-0"
+    odd.mkdir()
+    (odd / "00000000000000000000.log").write_bytes(
+        build_batch([NewRecord(b"k", b"v", timestamp=1)], base_offset=0)
+        + build_batch([NewRecord(b"k", b"v", timestamp=2)], base_offset=2**31 + 5))
+    before = (odd / "00000000000000000000.log").read_bytes()
+    result = run_seglog("recover", "--apply", "--backup-dir", str(tmp_path / "b"), str(data))
+    assert result.exit_code == 3, result.err
+    assert "REFUSED: segment 0" in result.out and "KAFKA-6264" in result.out
+    assert "partition" in result.out and "refused" in result.out  # the summary table
+    assert sorted(p.name for p in odd.iterdir()) == ["00000000000000000000.log"]
+    assert (odd / "00000000000000000000.log").read_bytes() == before
+    assert (data / "plain-0" / "00000000000000008203.log").stat().st_size == 399586  # plain-0 recovered
+    document = json.loads(run_seglog("recover", "--format", "json", str(data)).out)
+    assert document["summary"]["refused"] == 1
+    (refused,) = [p for p in document["partitions"] if p["refused"]]
+    assert refused["path"].endswith("odd-0") and refused["steps"] == []

@@ -19,7 +19,7 @@ import pytest
 
 from seglog_cli.storage.checkpoints import TopicPartition, read_offset_checkpoint
 from seglog_cli.storage.recover import apply_recover, plan_recover
-from seglog_cli.storage.safety import undo
+from seglog_cli.storage.safety import read_manifest, undo
 from seglog_cli.storage.verify import verify
 
 CASES = ["a-append-garbage-active-log", "c-delete-oldest-index", "c2-delete-active-index"]
@@ -92,8 +92,13 @@ def test_damage_in_an_older_segment_drops_every_later_one(corpus, tmp_path):
     assert {"00000000000000008203.log", "00000000000000008203.index", "00000000000000008203.timeindex"} <= removed
     assert partition.offsets_lost[-1] == (8203, 8928)
     assert partition.log_end_offset < 8203
-    apply_recover(plan, backup_root=tmp_path / "backups")
+    result = apply_recover(plan, backup_root=tmp_path / "backups")
     assert not (data / "plain-0" / "00000000000000008203.log").exists()
+    changes = {Path(c["path"]).name: c for c in read_manifest(result.backup_dir)["changes"]}
+    assert changes["00000000000000008203.log"]["offsets"] == [8203, 8928]  # what the removed bytes held
+    assert changes["00000000000000008203.log"]["op"] == "remove" and changes["00000000000000008203.log"]["sha256_before"]
+    assert changes["00000000000000006225.log"]["op"] == "truncate"
+    assert changes["00000000000000006225.log"]["offsets"][0] == 6607
     assert [f for f in verify([str(data / "plain-0")]).all_findings() if f.severity.value not in ("info",)] == []
 
 
@@ -166,3 +171,50 @@ def test_salvage_keeps_everything_kafka_drops(corpus, tmp_path):
     assert kafka[0].offsets_lost == [(6607, 8202), (8203, 8928)] and len(kafka[1]) == 6607
     assert salvage[0].offsets_lost == [(6607, 6633)] and salvage[0].log_end_offset == 8929
     assert set(kafka[1]) < set(salvage[1]) and len(salvage[1]) == 8929 - 27
+
+
+def _set_log_start(data: Path, offset: int) -> None:
+    (data / "log-start-offset-checkpoint").write_text(f"0\n1\nplain 0 {offset}\n")
+
+
+def test_a_log_ending_below_its_start_offset_is_replaced_by_an_empty_segment(corpus, tmp_path):
+    """``deleteSegmentsIfLogStartGreaterThanLogEnd``: every segment, snapshot and leader epoch
+    goes and an empty active segment starts at the log start offset; salvage keeps the
+    segments and lowers the checkpoint instead."""
+    data = _copy(corpus, CASES[1], tmp_path / "data")
+    _set_log_start(data, 20000)
+    before = _tree(data / "plain-0")
+    plan = plan_recover([data / "plain-0"])
+    partition = plan.partitions[0]
+    assert (partition.log_start_offset, partition.log_end_offset) == (20000, 20000)
+    assert partition.offsets_lost[-5:] == [(0, 2070), (2071, 4137), (4138, 6224), (6225, 8202), (8203, 8928)]
+    result = apply_recover(plan, backup_root=tmp_path / "backups")
+    left = sorted(p.name for p in (data / "plain-0").iterdir())
+    assert left == ["00000000000000020000.index", "00000000000000020000.log", "00000000000000020000.timeindex",
+                    "leader-epoch-checkpoint", "partition.metadata"]
+    assert (data / "plain-0" / "leader-epoch-checkpoint").read_text() == "0\n0\n"
+    assert read_offset_checkpoint(data / "recovery-point-offset-checkpoint")[TopicPartition("plain", 0)] == 20000
+    assert [f for f in verify([str(data / "plain-0")]).all_findings() if f.severity.value == "error"] == []
+    assert plan_recover([data / "plain-0"]).steps == []
+    undo(result.backup_dir)
+    assert _tree(data / "plain-0") == before
+
+    salvage = plan_recover([data / "plain-0"], mode="salvage")
+    assert not [s for s in salvage.steps if s.op == "remove" and s.path.suffix == ".log"]
+    (lowered,) = [s for s in salvage.steps if s.path.name == "log-start-offset-checkpoint"]
+    assert lowered.data == b"0\n1\nplain 0 0\n"
+    assert salvage.partitions[0].log_end_offset == 8929
+
+
+def test_a_partition_without_segments_gets_an_empty_one_at_its_log_start(tmp_path):
+    data = tmp_path / "data"
+    (data / "t-0").mkdir(parents=True)
+    (data / "t-0" / "partition.metadata").write_text("version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA\n")
+    (data / "log-start-offset-checkpoint").write_text("0\n1\nt 0 42\n")
+    plan = plan_recover([data / "t-0"])
+    created = sorted(s.path.name for s in plan.steps if s.op == "replace" and s.data == b"")
+    assert created == ["00000000000000000042.index", "00000000000000000042.log", "00000000000000000042.timeindex"]
+    assert (plan.partitions[0].log_start_offset, plan.partitions[0].log_end_offset) == (42, 42)
+    apply_recover(plan, backup_root=tmp_path / "backups")
+    assert (data / "t-0" / "00000000000000000042.log").stat().st_size == 0
+    assert plan_recover([data / "t-0"]).partitions[0].steps == []

@@ -7,8 +7,17 @@ import json
 import struct
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from seglog_cli.render.metadata_json import jackson_json, java_double, metadata_record_text
+from formats.metadata_records import RECORD_TYPES
+from seglog_cli.render.metadata_json import (
+    cluster_metadata_fields,
+    cluster_metadata_parser,
+    jackson_json,
+    java_double,
+    metadata_record_text,
+)
 from seglog_cli.storage.builder import NewRecord, build_batch
 from seglog_cli.storage.metadata_decoder import decode_metadata_record
 from tests.conftest import CORPUS, requires_corpus, run_seglog
@@ -98,3 +107,33 @@ def test_jsonl_data_equals_the_golden_payload_json():
     decoded = [obj["metadataRecord"] for obj in map(json.loads, result.stdout.decode().splitlines())
                if obj["type"] == "record" and not obj["isControl"]]
     assert decoded == expected and len(expected) > 500
+
+
+class _Record:
+    def __init__(self, offset, value):
+        self.offset, self.value = offset, value
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.none(), st.binary(max_size=80),
+                 st.tuples(st.sampled_from(sorted(RECORD_TYPES)), st.integers(0, 4), st.binary(max_size=80))
+                 .map(lambda t: bytes([1, t[0], t[1]]) + t[2])))
+def test_random_values_render_as_a_record_or_kafkas_error_line(value):
+    _, payload = cluster_metadata_parser(_Record(7, value))
+    assert payload.startswith('{"type":"') or payload.startswith("Error at 7, skipping. ")
+    fields = cluster_metadata_fields(_Record(7, value))
+    json.dumps(fields, allow_nan=False)  # always valid JSON
+    assert ("metadataRecord" in fields) == payload.startswith("{")
+    if "metadataRecord" in fields:
+        assert json.loads(payload)["data"] == fields["metadataRecord"]["data"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(st.none(), st.binary(max_size=40)), min_size=1, max_size=5))
+def test_cli_never_fails_on_random_metadata_values(tmp_path, values):
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(build_batch([NewRecord(None, value, timestamp=1) for value in values]))
+    for extra in ((), ("--format", "jsonl")):
+        result = run_seglog("dump", "--cluster-metadata-decoder", *extra, "--files", str(path))
+        assert result.exit_code == 0, result.err
+        assert b"Traceback" not in result.stdout

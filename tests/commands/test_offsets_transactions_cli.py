@@ -1,0 +1,85 @@
+"""seglog offsets and seglog transactions through the CLI: formats, filters, exit statuses."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from seglog_cli.storage.writer import PartitionWriter
+from tests.conftest import requires_corpus, run_seglog
+from tests.coordinator_bytes import batch, marker, offset_commit_key, offset_commit_value, txn_key, txn_value_v1
+
+
+def write_partition(directory, batches):
+    writer = PartitionWriter(directory)
+    for data in batches:
+        writer.append(data)
+    writer.close()
+
+
+@pytest.fixture
+def log_dir(tmp_path):
+    write_partition(tmp_path / "__consumer_offsets-3", [
+        batch(0, offset_commit_key("app", "orders", 0), offset_commit_value(42, "meta", 1_700_000_000_000)),
+        batch(1, offset_commit_key("app", "orders", 1), offset_commit_value(7, "", 1_700_000_000_001),
+              producer_id=5, transactional=True, timestamp=1_700_000_000_001),
+    ])
+    write_partition(tmp_path / "orders-0", [
+        batch(0, b"k", b"v", producer_id=5, transactional=True, timestamp=1_700_000_000_000),
+    ])
+    write_partition(tmp_path / "__transaction_state-0", [
+        batch(0, txn_key("writer"), txn_value_v1(5, 0, 1, [("orders", [0])], 1_700_000_000_000, 1_700_000_000_000)),
+    ])
+    return tmp_path
+
+
+def test_offsets_formats(log_dir):
+    table = run_seglog("offsets", str(log_dir))
+    assert table.exit_code == 0, table.err
+    assert "app" in table.out and "42" in table.out and "2023-11-14T22:13:20.000Z" in table.out
+    assert "Pending transactional commits" in table.out
+    document = json.loads(run_seglog("offsets", str(log_dir), "--format", "json").out)
+    assert [(c["group"], c["offset"]) for c in document["committed"]] == [("app", 42)]
+    assert [(c["offset"], c["producer_id"]) for c in document["pending"]] == [(7, 5)]
+    lines = [json.loads(line) for line in run_seglog("offsets", str(log_dir), "--format", "jsonl").out.splitlines()]
+    assert [line["type"] for line in lines] == ["committed", "pending"]
+    rows = list(csv.DictReader(io.StringIO(run_seglog("offsets", str(log_dir), "--format", "csv").out)))
+    assert [(r["status"], r["offset"], r["metadata"]) for r in rows] == [("committed", "42", "meta"), ("pending", "7", "")]
+    assert json.loads(run_seglog("offsets", str(log_dir), "--group", "other", "--format", "json").out)["committed"] == []
+
+
+def test_offsets_exit_statuses(tmp_path):
+    assert run_seglog("offsets", str(tmp_path / "missing")).exit_code == 4
+    (tmp_path / "orders-0").mkdir()
+    result = run_seglog("offsets", str(tmp_path))
+    assert result.exit_code == 4 and "no __consumer_offsets partitions" in result.err
+    assert run_seglog("offsets", str(tmp_path), "--format", "xml").exit_code == 2
+
+
+def test_transactions_open_and_hanging(log_dir):
+    within = run_seglog("transactions", str(log_dir), "--now", "1700000030000", "--format", "json")
+    document = json.loads(within.out)
+    assert within.exit_code == 0
+    open_txns = [t for t in document["transactions"] if t["state"] == "open"]
+    assert {(t["partition"], t["producer_id"], t["first_offset"], t["transactional_id"]) for t in open_txns} == {
+        ("orders-0", 5, 0, "writer"), ("__consumer_offsets-3", 5, 1, "writer")}
+    assert {t["age_ms"] for t in open_txns} == {30_000, 29_999} and not any(t["hanging"] for t in open_txns)
+    late = run_seglog("transactions", str(log_dir), "--now", "2023-11-14T22:15:00Z", "--state", "open")
+    assert late.exit_code == 1 and "HANGING" in late.out
+    lines = run_seglog("transactions", str(log_dir), "--format", "jsonl", "--now", "0").out.splitlines()
+    assert {json.loads(line)["type"] for line in lines} == {"transaction", "coordinator_state"}
+    rows = list(csv.DictReader(io.StringIO(run_seglog("transactions", str(log_dir), "--format", "csv").out)))
+    assert {r["state"] for r in rows} == {"open"}
+
+
+@requires_corpus
+def test_corpus_commands(corpus):
+    data = corpus / "kafka-4.2.0" / "data"
+    offsets = json.loads(run_seglog("offsets", str(data), "--format", "json").out)
+    assert {c["group"] for c in offsets["committed"]} == {"corpus-group", "corpus-txn-group"}
+    result = run_seglog("transactions", str(data), "--topic", "txn", "--format", "json")
+    assert result.exit_code == 0
+    assert json.loads(result.out)["counts"] == {"committed": 35, "aborted": 14, "open": 0, "hanging": 0}

@@ -100,7 +100,8 @@ def _run(paths, files, deep_iteration, print_data_log, skip_record_metadata, ver
 
         renderer = JsonLinesDumpRenderer(out, err, payload_encoding=payload_encoding.value,
                                          deep_iteration=options.deep_iteration,
-                                         record_fields=_metadata_fields() if cluster_metadata_decoder else None)
+                                         record_fields=_record_fields(offsets_decoder, transaction_log_decoder,
+                                                                      cluster_metadata_decoder))
     else:
         renderer = TextDumpRenderer(out, err, print_data_log=print_data_log,
                                     skip_record_metadata=skip_record_metadata,
@@ -146,6 +147,15 @@ def _record_parser(offsets_decoder: bool, transaction_log_decoder: bool, cluster
 
         return cluster_metadata_parser
     return None
+
+
+def _record_fields(offsets_decoder: bool, transaction_log_decoder: bool, cluster_metadata_decoder: bool):
+    """JSON Lines: the decoded fields each data record gains under a decoder flag (or None)."""
+    if offsets_decoder or transaction_log_decoder:
+        from seglog_cli.render.coordinator_json import offsets_fields, transaction_log_fields
+
+        return offsets_fields if offsets_decoder else transaction_log_fields
+    return _metadata_fields() if cluster_metadata_decoder else None
 
 
 def _metadata_fields():

@@ -151,3 +151,36 @@ def offsets_parser() -> CoordinatorRecordParser:
 
 def transaction_log_parser() -> CoordinatorRecordParser:
     return CoordinatorRecordParser(TRANSACTION_RECORD_TYPES)
+
+
+def coordinator_fields(record, record_types: dict) -> dict:
+    """JSON Lines: the fields a data record gains under ``--offsets-decoder`` or
+    ``--transaction-log-decoder``: ``coordinatorRecord`` (``recordType``, ``key``,
+    ``valueVersion``, ``value``; both null for a tombstone) with the same JSON as the text
+    lines, or ``coordinatorError`` (Kafka's message) and ``coordinatorUnknown`` (true for a
+    record type seglog does not know)."""
+    if record.key is None:
+        return {"coordinatorError": "the record has no key", "coordinatorUnknown": False}
+    try:
+        decoded = read_coordinator_record(record.key, record.value, record_types)
+    except UnknownRecordType as exc:
+        return {"coordinatorError": exc.message, "coordinatorUnknown": True}
+    except CoordinatorRecordError as exc:
+        return {"coordinatorError": exc.message, "coordinatorUnknown": False}
+    value = None
+    if not decoded.is_tombstone:
+        value = value_json(decoded.value_schema, decoded.value_version, decoded.value)
+    return {"coordinatorRecord": {
+        "recordType": decoded.record_type,
+        "key": message_json(decoded.key_schema.fields, 0, False, decoded.key),
+        "valueVersion": decoded.value_version,
+        "value": value,
+    }}
+
+
+def offsets_fields(record) -> dict:
+    return coordinator_fields(record, GROUP_RECORD_TYPES)
+
+
+def transaction_log_fields(record) -> dict:
+    return coordinator_fields(record, TRANSACTION_RECORD_TYPES)

@@ -83,3 +83,23 @@ def test_corpus_commands(corpus):
     result = run_seglog("transactions", str(data), "--topic", "txn", "--format", "json")
     assert result.exit_code == 0
     assert json.loads(result.out)["counts"] == {"committed": 35, "aborted": 14, "open": 0, "hanging": 0}
+
+
+def test_dump_jsonl_with_the_decoders(log_dir):
+    lines = [json.loads(line) for line in run_seglog(
+        "dump", "--offsets-decoder", "--format", "jsonl", str(log_dir / "__consumer_offsets-3")).out.splitlines()]
+    records = [line for line in lines if line["type"] == "record"]
+    assert [r["coordinatorRecord"]["key"] for r in records] == [
+        {"group": "app", "topic": "orders", "partition": 0}, {"group": "app", "topic": "orders", "partition": 1}]
+    assert records[0]["coordinatorRecord"]["value"]["offset"] == 42
+    assert records[0]["coordinatorRecord"]["valueVersion"] == 3
+    lines = [json.loads(line) for line in run_seglog(
+        "dump", "--transaction-log-decoder", "--format", "jsonl", str(log_dir / "__transaction_state-0")).out.splitlines()]
+    (txn,) = [line["coordinatorRecord"] for line in lines if line["type"] == "record"]
+    assert txn["key"] == {"transactionalId": "writer"}
+    assert txn["value"]["transactionPartitions"] == [{"topic": "orders", "partitionIds": [0]}]
+    # a transaction-state record read with the offsets decoder is an error, not a crash
+    lines = [json.loads(line) for line in run_seglog(
+        "dump", "--offsets-decoder", "--format", "jsonl", str(log_dir / "__transaction_state-0")).out.splitlines()]
+    (bad,) = [line for line in lines if line["type"] == "record"]
+    assert "coordinatorError" in bad and bad["coordinatorUnknown"] is False

@@ -47,6 +47,8 @@ class _Reader(DataSourceReader):
     def read(self, partition: SplitPartition) -> Iterator:
         from seglog_cli.spark import columns
 
+        if not isinstance(partition, SplitPartition):  # no split planned: Spark reads one empty partition
+            return iter(())
         reader = columns.record_batches if self.kind == "records" else columns.batch_batches
         return iter(reader(partition.split, self.options))
 

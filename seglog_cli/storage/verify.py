@@ -90,8 +90,11 @@ class VerifyOptions:
     jobs: int = 1
 
 
-def verify(paths: list[str], options: VerifyOptions = VerifyOptions(), progress=None) -> VerifyReport:
-    """Verify ``paths``; ``progress(bytes, batches)`` is called as work completes."""
+def verify(paths: list[str], options: VerifyOptions = VerifyOptions(), progress=None,
+           run_partitions=None) -> VerifyReport:
+    """Verify ``paths``; ``progress(bytes, batches)`` is called as work completes.
+    ``run_partitions(directories, level)`` replaces the local partition verification (a Spark
+    job: ``seglog_cli.spark.verify``); it returns one PartitionReport per directory, in order."""
     report = VerifyReport(options.level, list(paths))
     partition_dirs: list[Path] = []
     log_dirs: list[LogDir] = []
@@ -117,7 +120,10 @@ def verify(paths: list[str], options: VerifyOptions = VerifyOptions(), progress=
             _verify_file(path, options.level, report)
     for log_dir in log_dirs:
         partition_dirs.extend(_log_dir_partitions(log_dir, report))
-    report.partitions = _verify_partitions(partition_dirs, options, progress)
+    if run_partitions is not None:
+        report.partitions = list(run_partitions(partition_dirs, options.level))
+    else:
+        report.partitions = _verify_partitions(partition_dirs, options, progress)
     for log_dir in log_dirs:
         _log_dir_files(log_dir, report)
     report.findings.sort(key=finding_order)

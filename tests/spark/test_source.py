@@ -1,0 +1,137 @@
+"""The data sources, the Spark 3.5 helper and the distributed verify in a real local Spark
+session: every DataFrame equals ``seglog dump --format jsonl`` (or ``seglog verify --format
+jsonl``) row for row."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import requires_corpus, run_seglog
+from tests.spark.conftest import (
+    arrow_batches,
+    arrow_records,
+    dump_batches,
+    dump_records,
+    log_partition_dirs,
+    make_partition,
+    requires_spark,
+)
+
+pytestmark = requires_spark
+
+
+def corpus_dirs(corpus) -> list[Path]:
+    return [d for d in log_partition_dirs(corpus) if "golden" not in str(d.relative_to(corpus))]
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory) -> Path:
+    log_dir = tmp_path_factory.mktemp("source") / "logdir"
+    make_partition(log_dir / "clicks-0", 3)
+    make_partition(log_dir / "clicks-1", 1, "snappy")
+    return log_dir
+
+
+def test_schema_is_what_spark_expects(spark):
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from seglog_cli.spark.columns import BATCH_SCHEMA, RECORD_SCHEMA
+
+    records = spark.read.format("seglog").load("/nonexistent-is-not-read-for-the-schema")
+    assert to_arrow_schema(records.schema, timezone="UTC").equals(RECORD_SCHEMA)
+    assert records.columns[:8] == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType",
+                                   "headers"]
+    batches = spark.read.format("seglog-batches").load("/nonexistent")
+    assert to_arrow_schema(batches.schema, timezone="UTC").equals(BATCH_SCHEMA)
+
+
+@requires_corpus
+def test_corpus_dataframe_equals_jsonl(spark, corpus):
+    dirs = corpus_dirs(corpus)
+    expected = dump_records(dirs)
+    frame = spark.read.format("seglog").option("paths", ",".join(map(str, dirs))).load()
+    assert arrow_records(frame.toArrow()) == expected
+
+
+@requires_corpus
+def test_corpus_batches_equal_jsonl(spark, corpus):
+    data = corpus / "kafka-4.2.0" / "data"
+    frame = spark.read.format("seglog-batches").option("splitBytes", 65536).load(str(data))
+    assert arrow_batches(frame.toArrow()) == dump_batches([data])
+
+
+def test_generated_split_segments_equal_jsonl(spark, generated):
+    frame = spark.read.format("seglog").option("splitBytes", 256 * 1024).load(str(generated))
+    assert frame.rdd.getNumPartitions() >= 8
+    assert arrow_records(frame.toArrow()) == dump_records([generated])
+
+
+def test_filters_ranges_and_counts(spark, generated):
+    expected = dump_records([generated])
+    clicks0 = [r for r in expected if r[1] == 0]
+    low, high = clicks0[500][4], clicks0[1500][4]
+    frame = (spark.read.format("seglog").option("topicPattern", "click.").option("fromOffset", low)
+             .option("toOffset", high).option("splitBytes", 256 * 1024).load(str(generated)))
+    got = arrow_records(frame.toArrow())
+    assert got == [r for r in expected if low <= r[4] <= high]
+    counts = {(r.topic, r.partition): r["count"] for r in
+              spark.read.format("seglog").load(str(generated)).groupBy("topic", "partition").count().collect()}
+    assert counts == {("clicks", p): sum(1 for r in expected if r[1] == p) for p in (0, 1)}
+    assert spark.read.format("seglog").option("topics", "other").load(str(generated)).count() == 0
+
+
+def test_bad_option_fails_with_its_name(spark, generated):
+    with pytest.raises(Exception, match="onCrcMismatch: 'drop' is not one of keep, skip, fail"):
+        spark.read.format("seglog").option("onCrcMismatch", "drop").load(str(generated)).count()
+
+
+@requires_corpus
+def test_crc_failure_policy_in_spark(spark, corpus, tmp_path):
+    target = tmp_path / "data" / "plain-0"
+    shutil.copytree(corpus / "kafka-4.2.0" / "data" / "plain-0", target)
+    log = sorted(target.glob("*.log"))[0]
+    data = bytearray(log.read_bytes())
+    data[5000] ^= 0xFF
+    log.write_bytes(bytes(data))
+    kept = spark.read.format("seglog").load(str(target))
+    assert arrow_records(kept.toArrow()) == dump_records([target])
+    assert kept.where("isValid = false").count() > 0
+    assert spark.read.format("seglog").option("onCrcMismatch", "skip").load(str(target)).where(
+        "isValid = false").count() == 0
+    with pytest.raises(Exception, match="batch fails its CRC"):
+        spark.read.format("seglog").option("onCrcMismatch", "fail").load(str(target)).count()
+
+
+def test_spark35_helper_gives_the_same_rows(spark, generated):
+    from seglog_cli.spark.compat import read_batches, read_records
+
+    frame = read_records(spark, str(generated), splitBytes=512 * 1024)
+    assert frame.rdd.getNumPartitions() >= 4
+    assert sorted(arrow_records(frame.toArrow()), key=lambda r: (r[1], r[4])) == sorted(
+        dump_records([generated]), key=lambda r: (r[1], r[4]))
+    batches = read_batches(spark, [str(generated)])
+    assert sorted(arrow_batches(batches.toArrow())) == sorted(dump_batches([generated]))
+
+
+def _verify_jsonl(*args) -> list[dict]:
+    result = run_seglog("verify", "--format", "jsonl", "--no-progress", *args)
+    assert result.exit_code in (0, 1, 3, 4), result.err
+    return [json.loads(line) for line in result.out.splitlines()]
+
+
+@requires_corpus
+def test_distributed_verify_equals_the_cli(spark, corpus, tmp_path):
+    from seglog_cli.spark.verify import verify_findings
+
+    recovery = corpus / "kafka-4.2.0" / "recovery-cases"
+    paths = [str(corpus / "kafka-4.2.0" / "data"), str(corpus / "public")] + sorted(
+        str(p) for p in recovery.glob("*/before"))
+    for level in ("shallow", "deep"):
+        expected = _verify_jsonl("--level", level, *paths)
+        got = [row.asDict() for row in verify_findings(spark, paths, level).collect()]
+        assert got == expected
+        assert any(f["severity"] != "info" for f in got)

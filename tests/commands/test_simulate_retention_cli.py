@@ -1,0 +1,128 @@
+"""``seglog simulate-retention``: options, output formats, exit statuses, --apply and undo."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import run_seglog
+
+OK, PLANNED, USAGE, UNREADABLE, LOCKED = 0, 1, 2, 4, 5
+NEWEST = 1795346889867  # smallseg-0's largest timestamp
+
+
+def sim(*args):
+    return run_seglog("simulate-retention", *map(str, args))
+
+
+@pytest.fixture
+def data(corpus, tmp_path):
+    """A writable log dir with smallseg-0 and compacted-retain-0 and the broker's checkpoints."""
+    source = corpus / "kafka-4.2.0" / "data"
+    target = tmp_path / "data"
+    target.mkdir()
+    for name in ("smallseg-0", "compacted-retain-0"):
+        shutil.copytree(source / name, target / name)
+    for checkpoint in source.glob("*checkpoint"):
+        shutil.copy(checkpoint, target / checkpoint.name)
+    for path in target.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return target
+
+
+def test_json_plan_and_exit_status(data):
+    result = sim("--format", "json", "--now", NEWEST + 1000, "--config", "retention.bytes=300000", data / "smallseg-0")
+    assert result.exit_code == PLANNED, result.err
+    document = json.loads(result.out)["partitions"][0]
+    assert document["deletedSegments"] == [0, 300, 600, 900]
+    assert document["newLogStartOffset"] == 1200 and document["reclaimedBytes"] == 56280 + 57128 + 55768 + 58259
+    assert document["highWatermarkSource"] == "replication-offset-checkpoint"
+    first = document["segments"][0]
+    assert first["deletedBy"]["code"] == "RETENTION_SIZE_BREACH" and first["timestampSource"] == "timeindex"
+    kept = document["segments"][4]
+    assert kept["action"] == "keep" and {"RETENTION_SIZE_KEEPS", "RETENTION_MS_KEEPS"} <= \
+        {hold["code"] for hold in kept["keptBy"]}
+    nothing = sim("--format", "json", "--now", NEWEST, data / "smallseg-0")
+    assert nothing.exit_code == OK and json.loads(nothing.out)["partitions"][0]["deletedSegments"] == []
+
+
+def test_text_timeline_and_chart(data):
+    result = sim("--now", NEWEST, "--config", "retention.ms=600000", "--at", "+5m", "--at", "+11m", "--at", "+2h",
+                 data / "smallseg-0")
+    assert result.exit_code == OK
+    out = result.out
+    assert "timeline (check interval 5.0 min" in out
+    assert "at 2026-11-22T11:39:09.867Z: 10 segment(s) deletable, 577677 bytes, log start offset 3000" in out
+    rows = [line for line in out.splitlines() if line.strip().startswith("2700 |")]
+    assert rows and "=" in rows[0] and "~" in rows[0]
+
+
+def test_log_dir_with_compaction(data):
+    result = sim("--format", "json", "--now", 1795433366772, "--config", "cleanup.policy=compact", data)
+    assert result.exit_code == PLANNED  # the tombstone of compacted-retain-0 is past its horizon
+    partitions = {p["partition"].rsplit("/", 1)[1]: p for p in json.loads(result.out)["partitions"]}
+    compaction = partitions["compacted-retain-0"]["compaction"]
+    assert compaction["removedOffsets"] == [2155]
+    assert compaction["range"]["firstDirtyOffset"] == 2156 and not compaction["range"]["wouldClean"]
+    assert partitions["smallseg-0"]["deletedSegments"] == []  # compact only: just the log start offset rule
+    text = sim("--now", 1795433366772 - 1, "--config", "cleanup.policy=compact", "--records", data / "compacted-retain-0")
+    assert text.exit_code == OK and "TOMBSTONE" in text.out and "delete horizon 1795433366772 not reached" in text.out
+
+
+def test_model_strimzi(seglog):
+    result = sim("--model", "--records-per-sec", "0.2", "--record-size", "150", "--config", "segment.bytes=16384",
+                 "--config", "retention.ms=600000")
+    assert result.exit_code == OK
+    assert "a segment holds 109 records" in result.out and "at most 25.0 min" in result.out
+    document = json.loads(sim("--model", "--records-per-sec", "0.2", "--record-size", "150", "--format", "json",
+                              "--config", "index.interval.bytes=150", "--config", "segment.index.bytes=300",
+                              "--config", "segment.bytes=16384").out)
+    assert document["roll"]["index_entries"] == 24 and document["roll"]["roll_cause"] == "time index full"
+
+
+def test_usage_and_unreadable(data, tmp_path):
+    assert sim("--model", "--record-size", "10").exit_code == USAGE
+    assert sim("--at", "soon", data).exit_code == USAGE
+    assert sim("--config", "retention.ms=abc", data).exit_code == USAGE
+    assert sim(tmp_path / "nope").exit_code == UNREADABLE
+
+
+def test_apply_quarantines_and_undo_restores(data, tmp_path):
+    partition = data / "smallseg-0"
+    before = {p.name: p.read_bytes() for p in partition.iterdir()}
+    checkpoint = (data / "log-start-offset-checkpoint").read_bytes()
+    result = sim("--apply", "--backup-dir", tmp_path / "bk", "--now", NEWEST + 1000, "--config", "retention.bytes=300000",
+                 partition)
+    assert result.exit_code == OK, result.err
+    left = sorted(p.name for p in partition.glob("*.log"))
+    assert left[0] == "00000000000000001200.log" and not list(partition.glob("*.deleted"))
+    assert "smallseg 0 1200" in (data / "log-start-offset-checkpoint").read_text()
+    backup = next((tmp_path / "bk").iterdir())
+    manifest = json.loads((backup / "manifest.json").read_text())
+    assert manifest["complete"] and {c["op"] for c in manifest["changes"]} == {"rename", "remove", "replace"}
+    assert any(c["path"].endswith("00000000000000000000.log.deleted") for c in manifest["changes"] if c["op"] == "remove")
+    again = sim("--format", "json", "--now", NEWEST + 1000, "--config", "retention.bytes=300000", partition)
+    assert json.loads(again.out)["partitions"][0]["deletedSegments"] == []  # 350242 left: under 300000 + a segment
+    assert run_seglog("undo", "--apply", str(backup)).exit_code == OK
+    assert {p.name: p.read_bytes() for p in partition.iterdir()} == before
+    assert (data / "log-start-offset-checkpoint").read_bytes() == checkpoint
+
+
+def test_locked_log_dir_exit_5(data):
+    (data / ".lock").touch()
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR); "
+                               "fcntl.lockf(fd, fcntl.LOCK_EX); print('ok', flush=True); sys.stdin.read()",
+                               str(data / ".lock")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ok"
+        result = sim("--apply", "--now", NEWEST + 1000, "--config", "retention.bytes=300000", data / "smallseg-0")
+        assert result.exit_code == LOCKED and "locked" in result.err
+        assert (data / "smallseg-0" / "00000000000000000000.log").exists()
+        assert sim("--now", NEWEST + 1000, "--config", "retention.bytes=300000", data / "smallseg-0").exit_code == PLANNED
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=10)

@@ -55,6 +55,7 @@ class RawUuid(bytes):
     """The 16 bytes of a uuid field."""
 
 
+@lru_cache(maxsize=None)
 def versions(text: str) -> tuple[int, int]:
     """Kafka's version range syntax: ``"0+"``, ``"3"``, ``"0-4"``, ``"none"``."""
     if text == "none":

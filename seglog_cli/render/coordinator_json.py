@@ -17,6 +17,7 @@ separators, non-ASCII unescaped, control characters as ``\\uXXXX`` (upper-case h
 from __future__ import annotations
 
 import base64
+import json
 import math
 
 from formats import group_coordinator as gc
@@ -38,8 +39,18 @@ _ESCAPES.update(_SHORT_ESCAPES)
 _ESCAPE_TABLE = str.maketrans(_ESCAPES)
 
 
+_fast_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
 def jackson_text(value) -> str:
-    """``JsonNode.toString()`` of a tree of dicts, lists, str, int, bool, None."""
+    """``JsonNode.toString()`` of a tree of dicts, lists, str, int, bool, None (the
+    coordinator schemas have no float fields). Python's encoder agrees with Jackson except for
+    control characters (``\\u001f`` against Jackson's ``\\u001F``): those go the long way."""
+    text = _fast_dumps(value)
+    return _jackson_text(value) if "\\u" in text else text
+
+
+def _jackson_text(value) -> str:
     if value is None:
         return "null"
     if value is True:
@@ -53,8 +64,8 @@ def jackson_text(value) -> str:
     if isinstance(value, float):
         return _java_double(value)
     if isinstance(value, dict):
-        return "{" + ",".join(f"{jackson_text(name)}:{jackson_text(item)}" for name, item in value.items()) + "}"
-    return "[" + ",".join(jackson_text(item) for item in value) + "]"
+        return "{" + ",".join(f"{_jackson_text(name)}:{_jackson_text(item)}" for name, item in value.items()) + "}"
+    return "[" + ",".join(_jackson_text(item) for item in value) + "]"
 
 
 def _java_double(value: float) -> str:

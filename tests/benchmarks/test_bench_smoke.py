@@ -175,3 +175,18 @@ def test_bench_rebuild_index_refuses_small_segments_without_the_flag():
 
     with pytest.raises(SystemExit):
         bench_rebuild_index.parse_args(["--sizes", "1"])
+
+
+def test_bench_recover_main_on_a_tiny_log_dir(tmp_path):
+    from tests.benchmarks import bench_recover
+
+    report = bench_recover.main(["--partitions", "2", "--segments", "2", "--segment-mb", "0.2", "--repeat", "1",
+                                 "--quiet", "--variants", "one-none", "--cache-dir", str(tmp_path / "cache"),
+                                 "--json", str(tmp_path / "out.json")])
+    assert (tmp_path / "out.json").is_file() and len(report["results"]) == 1
+    (result,) = report["results"]
+    assert result["problems"] == []  # verify saw every batch, recover recovered all 4 segments, truncated nothing
+    assert set(result["steps"]) == set(bench_recover.ALL_STEPS)
+    for key in ("verify_mb_per_s", "recover_mb_per_s", "recover_vs_verify", "cli_recover_vs_cli_verify"):
+        assert result["ratios"][key] > 0, key
+    assert set(report["goals"]) == {"recover_vs_shallow_verify"}

@@ -7,7 +7,8 @@ import re
 from tests.conftest import REPO, run_seglog
 
 README = (REPO / "README.md").read_text()
-COMMANDS = ["dump", "verify", "rebuild-index", "recover", "undo", "append", "offsets", "transactions"]
+COMMANDS = ["dump", "verify", "rebuild-index", "recover", "undo", "append", "offsets", "transactions",
+            "simulate-retention"]
 
 
 def test_readme_opens_with_exactly_two_commands():

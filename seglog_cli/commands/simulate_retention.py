@@ -17,6 +17,7 @@ from seglog_cli.render import retention_report
 from seglog_cli.status import ExitStatus, UsageError, guarded
 from seglog_cli.storage.compaction import plan_compaction
 from seglog_cli.storage.errors import UnreadableInputError
+from seglog_cli.storage.naming import METADATA_TOPIC
 from seglog_cli.storage.partition_log import partition_dirs_under
 from seglog_cli.storage.retention import DEFAULT_CHECK_INTERVAL_MS, plan_retention, read_partition_state
 from seglog_cli.storage.retention_apply import apply_retention
@@ -162,7 +163,12 @@ def _partitions(paths) -> list:
     for path in command_paths(paths, "partition directory or log dir"):
         if not Path(path).exists():
             raise UnreadableInputError("no such file or directory", path)
-        found.extend(partition_dirs_under(Path(path)))
+        for partition in partition_dirs_under(Path(path)):
+            if partition.name.startswith(METADATA_TOPIC + "-"):
+                print(f"seglog: skipped {partition}: the KRaft metadata log is trimmed by snapshots, not by "
+                      "retention", file=sys.stderr)
+            else:
+                found.append(partition)
     if not found:
         raise UsageError("no partition directory found under the given paths")
     return found

@@ -12,6 +12,7 @@ from seglog_cli.storage.retention_model import RetentionModel
 from seglog_cli.storage.retention_timeline import DELETED, DUE, GONE, KEPT, Timeline
 
 CHART_WIDTH = 60
+_QUIET = ("RULE_OFF", "LOG_START_OFFSET_KEEPS", "WALK_STOPPED")  # shown in JSON, left out of the table
 CHART_MARKS = {KEPT: "=", DUE: "~", DELETED: ".", GONE: " "}
 
 
@@ -45,8 +46,8 @@ def _segment_lines(plan: RetentionPlan) -> list[tuple[str, ...]]:
             action, why = "DELETE", f"{verdict.rule}: {verdict.deleted_by.text()}"
         else:
             action = "keep"
-            why = "; ".join(f"{rule}: {hold.text()}" for rule, hold in verdict.holds if hold.code != "RULE_OFF") \
-                or "; ".join(f"{rule}: {hold.text()}" for rule, hold in verdict.holds[:1])
+            shown = [(rule, hold) for rule, hold in verdict.holds if hold.code not in _QUIET]
+            why = "; ".join(f"{rule}: {hold.text()}" for rule, hold in shown or verdict.holds[-1:])
         rows.append((str(s.base_offset), f"{s.base_offset}..{s.next_offset - 1}" if s.next_offset > s.base_offset
                      else "empty", str(s.size), when(s.largest_timestamp), s.timestamp_source,
                      duration(plan.now_ms - s.largest_timestamp), action, why))

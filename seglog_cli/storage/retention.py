@@ -130,8 +130,8 @@ def read_partition_state(path: str | Path, high_watermark: int | None = None,
     hw, hw_source = _checkpointed(log.path.parent / REPLICATION_CHECKPOINT, tp)
     if high_watermark is not None:
         hw, hw_source = high_watermark, "--high-watermark"
-    if hw is None:
-        hw, hw_source = 0, "no replication-offset-checkpoint entry (Partition starts from 0)"
+    if hw is None:  # Partition starts from 0, but a leader moves it to the log end as soon as its ISR has it
+        hw, hw_source = log_end, "no replication-offset-checkpoint entry: assumed at the log end offset"
     clamped = min(max(hw, start), log_end)  # UnifiedLog.updateHighWatermark clamps
     if clamped != hw:
         hw_source += f" (clamped from {hw})"

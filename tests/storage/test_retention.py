@@ -192,10 +192,10 @@ def test_segments_without_timestamps_fall_back_to_the_mtime(corpus, tmp_path):
     state = read_partition_state(copy)
     first = state.segments[0]
     assert first.timestamp_source == "mtime" and first.largest_timestamp == NOW
-    # no replication-offset-checkpoint beside the copy: the high watermark starts at the log start
-    blocked = plan_retention(state, TopicConfig(retention_ms=1000), NOW + 1001)
+    # no replication-offset-checkpoint beside the copy: assumed at the log end offset
+    assert state.high_watermark == state.log_end_offset and "assumed" in state.high_watermark_source
+    blocked = plan_retention(read_partition_state(copy, high_watermark=0), TopicConfig(retention_ms=1000), NOW + 1001)
     assert blocked.deleted == [] and dict(blocked.verdicts[0].holds)["retention.ms"].code == "HIGH_WATERMARK"
-    state = read_partition_state(copy, high_watermark=state.log_end_offset)
     assert plan_retention(state, TopicConfig(retention_ms=1000), NOW + 1000).deleted == []
     assert plan_retention(state, TopicConfig(retention_ms=1000), NOW + 1001).deleted[0].segment.base_offset == \
         first.base_offset

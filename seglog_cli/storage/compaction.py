@@ -188,7 +188,8 @@ def build_offset_map(log: PartitionLog, log_start: int, start: int, end: int) ->
     for i, segment in enumerate(segments):
         next_start = segments[i + 1].base_offset if i + 1 < len(segments) else end
         buf, path = segment.log.buffer, str(segment.log_path)
-        for batch in segment.batches(resync=False, check_crc=False):
+        position = segment.index_position(start) if i == 0 else 0  # offsetIndex.lookup(startOffset)
+        for batch in segment.batches(position, resync=False, check_crc=False):
             if batch.is_control:
                 tracker.on_control(batch, _control_type(buf, batch, path))
             elif not tracker.on_data(batch):
@@ -237,8 +238,9 @@ def plan_compaction(path: str | Path, config: TopicConfig, now_ms: int, *, high_
         tracker = TxnTracker()
         segments = []
         for segment in log.segments:
-            if segment in in_pass:
-                segments.append(_clean_segment(log, state, segment, in_pass, offset_map, tracker, producers, config,
+            group = next((g for g in groups if segment in g), None)
+            if group is not None:
+                segments.append(_clean_segment(log, state, segment, group, offset_map, tracker, producers, config,
                                                now_ms, legacy_horizon, rng.first_uncleanable_segment))
             else:
                 segments.append(_untouched(segment))
@@ -276,10 +278,12 @@ def _untouched(segment) -> SegmentCompaction:
     return SegmentCompaction(segment.base_offset, segment.size, False, None, batches)
 
 
-def _clean_segment(log, state, segment, in_pass, offset_map, tracker, producers, config, now_ms, legacy_horizon,
+def _clean_segment(log, state, segment, group, offset_map, tracker, producers, config, now_ms, legacy_horizon,
                    upper_bound) -> SegmentCompaction:
-    position = in_pass.index(segment)
-    following = in_pass[position + 1] if position + 1 < len(in_pass) else None
+    """``cleanSegments`` for one source segment of ``group``: its aborted transactions up to the
+    next segment of the group (or its own end), then ``cleanInto``."""
+    position = group.index(segment)
+    following = group[position + 1] if position + 1 < len(group) else None
     upper = following.base_offset if following else segment.read_next_offset()
     tracker.add(collect_aborted(log, state.log_start_offset, segment.base_offset, upper))
     mtime_ms = segment.log_path.stat().st_mtime_ns // 1_000_000

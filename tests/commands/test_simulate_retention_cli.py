@@ -126,3 +126,19 @@ def test_locked_log_dir_exit_5(data):
     finally:
         holder.stdin.close()
         holder.wait(timeout=10)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(min_size=1, max_size=12), st.text(min_size=1, max_size=12))
+def test_any_at_or_ratio_text_is_a_result_or_a_usage_error(corpus, at, ratio):
+    partition = corpus / "kafka-4.2.0" / "data" / "smallseg-0"
+    if at.startswith("-"):
+        at = "x" + at  # an option name, not a value
+    result = sim("--now", NEWEST, "--at", at, "--config", f"min.cleanable.dirty.ratio={ratio}", "--format", "json",
+                 partition)
+    assert result.exit_code in (OK, PLANNED, USAGE), result.err
+    assert "internal error" not in result.err and "Traceback" not in result.err

@@ -1,0 +1,153 @@
+# Shared plumbing of the seglog runbooks (sourced, not run). See README.md beside it.
+#
+# Provides: rb_init (scratch dir, SEGLOG/PYTHON), rb_seglog (run seglog, keep its exit status),
+# rb_ask (confirmation), rb_say (human line), rb_finish (summary + --json document + exit).
+# Exit statuses are the same for every runbook:
+#   0 healthy / nothing to do   1 action taken or needed   2 usage error
+#   3 damage or a state that needs a human   4 bad input (missing, unreadable, not Kafka data)
+#   5 a broker holds the log dir's .lock     70 unexpected failure (seglog or the runbook itself)
+
+RB_OK=0 RB_ACTION=1 RB_USAGE=2 RB_HUMAN=3 RB_BAD_INPUT=4 RB_LOCKED=5 RB_INTERNAL=70
+
+SEGLOG=${SEGLOG:-seglog}
+PYTHON=${PYTHON:-python3}
+RB_JSON=0
+RB_YES=0
+RB_DRY_RUN=0
+RB_APPLIED=false
+RB_UNDO=""
+RB_BACKUP_DIR=""
+
+rb_init() {
+    # $1: the runbook's name (used in the JSON document)
+    RB_NAME=$1
+    RB_TMP=$(mktemp -d "${TMPDIR:-/tmp}/seglog-runbook.XXXXXX")
+    # only the runbook's own scratch files go; nothing of the log dir is ever removed here
+    trap 'rm -rf -- "$RB_TMP"' EXIT
+    : >"$RB_TMP/summary.txt"
+    echo '{}' >"$RB_TMP/details.json"
+}
+
+rb_check_tools() {
+    # seglog and python3 must run (called once the options are read, so -h always works)
+    if ! command -v "${SEGLOG%% *}" >/dev/null 2>&1; then
+        rb_finish $RB_INTERNAL "cannot run seglog ('$SEGLOG' is not on PATH; set SEGLOG=/path/to/seglog)"
+    fi
+    if ! command -v "$PYTHON" >/dev/null 2>&1; then
+        rb_finish $RB_INTERNAL "cannot run $PYTHON (set PYTHON=/path/to/python3)"
+    fi
+}
+
+rb_usage_error() {
+    echo "$RB_NAME: $1" >&2
+    echo "Try '$0 -h'." >&2
+    exit $RB_USAGE
+}
+
+rb_say() {
+    # a line of the human summary: stdout normally, stderr with --json (stdout is the document)
+    printf '%s\n' "$*" >>"$RB_TMP/summary.txt"
+    if [ "$RB_JSON" = 1 ]; then printf '%s\n' "$*" >&2; else printf '%s\n' "$*"; fi
+}
+
+rb_say_file() {
+    # every line of a file through rb_say
+    while IFS= read -r line || [ -n "$line" ]; do rb_say "$line"; done <"$1"
+}
+
+rb_seglog() {
+    # rb_seglog NAME ARGS...: run seglog; stdout in $RB_TMP/NAME.out, stderr in NAME.err,
+    # the exit status in RB_RC (seglog's statuses are decisions, never a reason to stop here)
+    local name=$1
+    shift
+    RB_RC=0
+    # shellcheck disable=SC2086  # SEGLOG may be a command with arguments ("python3 -m seglog_cli")
+    $SEGLOG "$@" >"$RB_TMP/$name.out" 2>"$RB_TMP/$name.err" </dev/null || RB_RC=$?
+    if [ "$RB_RC" = 2 ] || [ "$RB_RC" -ge 6 ]; then
+        echo "$RB_NAME: seglog $1 failed (exit $RB_RC):" >&2
+        sed 's/^/  /' "$RB_TMP/$name.err" >&2
+        rb_finish $RB_INTERNAL "seglog $1 failed with exit status $RB_RC"
+    fi
+}
+
+rb_py() {
+    # rb_py ARGS... <<'PY' ... PY: a small Python step (JSON handling) read from a here-document,
+    # sys.argv[1:] = ARGS
+    "$PYTHON" - "$@"
+}
+
+rb_ask() {
+    # rb_ask QUESTION: 0 when the change may go ahead (--yes, or 'y' typed), 1 otherwise
+    if [ "$RB_YES" = 1 ]; then return 0; fi
+    if [ "$RB_DRY_RUN" = 1 ]; then return 1; fi
+    printf '%s [y/N] ' "$1" >&2
+    local answer=""
+    read -r answer || echo >&2
+    case "$answer" in
+        y | Y | yes | YES | Yes) return 0 ;;
+        *) return 1 ;;
+    esac
+}
+
+rb_applied() {
+    # rb_applied BACKUP_DIR: record a change and print the exact command that undoes it
+    RB_APPLIED=true
+    RB_BACKUP_DIR=$1
+    RB_UNDO="$SEGLOG undo --apply '$1'"
+    rb_say "Changed. Backup of every removed or replaced byte: $1"
+    rb_say "UNDO: $RB_UNDO"
+}
+
+rb_details() {
+    # rb_details FILE: the runbook-specific part of the --json document
+    cp -- "$1" "$RB_TMP/details.json"
+}
+
+rb_finish() {
+    # rb_finish STATUS DECISION: the last summary line, the --json document, the exit status
+    local status=$1 decision=$2
+    rb_say "$RB_NAME: $decision (exit $status)"
+    if [ "$RB_JSON" = 1 ]; then
+        rb_py "$RB_NAME" "$status" "$decision" "$RB_APPLIED" "$RB_UNDO" "$RB_BACKUP_DIR" "$RB_TMP" <<'PY'
+import json, sys
+name, status, decision, applied, undo, backup, tmp = sys.argv[1:8]
+with open(tmp + "/details.json") as f:
+    details = json.load(f)
+with open(tmp + "/summary.txt") as f:
+    summary = f.read().splitlines()
+doc = {"runbook": name, "version": 1, "status": int(status), "decision": decision,
+       "applied": applied == "true", "undo": undo or None, "backupDir": backup or None,
+       "summary": summary}
+doc.update(details)
+print(json.dumps(doc, indent=1))
+PY
+    fi
+    exit "$status"
+}
+
+rb_common_option() {
+    # rb_common_option ARG: 0 when ARG is one of the options every runbook takes
+    case "$1" in
+        --json) RB_JSON=1 ;;
+        --yes | -y) RB_YES=1 ;;
+        --dry-run | -n) RB_DRY_RUN=1 ;;
+        *) return 1 ;;
+    esac
+}
+
+rb_help() {
+    # print the script's header comment (lines 2.. up to the first non-comment line)
+    sed -n '2,/^[^#]/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'
+
+    exit $RB_OK
+}
+
+rb_require_paths() {
+    # every argument must exist
+    local p
+    for p in "$@"; do
+        if [ ! -e "$p" ]; then
+            rb_finish $RB_BAD_INPUT "no such file or directory: $p"
+        fi
+    done
+}

@@ -185,6 +185,10 @@ def render_model_text(model: RetentionModel, out: TextIO) -> None:
               f"{duration(model.file_delete_delay_ms)}), decided by {life.deciding_rule or 'nothing: kept forever'}:\n")
     out.write(f"  readable: at least {duration(life.min_readable_ms)}, at most {duration(life.max_readable_ms)}\n")
     out.write(f"  on disk:  at least {duration(life.min_on_disk_ms)}, at most {duration(life.max_on_disk_ms)}\n")
+    out.write("segments of a log written from t=0: first record, roll, deletable from, unreadable by, files gone by\n")
+    for w in model.segments:
+        out.write(f"  #{w.index}: {duration(w.first_record_ms)}, {duration(w.rolled_ms)}, {duration(w.deletable_ms)}, "
+                  f"{duration(w.unreadable_by_ms)}, {duration(w.files_gone_by_ms)}\n")
 
 
 def render_json(document: dict, out: TextIO) -> None:

@@ -30,12 +30,14 @@ no segment.jitter.ms, the high watermark follows the log end.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 
 from seglog_cli.storage.errors import SeglogError
 from seglog_cli.storage.retention import DEFAULT_CHECK_INTERVAL_MS
 from seglog_cli.storage.topic_config import TopicConfig
 
 OFFSET_INDEX_ENTRY = 8
+SHOWN_SEGMENTS = 4
 TIME_INDEX_ENTRY = 12
 
 
@@ -57,6 +59,11 @@ class Producer:
     @property
     def batch_interval_ms(self) -> float:
         return 1000.0 * self.batch_records / self.records_per_sec
+
+    @property
+    def exact_interval_ms(self) -> Fraction:
+        """The interval without rounding, for the roll boundary (``> segment.ms`` is strict)."""
+        return Fraction(1000 * self.batch_records) / Fraction(self.records_per_sec)
 
 
 @dataclass(frozen=True)
@@ -81,16 +88,31 @@ class LifetimeModel:
 
 
 @dataclass(frozen=True)
+class SegmentWindow:
+    """Segment ``index`` of a log written from time 0: when its first record comes, when it
+    rolls, and when retention may delete it (None: never)."""
+
+    index: int
+    first_record_ms: float
+    rolled_ms: float
+    deletable_ms: float | None
+    unreadable_by_ms: float | None
+    files_gone_by_ms: float | None
+
+
+@dataclass(frozen=True)
 class RetentionModel:
     producer: Producer
     roll: RollModel
     lifetime: LifetimeModel
     check_interval_ms: int
     file_delete_delay_ms: int
+    segments: tuple[SegmentWindow, ...] = ()
 
     def as_dict(self) -> dict:
         return {"producer": asdict(self.producer), "roll": asdict(self.roll), "lifetime": asdict(self.lifetime),
-                "checkIntervalMs": self.check_interval_ms, "fileDeleteDelayMs": self.file_delete_delay_ms}
+                "checkIntervalMs": self.check_interval_ms, "fileDeleteDelayMs": self.file_delete_delay_ms,
+                "segments": [asdict(s) for s in self.segments]}
 
 
 def entries_after(batches: int, interval_bytes: int, batch_bytes: int) -> int:
@@ -117,7 +139,7 @@ def model_roll(producer: Producer, config: TopicConfig) -> RollModel:
     time_entries = config.segment_index_bytes // TIME_INDEX_ENTRY - 1
     candidates = {
         "segment.bytes": config.segment_bytes // batch,
-        "segment.ms": int(config.segment_ms // interval) + 1,
+        "segment.ms": int(Fraction(config.max_segment_ms) / producer.exact_interval_ms) + 1,  # min(segment.ms, max.compaction.lag.ms) if compacted
         "offset index full": batches_until_entries(offset_entries, config.index_interval_bytes, batch),
         "time index full": batches_until_entries(time_entries, config.index_interval_bytes, batch),
     }
@@ -150,4 +172,11 @@ def model_retention(producer: Producer, config: TopicConfig,
         shortest = eligible - roll.fill_ms  # the segment's last record
         lifetime = LifetimeModel(shortest, eligible + check_interval_ms, shortest + delay,
                                  eligible + check_interval_ms + delay, rule)
-    return RetentionModel(producer, roll, lifetime, check_interval_ms, delay)
+    windows = []
+    for index in range(SHOWN_SEGMENTS):
+        first = index * roll.roll_after_ms
+        eligible = None if lifetime.deciding_rule is None else first + after_first[lifetime.deciding_rule]
+        windows.append(SegmentWindow(index, first, first + roll.roll_after_ms, eligible,
+                                     None if eligible is None else eligible + check_interval_ms,
+                                     None if eligible is None else eligible + check_interval_ms + delay))
+    return RetentionModel(producer, roll, lifetime, check_interval_ms, delay, tuple(windows))

@@ -3,6 +3,8 @@ of ``LogSegment.append``/``shouldRoll`` as an oracle, and the append engine's re
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -29,6 +31,10 @@ def test_strimzi_numbers():
     assert model.lifetime.max_readable_ms == 108 * 5000 + 600_000 + 1 + 5 * MINUTE
     assert model.lifetime.min_readable_ms == 600_001  # the newest record of a segment
     assert model.lifetime.min_on_disk_ms == 600_001 + 60_000
+    first, second = model.segments[:2]
+    assert first.rolled_ms == second.first_record_ms == 109 * 5000
+    assert first.files_gone_by_ms == model.lifetime.max_on_disk_ms
+    assert second.deletable_ms - first.deletable_ms == 109 * 5000
 
 
 def test_index_full_roll_at_24_entries():
@@ -47,7 +53,7 @@ def replay(batch_bytes: int, interval_ms: float, config: TopicConfig, batches: i
     offset_slots = config.segment_index_bytes // 8
     time_slots = config.segment_index_bytes // 12
     for n in range(batches):
-        ts = n * interval_ms
+        ts = n * Fraction(interval_ms)
         if count and (size > config.segment_bytes - batch_bytes or ts - first_ts > config.segment_ms
                       or entries >= offset_slots or entries >= time_slots - 1):
             return count, entries
@@ -75,7 +81,7 @@ def test_rolls_match_a_batch_by_batch_replay(record_bytes, batch_records, interv
             model_roll(producer, config)
         return
     roll = model_roll(producer, config)
-    assert (roll.batches_per_segment, roll.index_entries) == replay(producer.batch_bytes, producer.batch_interval_ms,
+    assert (roll.batches_per_segment, roll.index_entries) == replay(producer.batch_bytes, producer.exact_interval_ms,
                                                                      config)
 
 

@@ -159,7 +159,7 @@ def _at(text: str, now_ms: int) -> int:
 
 
 def _partitions(paths) -> list:
-    found = []
+    found, skipped = [], 0
     for path in command_paths(paths, "partition directory or log dir"):
         if not Path(path).exists():
             raise UnreadableInputError("no such file or directory", path)
@@ -167,8 +167,9 @@ def _partitions(paths) -> list:
             if partition.name.startswith(METADATA_TOPIC + "-"):
                 print(f"seglog: skipped {partition}: the KRaft metadata log is trimmed by snapshots, not by "
                       "retention", file=sys.stderr)
+                skipped += 1
             else:
                 found.append(partition)
-    if not found:
+    if not found and not skipped:
         raise UsageError("no partition directory found under the given paths")
     return found

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# 04-rebuild-index.sh: a corrupt or missing .index / .timeindex / .txnindex, rebuilt offline.
+#
+# Usage: 04-rebuild-index.sh [-h] [--json] [--yes|--dry-run] [--config KEY=VALUE]... [--backup-dir DIR]
+#                            LOG_DIR|PARTITION_DIR|SEGMENT...
+#
+# When to use it: the broker logs "Corrupt index found", "Found a corrupted index file",
+#   an index sanity check failure, or a slow start because index files are missing; or someone
+#   is about to `rm *.index` (never do that: this runbook keeps the originals).
+# What it does: `seglog verify` lists the index findings; `seglog rebuild-index` plans, per
+#   segment, which index files are missing or differ from what Kafka's recovery writes; on your
+#   yes (--yes) it writes them, then verifies again. Pass the topic's index.interval.bytes and
+#   segment.index.bytes with --config when they are not Kafka's defaults.
+# What it changes: only with your yes, the planned index files (temp file, fsync, rename); the
+#   originals go to seglog-backups/ beside the log dir (or --backup-dir). No .log is touched.
+# How to undo it: the exact command is printed after the change:
+#   seglog undo --apply <log dir>/../seglog-backups/<time>-rebuild-index-<pid>
+#
+# Exit status (the same for every runbook, see README.md):
+#   0  healthy: every index file is what Kafka's recovery writes
+#   1  action taken (indexes rebuilt, undo printed) or needed (plan shown, not applied)
+#   2  usage error
+#   3  needs a human: a segment's .log is damaged or torn, so no index is written (run
+#      02-power-loss-tail.sh or 01-broker-wont-start.sh first)
+#   4  bad input: a path is missing or not readable Kafka data
+#   5  a broker holds the log dir's .lock (it is running: stop it first)
+#   70 unexpected failure
+set -eu
+. "$(dirname -- "$0")/lib.sh"
+rb_init rebuild-index
+
+config_args=()
+backup_args=()
+paths=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -h | --help) rb_help ;;
+        --config) [ $# -ge 2 ] || rb_usage_error "--config needs KEY=VALUE"; config_args+=(--config "$2"); shift ;;
+        --backup-dir) [ $# -ge 2 ] || rb_usage_error "--backup-dir needs a directory"; backup_args=(--backup-dir "$2"); shift ;;
+        -*) rb_common_option "$1" || rb_usage_error "unknown option $1" ;;
+        *) paths+=("$1") ;;
+    esac
+    shift
+done
+[ ${#paths[@]} -gt 0 ] || rb_usage_error "give the log dir, partition dirs or segment files"
+rb_check_tools
+rb_require_paths "${paths[@]}"
+
+# 1. what verify says about the indexes
+rb_seglog verify verify --format json "${paths[@]}"
+if [ "$RB_RC" = 4 ]; then
+    rb_say_file "$RB_TMP/verify.err"
+    rb_finish $RB_BAD_INPUT "seglog verify could not read the input"
+fi
+rb_py "$RB_TMP/verify.out" >"$RB_TMP/verify.txt" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+n = 0
+for p in d["partitions"]:
+    for f in p["findings"]:
+        if f["severity"] != "info" and ("INDEX" in f["code"] or f["code"].startswith("TIME_INDEX")):
+            n += 1
+            if n <= 20:
+                print(f"{f['code']} {f['path']}: {f['message']}")
+print(f"verify: {n} index finding(s) above info")
+PY
+rb_say_file "$RB_TMP/verify.txt"
+
+# 2. the rebuild plan
+rb_seglog plan rebuild-index --format json ${config_args[@]+"${config_args[@]}"} "${paths[@]}"
+plan_rc=$RB_RC
+case "$plan_rc" in
+    4) rb_say_file "$RB_TMP/plan.err"; rb_finish $RB_BAD_INPUT "seglog rebuild-index could not read the input" ;;
+    5) rb_say_file "$RB_TMP/plan.err"; rb_finish $RB_LOCKED "a broker holds the .lock: stop it first" ;;
+esac
+rb_py "$RB_TMP/plan.out" "$RB_TMP/details.json" >"$RB_TMP/plan.txt" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+writes, refused = [], []
+for seg in d["segments"]:
+    if seg["refused"]:
+        refused.append({"log": seg["log"], "why": seg["refused"]})
+        print(f"REFUSED {seg['log']}: {seg['refused']}")
+    for f in seg["files"]:
+        if f["action"] not in ("identical", "keep"):
+            writes.append({"path": f["path"], "action": f["action"], "detail": f["detail"]})
+            print(f"{f['action']} {f['path']}: {f['detail']}")
+print(f"plan: {len(writes)} index file(s) to write, {len(refused)} segment(s) refused, "
+      f"{d['summary']['segments']} segment(s) checked")
+json.dump({"plan": {"write": writes, "refused": refused}}, open(sys.argv[2], "w"))
+PY
+rb_say_file "$RB_TMP/plan.txt"
+if [ "$plan_rc" = 3 ]; then
+    rb_finish $RB_HUMAN "a segment's .log is damaged: run 02-power-loss-tail.sh or 01-broker-wont-start.sh first"
+fi
+if [ "$plan_rc" = 0 ]; then
+    rb_finish $RB_OK "healthy: every index file is what Kafka's recovery writes"
+fi
+
+# 3. write them, originals kept
+if ! rb_ask "Rebuild these index files now (seglog rebuild-index --apply)?"; then
+    rb_say "Nothing changed. To apply it: $0 --yes ${paths[*]}"
+    rb_finish $RB_ACTION "index rebuild needed: plan shown, not applied"
+fi
+rb_seglog apply rebuild-index --apply --format json ${config_args[@]+"${config_args[@]}"} \
+    ${backup_args[@]+"${backup_args[@]}"} "${paths[@]}"
+case "$RB_RC" in
+    0) ;;
+    5) rb_say_file "$RB_TMP/apply.err"; rb_finish $RB_LOCKED "a broker holds the .lock: stop it first" ;;
+    *) rb_say_file "$RB_TMP/apply.err"; rb_finish $RB_HUMAN "seglog rebuild-index --apply stopped with exit $RB_RC" ;;
+esac
+backup=$(rb_py "$RB_TMP/apply.out" <<'PY'
+import json, sys
+print((json.load(open(sys.argv[1]))["applied"] or {}).get("backupDir") or "")
+PY
+)
+if [ -n "$backup" ]; then rb_applied "$backup"; fi
+rb_seglog after rebuild-index --format json ${config_args[@]+"${config_args[@]}"} "${paths[@]}"
+rb_say "rebuild-index plan after the change: exit $RB_RC (0: nothing left to write)"
+rb_finish $RB_ACTION "index files rebuilt (undo: $RB_UNDO)"

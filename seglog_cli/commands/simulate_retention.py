@@ -23,7 +23,10 @@ from seglog_cli.storage.retention import DEFAULT_CHECK_INTERVAL_MS, plan_retenti
 from seglog_cli.storage.retention_apply import apply_retention
 from seglog_cli.storage.retention_model import ModelError, Producer, model_retention
 from seglog_cli.storage.retention_timeline import build_timeline
-from seglog_cli.storage.topic_config import ConfigError, parse_config_args
+from seglog_cli.storage.broker_config import CHECK_INTERVAL, PRODUCER_EXPIRATION, split_config
+from seglog_cli.storage.log_dir_files import parse_java_properties
+from seglog_cli.storage.producer_state import PRODUCER_ID_EXPIRATION_MS
+from seglog_cli.storage.topic_config import TOPIC_CONFIG_KEYS, ConfigError, TopicConfig
 
 HELP = """Show which segments retention deletes and which records compaction removes, when and why.
 
@@ -62,11 +65,11 @@ _UNITS = {"ms": 1, "s": 1000, "m": 60000, "min": 60000, "h": 3600000, "d": 86400
 
 def simulate_retention_command(
     paths: Optional[List[str]] = typer.Argument(None, help="Partition dirs or log dirs (globs allowed)."),
-    config: Optional[List[str]] = typer.Option(None, "--config", help="Topic config key=value: retention.ms, retention.bytes, cleanup.policy, segment.bytes, delete.retention.ms, min.compaction.lag.ms, min.cleanable.dirty.ratio, file.delete.delay.ms ... (repeatable)."),
-    config_file: Optional[str] = typer.Option(None, "--config-file", help="A properties file of topic configs."),
+    config: Optional[List[str]] = typer.Option(None, "--config", help="Topic config key=value: retention.ms, retention.bytes, cleanup.policy, segment.bytes, delete.retention.ms, min.compaction.lag.ms, min.cleanable.dirty.ratio, file.delete.delay.ms ... or a log.* broker synonym, log.retention.check.interval.ms, producer.id.expiration.ms (repeatable)."),
+    config_file: Optional[str] = typer.Option(None, "--config-file", help="A properties file: topic configs, or a broker's server.properties."),
     now: Optional[str] = typer.Option(None, "--now", help="The clock: epoch ms or ISO-8601 (default: now)."),
     at: Optional[List[str]] = typer.Option(None, "--at", help="A later time for the timeline: epoch ms, ISO-8601 or +10m/+2h/+1d from --now (repeatable)."),
-    check_interval_ms: int = typer.Option(DEFAULT_CHECK_INTERVAL_MS, "--check-interval-ms", help="log.retention.check.interval.ms."),
+    check_interval_ms: Optional[int] = typer.Option(None, "--check-interval-ms", help="log.retention.check.interval.ms (default 300000, or the config's)."),
     high_watermark: Optional[int] = typer.Option(None, "--high-watermark", help="Override replication-offset-checkpoint."),
     log_start_offset: Optional[int] = typer.Option(None, "--log-start-offset", help="Override log-start-offset-checkpoint."),
     cleaner_checkpoint: Optional[int] = typer.Option(None, "--cleaner-checkpoint", help="Override cleaner-offset-checkpoint."),
@@ -87,10 +90,10 @@ def simulate_retention_command(
 def _run(paths, config, config_file, now, at, check_interval_ms, high_watermark, log_start_offset, cleaner_checkpoint,
          records, model, records_per_sec, record_size, batch_records, batch_overhead, apply, backup_dir,
          output_format) -> int:
-    try:
-        topic_config = parse_config_args(config, config_file)
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
+    topic_config, broker = _configs(config, config_file)
+    if check_interval_ms is None:
+        check_interval_ms = _number(broker.get(CHECK_INTERVAL, DEFAULT_CHECK_INTERVAL_MS), CHECK_INTERVAL)
+    expiration_ms = _number(broker.get(PRODUCER_EXPIRATION, PRODUCER_ID_EXPIRATION_MS), PRODUCER_EXPIRATION)
     fmt = output_format or (Format.table if sys.stdout.isatty() else Format.text)
     if model:
         return _model(topic_config, records_per_sec, record_size, batch_records, batch_overhead, check_interval_ms, fmt)
@@ -104,7 +107,8 @@ def _run(paths, config, config_file, now, at, check_interval_ms, high_watermark,
         plan = plan_retention(state, topic_config, now_ms)
         timeline = build_timeline(state, topic_config, now_ms, at_ms, check_interval_ms) if at_ms else None
         compaction = (plan_compaction(partition, topic_config, now_ms, high_watermark=high_watermark,
-                                      log_start_offset=log_start_offset, cleaner_checkpoint=cleaner_checkpoint)
+                                      log_start_offset=log_start_offset, cleaner_checkpoint=cleaner_checkpoint,
+                                      producer_id_expiration_ms=expiration_ms)
                       if topic_config.compact else None)
         applied = apply_retention(plan, backup_dir) if apply and plan.deleted else None
         changes = changes or (bool(plan.deleted) and applied is None) or bool(compaction and compaction.removed_offsets)
@@ -149,6 +153,46 @@ def _model(topic_config, records_per_sec, record_size, batch_records, batch_over
     else:
         retention_report.render_model_text(result, sys.stdout)
     return ExitStatus.OK
+
+
+def _configs(pairs, config_file) -> tuple:
+    """Topic configs from a properties file (a broker's server.properties works: log.* synonyms are
+    translated, other broker keys ignored) under --config pairs (unknown keys refused)."""
+    merged, broker = {}, {}
+    if config_file is not None:
+        try:
+            text = Path(config_file).read_text(encoding="latin-1")
+        except OSError as exc:
+            raise UnreadableInputError(f"cannot read the config file: {exc.strerror}", config_file) from None
+        from_file = split_config(parse_java_properties(text), TOPIC_CONFIG_KEYS)
+        merged.update(from_file.topic)
+        broker.update(from_file.broker)
+    flags = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise UsageError(f"--config wants key=value, got {pair!r}")
+        flags[key.strip()] = value
+    from_flags = split_config(flags, TOPIC_CONFIG_KEYS)
+    if from_flags.unknown:
+        raise UsageError(f"unknown or unsupported config {from_flags.unknown[0]!r} (topic configs, their log.* "
+                         f"broker synonyms, {CHECK_INTERVAL}, {PRODUCER_EXPIRATION})")
+    merged.update(from_flags.topic)
+    broker.update(from_flags.broker)
+    try:
+        return TopicConfig().with_overrides(merged), broker
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _number(value, key: str) -> int:
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise UsageError(f"Invalid value {value} for configuration {key}: Not a number of type LONG") from None
+    if number < 1:
+        raise UsageError(f"Invalid value {number} for configuration {key}: Value must be at least 1")
+    return number
 
 
 def _at(text: str, now_ms: int) -> int:

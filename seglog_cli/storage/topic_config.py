@@ -100,6 +100,7 @@ _KEYS = {
     "file.delete.delay.ms": ("file_delete_delay_ms", int, 0, INT64_MAX),
 }
 assert {spec[0] for spec in _KEYS.values()} == {f.name for f in fields(TopicConfig)}
+TOPIC_CONFIG_KEYS = frozenset(_KEYS)
 
 
 def _parse(key: str, text: str, kind, low, high):
@@ -153,4 +154,4 @@ def parse_config_args(pairs: list[str] | None, properties_file: str | Path | Non
     return base.with_overrides(overrides)
 
 
-__all__ = ["ConfigError", "TopicConfig", "parse_config_args"]
+__all__ = ["ConfigError", "TOPIC_CONFIG_KEYS", "TopicConfig", "parse_config_args"]

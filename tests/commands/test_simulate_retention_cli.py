@@ -142,3 +142,14 @@ def test_any_at_or_ratio_text_is_a_result_or_a_usage_error(corpus, at, ratio):
                  partition)
     assert result.exit_code in (OK, PLANNED, USAGE), result.err
     assert "internal error" not in result.err and "Traceback" not in result.err
+
+
+def test_a_brokers_server_properties_as_config_file(data, tmp_path):
+    server = tmp_path / "server.properties"
+    server.write_text("broker.id=1\nlog.dirs=/var/lib/kafka\nlog.retention.minutes=10\n"
+                      "log.retention.check.interval.ms=60000\nlog.segment.delete.delay.ms=1000\n")
+    result = sim("--config-file", server, "--now", NEWEST, "--at", "+11m", "--format", "json", data / "smallseg-0")
+    document = json.loads(result.out)["partitions"][0]
+    assert document["retentionMs"] == 600_000
+    assert document["timeline"]["checkIntervalMs"] == 60_000 and document["timeline"]["fileDeleteDelayMs"] == 1000
+    assert sim("--config", "broker.id=1", data / "smallseg-0").exit_code == USAGE  # a flag must be a known key

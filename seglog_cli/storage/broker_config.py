@@ -1,0 +1,74 @@
+"""Broker settings (``server.properties``) as the topic configs they default, plus the few
+broker-only settings retention and the cleaner use.
+
+A topic config left unset takes the broker's ``log.*`` synonym (``LogConfig`` /
+``ServerTopicConfigSynonyms``): ``log.retention.ms`` over ``log.retention.minutes`` over
+``log.retention.hours`` for ``retention.ms``, ``log.roll.ms`` over ``log.roll.hours`` for
+``segment.ms``. A topic key given next to its broker synonym wins. Keys that are neither (a
+broker file holds many: ``broker.id``, ``listeners``...) are left to the caller.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TOPIC_SYNONYMS = {
+    "log.retention.bytes": "retention.bytes",
+    "log.segment.bytes": "segment.bytes",
+    "log.roll.jitter.ms": "segment.jitter.ms",
+    "log.index.size.max.bytes": "segment.index.bytes",
+    "log.index.interval.bytes": "index.interval.bytes",
+    "log.cleanup.policy": "cleanup.policy",
+    "log.cleaner.delete.retention.ms": "delete.retention.ms",
+    "log.cleaner.min.compaction.lag.ms": "min.compaction.lag.ms",
+    "log.cleaner.max.compaction.lag.ms": "max.compaction.lag.ms",
+    "log.cleaner.min.cleanable.ratio": "min.cleanable.dirty.ratio",
+    "log.segment.delete.delay.ms": "file.delete.delay.ms",
+    "message.max.bytes": "max.message.bytes",
+    "log.message.timestamp.type": "message.timestamp.type",
+    "log.preallocate": "preallocate",
+}
+# topic key -> broker keys from the most to the least precise, with their unit in ms
+UNIT_SYNONYMS = {
+    "retention.ms": (("log.retention.ms", 1), ("log.retention.minutes", 60_000), ("log.retention.hours", 3_600_000)),
+    "segment.ms": (("log.roll.ms", 1), ("log.roll.hours", 3_600_000)),
+}
+CHECK_INTERVAL = "log.retention.check.interval.ms"
+PRODUCER_EXPIRATION = "producer.id.expiration.ms"
+BROKER_ONLY = (CHECK_INTERVAL, PRODUCER_EXPIRATION)
+
+
+@dataclass(frozen=True)
+class SplitConfig:
+    topic: dict[str, str]  # topic config key -> value text
+    broker: dict[str, str]  # broker-only keys (check interval, producer expiration)
+    unknown: list[str]
+
+
+def split_config(pairs: dict[str, str], known_topic_keys) -> SplitConfig:
+    """Topic configs (broker synonyms translated, topic keys winning), broker-only settings,
+    and the keys that are neither."""
+    topic: dict[str, str] = {}
+    broker: dict[str, str] = {}
+    unknown = []
+    for topic_key, synonyms in UNIT_SYNONYMS.items():
+        for broker_key, unit in synonyms:
+            if broker_key in pairs:
+                text = pairs[broker_key].strip()
+                topic[topic_key] = str(int(text) * unit) if text.lstrip("-").isdigit() else text
+                break
+    for key, value in pairs.items():
+        if key in TOPIC_SYNONYMS:
+            topic.setdefault(TOPIC_SYNONYMS[key], value)
+        elif key in BROKER_ONLY:
+            broker[key] = value
+        elif any(key == b for synonyms in UNIT_SYNONYMS.values() for b, _ in synonyms):
+            continue
+        elif key in known_topic_keys:
+            topic[key] = value
+        else:
+            unknown.append(key)
+    for key, value in pairs.items():  # topic keys win over broker synonyms
+        if key in known_topic_keys:
+            topic[key] = value
+    return SplitConfig(topic, broker, unknown)

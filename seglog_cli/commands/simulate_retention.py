@@ -23,7 +23,13 @@ from seglog_cli.storage.retention import DEFAULT_CHECK_INTERVAL_MS, plan_retenti
 from seglog_cli.storage.retention_apply import apply_retention
 from seglog_cli.storage.retention_model import ModelError, Producer, model_retention
 from seglog_cli.storage.retention_timeline import build_timeline
-from seglog_cli.storage.broker_config import CHECK_INTERVAL, PRODUCER_EXPIRATION, split_config
+from seglog_cli.storage.broker_config import (
+    CHECK_INTERVAL,
+    CLEANER_BACKOFF,
+    DEFAULT_CLEANER_BACKOFF_MS,
+    PRODUCER_EXPIRATION,
+    split_config,
+)
 from seglog_cli.storage.log_dir_files import parse_java_properties
 from seglog_cli.storage.producer_state import PRODUCER_ID_EXPIRATION_MS
 from seglog_cli.storage.topic_config import TOPIC_CONFIG_KEYS, ConfigError, TopicConfig
@@ -91,8 +97,13 @@ def _run(paths, config, config_file, now, at, check_interval_ms, high_watermark,
          records, model, records_per_sec, record_size, batch_records, batch_overhead, apply, backup_dir,
          output_format) -> int:
     topic_config, broker = _configs(config, config_file)
-    if check_interval_ms is None:
+    check_source = "--check-interval-ms"
+    if check_interval_ms is None and topic_config.compact:  # the cleaner thread runs retention for these
+        check_interval_ms = _number(broker.get(CLEANER_BACKOFF, DEFAULT_CLEANER_BACKOFF_MS), CLEANER_BACKOFF)
+        check_source = f"{CLEANER_BACKOFF} (the cleaner thread runs retention for compacted logs)"
+    elif check_interval_ms is None:
         check_interval_ms = _number(broker.get(CHECK_INTERVAL, DEFAULT_CHECK_INTERVAL_MS), CHECK_INTERVAL)
+        check_source = CHECK_INTERVAL
     expiration_ms = _number(broker.get(PRODUCER_EXPIRATION, PRODUCER_ID_EXPIRATION_MS), PRODUCER_EXPIRATION)
     fmt = output_format or (Format.table if sys.stdout.isatty() else Format.text)
     if model:
@@ -105,7 +116,7 @@ def _run(paths, config, config_file, now, at, check_interval_ms, high_watermark,
         if not state.segments:
             continue
         plan = plan_retention(state, topic_config, now_ms)
-        timeline = build_timeline(state, topic_config, now_ms, at_ms, check_interval_ms) if at_ms else None
+        timeline = build_timeline(state, topic_config, now_ms, at_ms, check_interval_ms, check_source) if at_ms else None
         compaction = (plan_compaction(partition, topic_config, now_ms, high_watermark=high_watermark,
                                       log_start_offset=log_start_offset, cleaner_checkpoint=cleaner_checkpoint,
                                       producer_id_expiration_ms=expiration_ms)

@@ -87,7 +87,8 @@ def render_text(plan: RetentionPlan, out: TextIO, timeline: Timeline | None = No
 
 
 def write_timeline(timeline: Timeline, out: TextIO) -> None:
-    out.write(f"timeline (check interval {duration(timeline.check_interval_ms)}, file.delete.delay.ms "
+    out.write(f"timeline (check interval {duration(timeline.check_interval_ms)} from {timeline.check_source}, "
+              f"file.delete.delay.ms "
               f"{duration(timeline.file_delete_delay_ms)}):\n")
     for s in timeline.schedules:
         note = f"  ({s.note})" if s.note else ""

@@ -35,7 +35,9 @@ UNIT_SYNONYMS = {
 }
 CHECK_INTERVAL = "log.retention.check.interval.ms"
 PRODUCER_EXPIRATION = "producer.id.expiration.ms"
-BROKER_ONLY = (CHECK_INTERVAL, PRODUCER_EXPIRATION)
+CLEANER_BACKOFF = "log.cleaner.backoff.ms"  # the cleaner thread runs retention for compacted logs
+DEFAULT_CLEANER_BACKOFF_MS = 15000
+BROKER_ONLY = (CHECK_INTERVAL, PRODUCER_EXPIRATION, CLEANER_BACKOFF)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,10 @@
 """When retention removes each segment, if nothing more is written (spec §16.3).
 
 The broker checks retention every ``log.retention.check.interval.ms`` (first check 30 s after
-start-up, ``LogManager.InitialTaskDelayMs``), so a segment that becomes deletable at ``E`` is
+start-up, ``LogManager.InitialTaskDelayMs``); a compacted log (``compact`` or ``compact,delete``) is
+left to the cleaner thread, which runs ``deleteOldSegments`` for it after every cleaning attempt,
+every ``log.cleaner.backoff.ms`` (15 s) when idle (``LogCleaner.cleanFilthiestLog``,
+``LogCleanerManager.deletableLogs``). So a segment that becomes deletable at ``E`` is
 removed from reads at the first check in ``[E, E + interval)``; its files are renamed
 ``.deleted`` and removed ``file.delete.delay.ms`` later (``LocalLog.deleteSegmentFiles`` via the
 scheduler). Offline the check schedule is unknown, so each segment gets the window.
@@ -73,9 +76,10 @@ class Timeline:
     file_delete_delay_ms: int
     schedules: list[SegmentSchedule]
     points: list[TimelinePoint]
+    check_source: str = "log.retention.check.interval.ms"
 
     def as_dict(self) -> dict:
-        return {"nowMs": self.now_ms, "checkIntervalMs": self.check_interval_ms,
+        return {"nowMs": self.now_ms, "checkIntervalMs": self.check_interval_ms, "checkIntervalSource": self.check_source,
                 "fileDeleteDelayMs": self.file_delete_delay_ms,
                 "schedule": [s.as_dict() for s in self.schedules], "at": [p.as_dict() for p in self.points]}
 
@@ -117,10 +121,11 @@ def _window(segment, eligible, rule, interval, delay, note="") -> SegmentSchedul
 
 
 def build_timeline(state: PartitionState, config: TopicConfig, now_ms: int, at_ms: list[int],
-                   check_interval_ms: int = DEFAULT_CHECK_INTERVAL_MS) -> Timeline:
+                   check_interval_ms: int = DEFAULT_CHECK_INTERVAL_MS,
+                   check_source: str = "log.retention.check.interval.ms") -> Timeline:
     """The schedule from ``now_ms`` and, at every time in ``at_ms``, the plan a check then would run."""
     schedules = schedule_segments(state, config, now_ms, check_interval_ms)
     points = [TimelinePoint(at, plan_retention(state, config, at),
                             {s.segment.base_offset: s.phase(at) for s in schedules})
               for at in sorted(at_ms)]
-    return Timeline(now_ms, check_interval_ms, config.file_delete_delay_ms, schedules, points)
+    return Timeline(now_ms, check_interval_ms, config.file_delete_delay_ms, schedules, points, check_source)

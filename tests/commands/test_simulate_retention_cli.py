@@ -153,3 +153,14 @@ def test_a_brokers_server_properties_as_config_file(data, tmp_path):
     assert document["retentionMs"] == 600_000
     assert document["timeline"]["checkIntervalMs"] == 60_000 and document["timeline"]["fileDeleteDelayMs"] == 1000
     assert sim("--config", "broker.id=1", data / "smallseg-0").exit_code == USAGE  # a flag must be a known key
+
+
+def test_compacted_logs_are_checked_by_the_cleaner_thread(data):
+    """LogManager.cleanupLogs skips compacted logs; the cleaner thread runs their retention every
+    log.cleaner.backoff.ms when idle."""
+    result = sim("--config", "cleanup.policy=compact,delete", "--config", "log.cleaner.backoff.ms=20000", "--now", NEWEST,
+                 "--at", "+1m", "--format", "json", data / "smallseg-0")
+    timeline = json.loads(result.out)["partitions"][0]["timeline"]
+    assert timeline["checkIntervalMs"] == 20000 and timeline["checkIntervalSource"].startswith("log.cleaner.backoff.ms")
+    plain = sim("--now", NEWEST, "--at", "+1m", "--format", "json", data / "smallseg-0")
+    assert json.loads(plain.out)["partitions"][0]["timeline"]["checkIntervalMs"] == 300000

@@ -26,7 +26,7 @@ segment's clock is reported (``timestamp_source``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 

@@ -214,3 +214,24 @@ def test_timeline_phases_follow_check_interval_and_delete_delay():
     assert second.phase(NOW + 320_000) == DELETED  # unreadable, its .deleted files still there
     assert [len(p.plan.deleted) for p in timeline.points] == [1, 3, 3]
     assert timeline.points[1].plan.new_log_start_offset == 25  # rolled: everything went
+
+
+def test_every_corpus_partition_with_several_segments_matches_the_oracle(corpus):
+    from seglog_cli.storage.partition_log import partition_dirs_under
+
+    partitions = [p for p in partition_dirs_under(corpus) if len(list(p.glob("*.log"))) >= 3
+                  and not p.name.startswith("__cluster_metadata")]
+    assert len(partitions) >= 5
+    for partition in partitions:
+        state = read_partition_state(partition)
+        stamps = sorted(s.largest_timestamp for s in state.segments)
+        sizes = sorted(s.size for s in state.segments)
+        for now in (stamps[0], stamps[len(stamps) // 2] + 1, stamps[-1] + 1):
+            for retention_ms in (-1, 0, 60_000):
+                for retention_bytes in (-1, sizes[len(sizes) // 2], state.size - 1):
+                    config = TopicConfig(retention_ms=retention_ms, retention_bytes=retention_bytes)
+                    plan = plan_retention(state, config, now)
+                    expected, new_start = oracle(state.segments, state.log_start_offset, state.high_watermark,
+                                                 config, now)
+                    assert [v.segment.base_offset for v in plan.deleted] == expected, partition
+                    assert plan.new_log_start_offset == new_start

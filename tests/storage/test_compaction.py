@@ -86,9 +86,9 @@ def test_a_further_pass_removes_only_tombstones_past_their_horizon(corpus, name)
         assert {r.code for r in plan.records if not r.kept} <= {"TOMBSTONE_EXPIRED"}
 
 
-def _append(directory: Path, batches, config=TopicConfig(segment_bytes=400), **options):
+def _append(directory: Path, batches, config=TopicConfig(segment_bytes=400), now=T + 10**6, **options):
     directory.parent.mkdir(parents=True, exist_ok=True)
-    plan = plan_append(directory, batches, config, AppendOptions(now_ms=T + 10**6, create=not directory.exists(),
+    plan = plan_append(directory, batches, config, AppendOptions(now_ms=now, create=not directory.exists(),
                                                                  **options))
     apply_append(plan, backup_root=directory.parent.parent / "backups")
 
@@ -152,3 +152,41 @@ def test_aborted_data_goes_and_the_producers_last_batch_stays_empty(tmp_path):
     expired = plan_compaction(directory, COMPACT, T + 2 * DAY, high_watermark=12)
     gone = next(b for s in expired.segments for b in s.batches if b.base_offset == 2)
     assert gone.retention == "DELETE" and not gone.kept  # producer expired: nothing left to keep
+
+
+def test_broker_transactions_aborted_data_removed_markers_kept(corpus, tmp_path):
+    """The broker's txn-0 (two producers, 35 COMMIT and 14 ABORT markers) made cleanable by rolling
+    one more record after it: aborted data goes (by its .txnindex), markers stay while their
+    transaction's data is still in the log, the rest keeps the latest record per key."""
+    import struct
+
+    directory = tmp_path / "logs" / "txn-0"
+    shutil.copytree(corpus / "kafka-4.2.0" / "data" / "txn-0", directory)
+    for path in directory.iterdir():
+        path.chmod(0o644)
+    _append(directory, [[NewRecord(key=b"roll", value=b"r", timestamp=1795346899000)]], TopicConfig(segment_bytes=1000),
+            now=1795346899000)
+    entries = (directory / f"{0:020d}.txnindex").read_bytes()
+    aborted = [struct.unpack_from(">hqqqq", entries, i)[1:4] for i in range(0, len(entries), 34)]
+    assert len(aborted) == 14
+    batches = broker_batches(directory / f"{0:020d}.log")
+    records = MemoryRecords((directory / f"{0:020d}.log").read_bytes())
+    data, markers = [], []
+    while records.has_next():
+        batch = records.next_batch()
+        for record in batch:
+            if batch.is_control_batch:
+                markers.append(record.offset)
+            elif any(pid == batch.producer_id and first <= record.offset <= last for pid, first, last in aborted):
+                data.append((record.offset, record.key, True))
+            else:
+                data.append((record.offset, record.key, False))
+    assert len(markers) == 49 and len(batches) > 49
+    plan = plan_compaction(directory, COMPACT, 1795346899000)
+    assert plan.range.first_uncleanable_segment == 339 and plan.range.would_clean
+    latest = {key: offset for offset, key, is_aborted in data if not is_aborted}
+    verdicts = {r.offset: r for r in plan.records}
+    assert sorted(o for o, _, is_aborted in data if is_aborted) == \
+        sorted(o for o, r in verdicts.items() if r.code == "ABORTED_DATA")
+    assert sorted(o for o, r in verdicts.items() if r.code == "LATEST") == sorted(latest.values())
+    assert all(verdicts[o].kept and verdicts[o].code == "MARKER" for o in markers)

@@ -36,6 +36,7 @@ from operator import itemgetter
 from typing import Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from seglog_cli.spark.plan import FAIL, SKIP, ScanOptions, Split
 from seglog_cli.storage.batches import LogScan
@@ -180,7 +181,7 @@ def _record_columns(split: Split, records: list, batches: list, counts: list, ch
         pa.repeat(pa.scalar(split.topic, pa.string()), n),
         pa.repeat(pa.scalar(split.partition, pa.int32()), n),
         _int_array("q", map(_OFFSET, records), pa.int64()),
-        pa.compute.multiply(timestamps, 1000).cast(pa.timestamp("us", tz="UTC")),
+        pc.multiply(timestamps, 1000).cast(pa.timestamp("us", tz="UTC")),
         per_batch["timestampType"].take(which),
         _headers(list(map(_HEADERS, records))),
         *(per_batch[name].take(which) for name in ("baseOffset", "producerId", "producerEpoch",

@@ -21,7 +21,7 @@ from tests.spark.conftest import (
     requires_spark,
 )
 
-pytestmark = requires_spark
+pytestmark = [requires_spark, pytest.mark.spark]
 
 
 def corpus_dirs(corpus) -> list[Path]:
@@ -135,3 +135,19 @@ def test_distributed_verify_equals_the_cli(spark, corpus, tmp_path):
         got = [row.asDict() for row in verify_findings(spark, paths, level).collect()]
         assert got == expected
         assert any(f["severity"] != "info" for f in got)
+
+
+def test_example_spark_scan_counts_and_writes_parquet(spark, tmp_path):
+    """examples/spark_scan.py (examples are tests) on the bundled example log dir."""
+    import runpy
+
+    import pyarrow.parquet as pq
+
+    from tests.conftest import REPO
+
+    module = runpy.run_path(str(REPO / "examples" / "spark_scan.py"), run_name="example")
+    counts = module["scan"](spark, str(REPO / "examples" / "logdir"), str(tmp_path / "out.parquet"))
+    assert [(r.topic, r.partition, r.records, r.firstOffset, r.lastOffset) for r in counts] == [
+        ("orders", 0, 300, 0, 299), ("orders", 1, 160, 0, 159)]
+    written = pq.read_table(tmp_path / "out.parquet")
+    assert written.num_rows == 460 and set(written.column("offset").to_pylist()) == set(range(300))

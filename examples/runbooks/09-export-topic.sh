@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# 09-export-topic.sh: salvage a dead cluster's disks: export every record of a topic.
+#
+# Usage: 09-export-topic.sh [-h] [--json] --topic TOPIC --out NEW_DIR [--format jsonl|parquet]
+#                           [--payload-encoding base64|utf8|hex] [--spark] LOG_DIR...
+#
+# When to use it: a cluster is gone for good (or a disk was pulled from a dead broker) and the
+#   records of a topic must be kept or moved elsewhere. Give every log dir you have (each
+#   broker's); the same partition found in several log dirs is exported once per copy, in
+#   files named after the log dir, so you can keep the longest. Records decoded from a batch
+#   whose CRC fails go to NEW_DIR/TOPIC-N.suspect.jsonl, apart from the trusted ones.
+# What it does: for each partition dir TOPIC-N, `seglog dump --deep-iteration --format jsonl`
+#   reads every batch it can (past damage, which it reports), keeps the data records (control
+#   records, i.e. transaction markers, are left out; records of aborted transactions are kept:
+#   it is a salvage) and writes them to NEW_DIR/TOPIC-N.jsonl (one JSON object per record:
+#   topic, partition, offset, timestamp, key, value, headers, ...; keys and values in
+#   --payload-encoding, default base64, lossless). --format parquet writes
+#   NEW_DIR/TOPIC-N.parquet instead (needs pyarrow). For big dirs, --spark runs the Spark job
+#   examples/spark_scan.py (only when pyspark is importable) into NEW_DIR/spark/ (Parquet of
+#   every topic in the log dir, partitioned by topic). Load the JSON Lines into a new
+#   partition with: seglog append --input FILE --input-format jsonl --payload-encoding base64 ...
+# What it changes: nothing in the log dirs (read only). It creates NEW_DIR, which must not
+#   exist yet, and the files in it.
+# How to undo it: the exact command is printed: rm -r -- NEW_DIR (only the export's own files).
+#
+# Exit status (the same for every runbook, see README.md):
+#   0  every record exported; no damage met
+#   1  (not used by this runbook)
+#   2  usage error (also: --spark without pyspark, parquet without pyarrow)
+#   3  needs a human: exported what was readable, but damaged bytes were skipped (listed with
+#      their offsets)
+#   4  bad input: no TOPIC-N partition dir in the log dirs, unreadable, or NEW_DIR exists
+#   70 unexpected failure
+set -eu
+. "$(dirname -- "$0")/lib.sh"
+rb_init export-topic
+
+topic=""
+out=""
+format=jsonl
+encoding=base64
+spark=0
+log_dirs=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -h | --help) rb_help ;;
+        --topic) [ $# -ge 2 ] || rb_usage_error "--topic needs a topic"; topic=$2; shift ;;
+        --out) [ $# -ge 2 ] || rb_usage_error "--out needs a directory"; out=$2; shift ;;
+        --format) [ $# -ge 2 ] || rb_usage_error "--format needs jsonl or parquet"
+            case "$2" in jsonl | parquet) format=$2 ;; *) rb_usage_error "--format is jsonl or parquet, not '$2'" ;; esac
+            shift ;;
+        --payload-encoding) [ $# -ge 2 ] || rb_usage_error "--payload-encoding needs base64, utf8 or hex"
+            case "$2" in base64 | utf8 | hex) encoding=$2 ;; *) rb_usage_error "--payload-encoding is base64, utf8 or hex" ;; esac
+            shift ;;
+        --spark) spark=1 ;;
+        -*) rb_common_option "$1" || rb_usage_error "unknown option $1" ;;
+        *) log_dirs+=("$1") ;;
+    esac
+    shift
+done
+[ -n "$topic" ] || rb_usage_error "give the topic with --topic"
+[ -n "$out" ] || rb_usage_error "give a new output directory with --out"
+[ ${#log_dirs[@]} -gt 0 ] || rb_usage_error "give the log dir(s) holding the topic"
+rb_check_tools
+rb_require_paths "${log_dirs[@]}"
+if [ -e "$out" ]; then
+    rb_finish $RB_BAD_INPUT "--out $out exists: give a new directory (nothing is overwritten)"
+fi
+if [ "$spark" = 1 ] && ! "$PYTHON" -c 'import pyspark' 2>/dev/null; then
+    rb_usage_error "--spark needs pyspark (pip install 'seglog[spark]'); without --spark the export uses seglog dump"
+fi
+if [ "$format" = parquet ] && [ "$spark" = 0 ] && ! "$PYTHON" -c 'import pyarrow' 2>/dev/null; then
+    rb_usage_error "--format parquet needs pyarrow (pip install pyarrow), or use --format jsonl"
+fi
+
+partitions=()
+for dir in "${log_dirs[@]}"; do
+    for p in "$dir"/"$topic"-*; do
+        [ -d "$p" ] || continue
+        case "${p##*/}" in "$topic"-*[!0-9]* | "$topic"-) continue ;; esac
+        partitions+=("$p")
+    done
+done
+if [ ${#partitions[@]} -eq 0 ]; then
+    rb_finish $RB_BAD_INPUT "no partition dir $topic-N in ${log_dirs[*]}"
+fi
+bytes=$(du -sk -- "${partitions[@]}" | awk '{s += $1} END {print s * 1024}')
+rb_say "topic $topic: ${#partitions[@]} partition dir(s), $bytes bytes on disk"
+
+mkdir -- "$out"
+damaged=0
+if [ "$spark" = 1 ]; then
+    job="$(cd -- "$(dirname -- "$0")/.." && pwd)/spark_scan.py"
+    [ -f "$job" ] || rb_finish $RB_INTERNAL "the Spark job $job is missing"
+    for dir in "${log_dirs[@]}"; do
+        target="$out/spark/$(basename -- "$dir")"
+        mkdir -p -- "$out/spark"
+        rc=0
+        "$PYTHON" "$job" "$dir" "$target" >"$RB_TMP/spark.out" 2>"$RB_TMP/spark.err" || rc=$?
+        if [ "$rc" != 0 ]; then
+            tail -5 "$RB_TMP/spark.err" >&2
+            rb_finish $RB_INTERNAL "the Spark job failed (exit $rc) on $dir"
+        fi
+        rb_say "spark: $dir -> $target (topic=$topic holds this topic)"
+        rb_say_file "$RB_TMP/spark.out"
+    done
+else
+    if [ "$bytes" -gt 1073741824 ]; then
+        rb_say "big topic: examples/spark_scan.py (--spark) reads it in parallel when pyspark is installed"
+    fi
+    n=0
+    for p in "${partitions[@]}"; do
+        n=$((n + 1))
+        name=${p##*/}
+        file="$out/$name.$format"
+        if [ -e "$file" ]; then   # the same partition from another log dir
+            file="$out/$name.$(basename -- "$(dirname -- "$p")").$n.$format"
+        fi
+        dump_rc=0
+        # shellcheck disable=SC2086
+        { $SEGLOG dump --deep-iteration --format jsonl --payload-encoding "$encoding" --no-progress "$p" \
+            2>"$RB_TMP/dump-$n.err" </dev/null || echo $? >"$RB_TMP/dump-$n.rc"; } |
+            rb_py "$file" "$format" "$RB_TMP/part-$n.json" "$p" 3<&0 <<'PY'
+import json, os, sys
+path, fmt, summary, source = sys.argv[1:5]
+records = suspect = 0
+first = last = None
+findings = []
+rows = [] if fmt == "parquet" else None
+out = None if fmt == "parquet" else open(path, "x")
+suspect_path = path.rsplit(".", 1)[0] + ".suspect.jsonl"
+suspect_out = None
+invalid = set()   # positions of batches that fail their CRC
+with os.fdopen(3) as stream:
+    for line in stream:
+        o = json.loads(line)
+        kind = o.get("type")
+        if kind == "batch" and o.get("isvalid") is False:
+            invalid.add(o.get("position"))
+        elif kind == "record" and not o.get("isControl") and o.get("position") in invalid:
+            suspect += 1   # decoded from a batch whose CRC fails: kept apart
+            suspect_out = suspect_out or open(suspect_path, "x")
+            suspect_out.write(line if line.endswith("\n") else line + "\n")
+        elif kind == "record" and not o.get("isControl"):
+            records += 1
+            first = o["offset"] if first is None else first
+            last = o["offset"]
+            if rows is not None:
+                rows.append(o)
+            else:
+                out.write(line if line.endswith("\n") else line + "\n")
+        elif kind in ("finding", "error", "trailingBytes"):
+            findings.append(o)
+if out is not None:
+    out.close()
+if suspect_out is not None:
+    suspect_out.close()
+if rows is not None:
+    import pyarrow as pa, pyarrow.parquet as pq
+    for r in rows:
+        r.pop("type", None)
+    pq.write_table(pa.Table.from_pylist(rows), path)
+json.dump({"partition": os.path.basename(source.rstrip("/")), "source": source, "file": path,
+           "records": records, "firstOffset": first, "lastOffset": last, "damage": findings,
+           "suspectRecords": suspect, "suspectFile": suspect_path if suspect else None},
+          open(summary, "w"))
+PY
+        if [ -f "$RB_TMP/dump-$n.rc" ]; then dump_rc=$(cat "$RB_TMP/dump-$n.rc"); fi
+        case "$dump_rc" in
+            0) ;;
+            1) damaged=1 ;;
+            *) rb_say_file "$RB_TMP/dump-$n.err"; rb_finish $RB_BAD_INPUT "seglog dump could not read $p (exit $dump_rc)" ;;
+        esac
+    done
+    rb_py "$RB_TMP" "$n" "$RB_TMP/details.json" >"$RB_TMP/export.txt" <<'PY'
+import json, sys
+tmp, n = sys.argv[1], int(sys.argv[2])
+parts = [json.load(open(f"{tmp}/part-{i}.json")) for i in range(1, n + 1)]
+for p in parts:
+    span = f"offsets {p['firstOffset']}..{p['lastOffset']}" if p["records"] else "no record"
+    print(f"{p['partition']}: {p['records']} record(s), {span} -> {p['file']}")
+    if p["suspectRecords"]:
+        print(f"  {p['suspectRecords']} record(s) decoded from batches that fail their CRC: kept apart in {p['suspectFile']}")
+    for f in p["damage"]:
+        keys = ("position", "offset", "length", "count") if f.get("path", "") in f.get("message", "") else \
+            ("path", "position", "offset", "length", "count")
+        where = " ".join(f"{k} {f[k]}" for k in keys if f.get(k) is not None)
+        print(f"  SKIPPED {f.get('code', f['type'])} {where}: {f.get('message', '')}")
+total = sum(p["records"] for p in parts)
+print(f"exported {total} record(s) from {len(parts)} partition dir(s)")
+json.dump({"partitions": parts, "records": total}, open(sys.argv[3], "w"))
+PY
+    rb_say_file "$RB_TMP/export.txt"
+fi
+RB_UNDO="rm -r -- '$out'"
+rb_say "UNDO (the export's own files only): $RB_UNDO"
+if [ "$damaged" = 1 ]; then
+    rb_finish $RB_HUMAN "exported what was readable; damaged bytes were skipped (see SKIPPED lines)"
+fi
+rb_finish $RB_OK "every record of $topic exported to $out"

@@ -185,7 +185,7 @@ for p in parts:
         keys = ("position", "offset", "length", "count") if f.get("path", "") in f.get("message", "") else \
             ("path", "position", "offset", "length", "count")
         where = " ".join(f"{k} {f[k]}" for k in keys if f.get(k) is not None)
-        print(f"  SKIPPED {f.get('code', f['type'])} {where}: {f.get('message', '')}")
+        print(f"  SKIPPED {f.get('code', f['type'])}" + (f" {where}" if where else "") + f": {f.get('message', '')}")
 total = sum(p["records"] for p in parts)
 print(f"exported {total} record(s) from {len(parts)} partition dir(s)")
 json.dump({"partitions": parts, "records": total}, open(sys.argv[3], "w"))

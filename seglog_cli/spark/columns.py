@@ -38,13 +38,14 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from seglog_cli.spark.plan import FAIL, SKIP, ScanOptions, Split
+from seglog_cli.spark.plan import FAIL, KEEP, ScanOptions, Split
 from seglog_cli.storage.batches import LogScan
 from seglog_cli.storage.codecs import CODEC_NAMES
 from seglog_cli.storage.errors import SeglogError
 from seglog_cli.storage.files import MappedFile
 from seglog_cli.storage.findings import Severity
-from seglog_cli.storage.records import read_records
+from seglog_cli.storage import native
+from seglog_cli.storage.records import Record, read_records
 from seglog_cli.storage.text import java_utf8
 
 HEADER = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
@@ -67,7 +68,9 @@ BATCH_SCHEMA = pa.schema([
 ])
 MAX_BATCH_BYTES = 32 * 1024 * 1024  # payload bytes per Arrow batch: bounds a worker's memory
 
-_OFFSET, _TIMESTAMP, _KEY, _VALUE, _HEADERS = (itemgetter(i) for i in (0, 1, 3, 4, 5))
+_OFFSET, _TIMESTAMP, _KEY, _VALUE, _HEADERS = (itemgetter(i) for i in (0, 1, 3, 4, 5))  # Record fields
+_POSITION, _OFFSET_FIELD, _PRODUCER_ID, _PRODUCER_EPOCH = (itemgetter(i) for i in (0, 1, 10, 11))  # BatchHeader
+_CODEC_NAMES = dict(CODEC_NAMES)
 
 
 def codec_name(codec: int) -> str:
@@ -92,7 +95,7 @@ def _split_batches(mapped: MappedFile, split: Split, options: ScanOptions) -> It
                 continue
             if to_offset is not None and batch.magic >= 2 and batch.base_offset > to_offset:
                 return
-            if options.check_crc and not batch.is_valid and options.on_crc_mismatch != "keep":
+            if options.on_crc_mismatch != KEEP and not batch.is_valid:
                 if options.on_crc_mismatch == FAIL:
                     raise SeglogError(f"batch fails its CRC (stored {batch.crc}, computed {batch.computed_crc})",
                                       split.path, batch.position, batch.base_offset)
@@ -132,8 +135,14 @@ def record_batches(split: Split, options: ScanOptions) -> Iterator[pa.RecordBatc
         batches: list = []
         counts: list = []
         payload = 0
+        compiled = native.module
+        decode = compiled.decode_v2_batch if compiled is not None else None
         for batch in _split_batches(mapped, split, options):
-            decoded = _records(buf, batch, split.path, options.fail_on_damage)
+            # the compiled decoder straight away for an uncompressed v2 batch (what read_records
+            # does first); None (compressed, legacy, anything unclean) takes read_records' path
+            decoded = decode(Record, buf, batch) if decode is not None else None
+            if decoded is None:
+                decoded = _records(buf, batch, split.path, options.fail_on_damage)
             if split.from_offset is not None or split.to_offset is not None:
                 decoded = _in_range(decoded, split.from_offset, split.to_offset)
             if not decoded:
@@ -141,7 +150,7 @@ def record_batches(split: Split, options: ScanOptions) -> Iterator[pa.RecordBatc
             records.extend(decoded)
             batches.append(batch)
             counts.append(len(decoded))
-            payload += batch.size
+            payload += batch[2]
             if len(records) >= limit or payload >= MAX_BATCH_BYTES:
                 yield from _sliced(_record_columns(split, records, batches, counts, options.check_crc), limit)
                 records, batches, counts, payload = [], [], [], 0
@@ -194,16 +203,35 @@ def _record_columns(split: Split, records: list, batches: list, counts: list, ch
 
 
 def _batch_values(batches: list, check_crc: bool) -> dict[str, pa.Array]:
+    """Per-batch values, from the header tuples' fields (position 0, base offset 1, length 2,
+    magic 4, crc 5, attributes 6, producer id 10, producer epoch 11, computed crc 14)."""
+    magics = [b[4] for b in batches]
+    attributes = [b[6] for b in batches]
+    v2 = all(magic >= 2 for magic in magics)
+    if check_crc:
+        valid = [b[5] == b[14] and b[2] >= (49 if b[4] >= 2 else 14) for b in batches]
+    else:
+        valid = [None] * len(batches)
+    if v2:
+        timestamp_types = [(a >> 3) & 1 for a in attributes]
+        transactional = [bool(a & 0x10) for a in attributes]
+        control = [bool(a & 0x20) for a in attributes]
+        base_offsets = _int_array("q", map(_OFFSET_FIELD, batches), pa.int64())
+    else:
+        timestamp_types = [b.timestamp_type for b in batches]
+        transactional = [b.is_transactional for b in batches]
+        control = [b.is_control for b in batches]
+        base_offsets = pa.array([b[1] if b[4] >= 2 else None for b in batches], pa.int64())
     return {
-        "timestampType": pa.array([b.timestamp_type for b in batches], pa.int32()),
-        "baseOffset": pa.array([b.base_offset if b.magic >= 2 else None for b in batches], pa.int64()),
-        "producerId": pa.array([b.producer_id for b in batches], pa.int64()),
-        "producerEpoch": pa.array([b.producer_epoch for b in batches], pa.int32()),
-        "isTransactional": pa.array([b.is_transactional for b in batches], pa.bool_()),
-        "isControl": pa.array([b.is_control for b in batches], pa.bool_()),
-        "compression": pa.array([codec_name(b.compression) for b in batches], pa.string()),
-        "position": pa.array([b.position for b in batches], pa.int64()),
-        "isValid": pa.array([b.is_valid if check_crc else None for b in batches], pa.bool_()),
+        "timestampType": pa.array(timestamp_types, pa.int32()),
+        "baseOffset": base_offsets,
+        "producerId": _int_array("q", map(_PRODUCER_ID, batches), pa.int64()),
+        "producerEpoch": _int_array("i", map(_PRODUCER_EPOCH, batches), pa.int32()),
+        "isTransactional": pa.array(transactional, pa.bool_()),
+        "isControl": pa.array(control, pa.bool_()),
+        "compression": pa.array([_CODEC_NAMES.get(a & 7) or codec_name(a & 7) for a in attributes], pa.string()),
+        "position": _int_array("q", map(_POSITION, batches), pa.int64()),
+        "isValid": pa.array(valid, pa.bool_()),
     }
 
 

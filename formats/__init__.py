@@ -3,7 +3,8 @@
 Modules: ``varint`` (zig-zag and unsigned varints), ``fields`` (nullable bytes),
 ``record_batch`` (v2 batches and records), ``legacy`` (v0/v1 messages), ``control`` (control
 records), ``protocol`` (flexible-version primitives), ``indexes`` (.index/.timeindex),
-``txn_index`` (.txnindex) and ``producer_snapshot`` (.snapshot); ``metadata_fields`` (Kafka's
-flexible message encoding as its generated readers read it) and ``metadata_records`` (KRaft
-``__cluster_metadata`` record values).
+``txn_index`` (.txnindex) and ``producer_snapshot`` (.snapshot); ``kafka_message`` (Kafka's
+generated-message encoding, classic and flexible, as its generated readers read it), with the
+schemas declared on it: ``group_coordinator`` (``__consumer_offsets``), ``transaction_log``
+(``__transaction_state``) and ``metadata_records`` (KRaft ``__cluster_metadata`` record values).
 """

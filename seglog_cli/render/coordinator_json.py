@@ -89,7 +89,7 @@ def message_json(fields: tuple, version: int, flexible: bool, values: dict) -> d
         if spec.name not in values:
             continue
         value = values[spec.name]
-        if spec.tag is not None and value == spec.default:
+        if spec.tag is not None and value == spec.default_value:
             continue
         out[spec.name] = _json_value(spec.kind, version, flexible, value)
     return out

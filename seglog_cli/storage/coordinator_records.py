@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from construct import ConstructError
 
 from formats import group_coordinator, transaction_log
-from formats.kafka_message import ArrayOf, Message, KafkaReadError, RawString, versions
+from formats.kafka_message import TAGGED, ArrayOf, KafkaReadError, Message, RawString, versions
 from seglog_cli.storage.errors import SeglogError
 from seglog_cli.storage.text import java_utf8
 
@@ -98,16 +98,15 @@ def plain_fields(fields: tuple, version: int, flexible: bool, parsed) -> dict:
     """The parsed construct Container as a dict in schema order: strings decoded as Java does,
     tagged fields present (their default when absent)."""
     out = {}
-    tagged = parsed.get("_tagged", {}) if flexible else {}
+    tagged = parsed.get(TAGGED, {}) if flexible else {}
     for spec in fields:
-        low, high = spec.span
-        if not low <= version <= high:
+        if not spec.present_in(version):
             continue
         if spec.tag is not None:
             if not flexible:
                 continue
             raw = tagged.get(spec.name, _MISSING)
-            out[spec.name] = spec.default if raw is _MISSING else _plain(spec.kind, version, flexible, raw)
+            out[spec.name] = spec.default_value if raw is _MISSING else _plain(spec.kind, version, flexible, raw)
         else:
             out[spec.name] = _plain(spec.kind, version, flexible, parsed[spec.name])
     return out

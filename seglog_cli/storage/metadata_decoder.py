@@ -21,9 +21,8 @@ from dataclasses import dataclass
 
 from construct import ConstructError
 
-from formats.metadata_fields import Field, StructSpec, java_int, struct_version
+from formats.kafka_message import TAGGED, ArrayOf, read_unsigned_varint
 from formats.metadata_records import FRAME_VERSION, RECORD_TYPES
-from formats.varint import UnsignedVarInt
 from seglog_cli.storage.errors import SeglogError
 from seglog_cli.storage.text import java_utf8
 
@@ -63,7 +62,7 @@ def uuid_text(raw: bytes) -> str:
 def _frame_short(stream, entity: str) -> int:
     """``AbstractApiMessageSerde.unsignedIntToShort``."""
     try:
-        value = java_int(UnsignedVarInt.parse_stream(stream))
+        value = read_unsigned_varint(stream)
     except (ConstructError, IndexError):
         raise MetadataRecordError(f"Error while reading {entity}") from None
     if value > SHORT_MAX:
@@ -93,41 +92,43 @@ def decode_metadata_record(value: bytes | None) -> MetadataRecord:
     failed = f"Failed to deserialize record with type {api_key}"
     layout = min(max(version, record_type.lowest_version), record_type.highest_version)
     try:
-        parsed = struct_version(record_type.schema, layout).parse_stream(stream)
+        parsed = record_type.schema.struct(layout).parse_stream(stream)
     except (ConstructError, IndexError, OverflowError):
         raise MetadataRecordError(failed, api_key=api_key, version=version) from None
     left = len(stream.getbuffer()) - stream.tell()
     if left > 0:
         raise MetadataRecordError(f"Found {left} byte(s) of garbage after {api_key}", api_key=api_key,
                                   version=version)
-    return MetadataRecord(api_key, record_type.name, version, struct_data(record_type.schema, parsed, layout),
+    return MetadataRecord(api_key, record_type.name, version, struct_data(record_type.schema.fields, parsed, layout),
                           not record_type.knows(version))
 
 
-def struct_data(spec: StructSpec, parsed, version: int) -> dict:
+def struct_data(fields: tuple, parsed, version: int) -> dict:
     """The fields Kafka's JSON converter writes for one parsed struct, in schema order."""
-    tagged = parsed["tagged_fields"]
+    tagged = parsed[TAGGED]
     out = {}
-    for item in spec.fields:
+    for item in fields:
         if not item.present_in(version):
             continue
         if item.tag is None:
-            out[item.name] = _value(item, item.type, parsed[item.name], version)
+            out[item.name] = _value(item.kind, parsed[item.name], version)
             continue
         default = item.default_value
         present = tagged.get(item.name, default)
         if present != default:
-            out[item.name] = _value(item, item.type, present, version)
+            out[item.name] = _value(item.kind, present, version)
     return out
 
 
-def _value(item: Field, kind, value, version: int):
+def _value(kind, value, version: int):
     if value is None:
         return None
+    if isinstance(kind, ArrayOf):
+        return [struct_data(kind.fields, element, version) for element in value]
     if isinstance(kind, tuple):
-        return [_value(item, kind[1], element, version) for element in value]
-    if isinstance(kind, StructSpec):
         return struct_data(kind, value, version)
+    if kind.startswith("[]"):
+        return [_value(kind[2:], element, version) for element in value]
     if kind == "string":
         return java_utf8(value)
     if kind == "uuid":

@@ -38,7 +38,7 @@ def test_offset_commit_value_v4_is_flexible():
         "01" "07" "01" "ff")  # one unknown tagged field (tag 7, 1 byte): skipped
     parsed = gc.OFFSET_COMMIT_VALUE.struct(4).parse(data)
     assert (parsed.offset, parsed.leaderEpoch, parsed.metadata, parsed.commitTimestamp) == (1, 5, b"ab", 2)
-    assert parsed._tagged == {}
+    assert parsed.tagged_fields == {}
     assert "expireTimestamp" not in parsed
 
 
@@ -48,7 +48,7 @@ def test_consumer_group_metadata_value_tagged_field():
         "01" "00" "08" "000000000000002a")  # tagged: tag 0 (metadataHash), 8 bytes = 42
     parsed = gc.CONSUMER_GROUP_METADATA_VALUE.struct(0).parse(data)
     assert parsed.epoch == 10
-    assert parsed._tagged == {"metadataHash": 42}
+    assert parsed.tagged_fields == {"metadataHash": 42}
 
 
 def test_current_member_assignment_uuid_and_arrays():
@@ -76,7 +76,7 @@ def test_transaction_log_value_v0_and_v1():
     parsed = tl.TRANSACTION_LOG_VALUE.struct(0).parse(v0)
     assert parsed.producerId == 5 and parsed.transactionStatus == 1
     assert parsed.transactionPartitions[0].topic == b"txx"
-    assert "_tagged" not in parsed
+    assert "tagged_fields" not in parsed
     v1 = bytes.fromhex(
         "0000000000000005" "0001" "0000ea60" "00"
         "00"  # transactionPartitions null (compact)
@@ -84,7 +84,7 @@ def test_transaction_log_value_v0_and_v1():
         "01" "02" "02" "0002")  # tagged clientTransactionVersion (tag 2) = 2
     parsed = tl.TRANSACTION_LOG_VALUE.struct(1).parse(v1)
     assert parsed.transactionPartitions is None
-    assert parsed._tagged == {"clientTransactionVersion": 2}
+    assert parsed.tagged_fields == {"clientTransactionVersion": 2}
 
 
 def test_non_nullable_null_string_is_refused_with_kafkas_message():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from construct import ConstructError
 
-from formats.metadata_fields import SchemaViolation, java_int, struct_version
+from formats.kafka_message import KafkaReadError, java_int
 from formats.metadata_records import (
     BROKER_REGISTRATION_CHANGE,
     CLEAR_ELR,
@@ -35,7 +35,7 @@ PARTITION_CHANGE_V2 = (
 
 
 def test_topic_record_v0_parses_and_builds():
-    schema = struct_version(TOPIC, 0)
+    schema = TOPIC.struct(0)
     parsed = schema.parse(TOPIC_V0)
     assert parsed.name == b"big"
     assert parsed.topic_id == TOPIC_ID
@@ -44,13 +44,13 @@ def test_topic_record_v0_parses_and_builds():
 
 
 def test_partition_change_v2_tagged_fields_by_name():
-    parsed = struct_version(PARTITION_CHANGE, 2).parse(PARTITION_CHANGE_V2)
+    parsed = PARTITION_CHANGE.struct(2).parse(PARTITION_CHANGE_V2)
     assert parsed.partition_id == 7
     assert parsed.tagged_fields == {"isr": [], "leader": -1, "eligible_leader_replicas": [1]}
 
 
 def test_tagged_fields_build_back_in_tag_order():
-    schema = struct_version(PARTITION_CHANGE, 2)
+    schema = PARTITION_CHANGE.struct(2)
     built = schema.build({"partition_id": 7, "topic_id": TOPIC_ID,
                           "tagged_fields": {"leader": -1, "isr": [], "eligible_leader_replicas": [1]}})
     assert built == PARTITION_CHANGE_V2
@@ -58,23 +58,23 @@ def test_tagged_fields_build_back_in_tag_order():
 
 def test_tag_of_a_later_version_is_refused():
     # tag 6 belongs to eligible_leader_replicas, a version 2+ field: Kafka's v1 reader throws
-    with pytest.raises(SchemaViolation, match="Tag 6 is not valid for version 1"):
-        struct_version(PARTITION_CHANGE, 1).parse(PARTITION_CHANGE_V2)
+    with pytest.raises(KafkaReadError, match="Tag 6 is not valid for version 1"):
+        PARTITION_CHANGE.struct(1).parse(PARTITION_CHANGE_V2)
 
 
 def test_undeclared_tags_are_skipped():
     data = b"\x00\x00\x00\x01" + (16).to_bytes(8, "big") + b"\x02" + b"\x00\x01\xff" + b"\x09\x02\xaa\xbb"
-    parsed = struct_version(BROKER_REGISTRATION_CHANGE, 2).parse(data)
+    parsed = BROKER_REGISTRATION_CHANGE.struct(2).parse(data)
     assert parsed.tagged_fields == {"fenced": -1}  # tag 9: 2 bytes skipped
 
 
 def test_fields_of_later_versions_are_absent():
     data = b"\x00\x00\x00\x01" + (16).to_bytes(8, "big") + b"\x01" + b"\x00\x01\xff"
-    assert struct_version(BROKER_REGISTRATION_CHANGE, 0).parse(data).tagged_fields == {"fenced": -1}
+    assert BROKER_REGISTRATION_CHANGE.struct(0).parse(data).tagged_fields == {"fenced": -1}
     tagged = data[:-4] + b"\x02" + b"\x00\x01\xff" + b"\x01\x01\x01"
-    with pytest.raises(SchemaViolation, match="Tag 1 is not valid for version 0"):
-        struct_version(BROKER_REGISTRATION_CHANGE, 0).parse(tagged)
-    assert struct_version(BROKER_REGISTRATION_CHANGE, 1).parse(tagged).tagged_fields == {
+    with pytest.raises(KafkaReadError, match="Tag 1 is not valid for version 0"):
+        BROKER_REGISTRATION_CHANGE.struct(0).parse(tagged)
+    assert BROKER_REGISTRATION_CHANGE.struct(1).parse(tagged).tagged_fields == {
         "fenced": -1, "in_controlled_shutdown": 1}
 
 
@@ -82,34 +82,34 @@ def test_string_array_elements_are_never_null():
     from formats.metadata_records import DELEGATION_TOKEN
 
     data = b"\x02o" b"\x02r" b"\x02\x00"  # owner, requester, renewers [null]
-    with pytest.raises(SchemaViolation, match="non-nullable field renewers element was serialized as null"):
-        struct_version(DELEGATION_TOKEN, 0).parse(data + bytes(24) + b"\x02t\x00")
+    with pytest.raises(KafkaReadError, match="non-nullable field renewers element was serialized as null"):
+        DELEGATION_TOKEN.struct(0).parse(data + bytes(24) + b"\x02t\x00")
 
 
 def test_null_in_a_non_nullable_string_is_refused():
-    with pytest.raises(SchemaViolation, match="non-nullable field name was serialized as null"):
-        struct_version(TOPIC, 0).parse(b"\x00" + TOPIC_ID + b"\x00")
+    with pytest.raises(KafkaReadError, match="non-nullable field name was serialized as null"):
+        TOPIC.struct(0).parse(b"\x00" + TOPIC_ID + b"\x00")
 
 
 def test_nullable_string_reads_null():
-    parsed = struct_version(CONFIG, 0).parse(b"\x02" b"\x01" b"\x02x" b"\x00" b"\x00")
+    parsed = CONFIG.struct(0).parse(b"\x02" b"\x01" b"\x02x" b"\x00" b"\x00")
     assert (parsed.resource_type, parsed.resource_name, parsed.name, parsed.value) == (2, b"", b"x", None)
 
 
 def test_string_longer_than_32767_is_refused():
-    with pytest.raises(SchemaViolation, match="had invalid length 32768"):
-        struct_version(CLEAR_ELR, 0).parse(b"\x81\x80\x02" + b"a" * 40000 + b"\x00")
+    with pytest.raises(KafkaReadError, match="had invalid length 32768"):
+        CLEAR_ELR.struct(0).parse(b"\x81\x80\x02" + b"a" * 40000 + b"\x00")
 
 
 def test_collection_larger_than_the_bytes_left_is_refused():
     data = b"\x00\x00\x00\x07" + TOPIC_ID + b"\x01" + b"\x00\x05\xff\xff\xff\x0f"
-    with pytest.raises(SchemaViolation, match="Tried to allocate a collection of size"):
-        struct_version(PARTITION_CHANGE, 0).parse(data)
+    with pytest.raises(KafkaReadError, match="Tried to allocate a collection of size"):
+        PARTITION_CHANGE.struct(0).parse(data)
 
 
 def test_truncated_value_is_a_construct_error():
     with pytest.raises(ConstructError):
-        struct_version(TOPIC, 0).parse(TOPIC_V0[:-3])
+        TOPIC.struct(0).parse(TOPIC_V0[:-3])
 
 
 def test_java_int_wraps_like_an_int():
@@ -124,4 +124,4 @@ def test_record_type_table_is_consistent():
                for t in RECORD_TYPES.values())
     for record_type in RECORD_TYPES.values():  # every known version builds a schema
         for version in range(record_type.lowest_version, record_type.highest_version + 1):
-            struct_version(record_type.schema, version)
+            record_type.schema.struct(version)

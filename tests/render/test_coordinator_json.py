@@ -68,13 +68,15 @@ def test_unknown_record_type():
 
 
 def test_value_of_another_type_is_an_error_line():
-    # a ConsumerGroupMemberMetadataValue (all defaults) stored under a ConsumerGroupMetadata key
+    # a ConsumerGroupMemberMetadataValue (null strings) stored under a ConsumerGroupMetadata key.
+    # Read as ConsumerGroupMetadataValue: epoch 0x101, one tagged field, tag 0 (metadataHash, a
+    # known tag: read in place as an int64, its size ignored, as Kafka's generated reader does)
+    # with one byte left, so Java's BufferUnderflowException, whose message is null
     member_value = (i16(0) + cs(None) + cs(None) + cs("") + cs("") + carr([]) + cs(None) + i32(-1)
                     + cs(None) + NO_TAGS)
     key, payload = offsets_parser()(record(CONSUMER_GROUP_KEY, member_value))
-    assert key.startswith("Error at offset 0, skipping. Could not read record with version 0 from "
-                          "value's buffer due to: Error reading byte array of ")
-    assert key.endswith(" byte(s) available.")
+    assert key == ("Error at offset 0, skipping. Could not read record with version 0 from "
+                   "value's buffer due to: null.")
     assert payload is None
 
 

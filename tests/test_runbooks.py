@@ -328,9 +328,21 @@ def test_04_real_deleted_index_and_refusal_on_a_damaged_log(tmp_path):
     body[30_000] ^= 0x01
     segment.write_bytes(bytes(body))
     before = tree(broken)
+    damaged = run("04-rebuild-index.sh", "--yes", broken, cwd=tmp_path)
+    assert damaged.returncode == 3 and f"DAMAGED .log {segment}" in damaged.stdout
+    assert "02-power-loss-tail.sh" in damaged.stdout and tree(broken) == before
+    (broken / "smallseg-0" / "00000000000000000600.index").unlink()  # and its index is gone too
+    before = tree(broken)
     refused = run("04-rebuild-index.sh", "--yes", broken, cwd=tmp_path)
-    assert refused.returncode == 3 and "REFUSED" in refused.stdout and "02-power-loss-tail.sh" in refused.stdout
+    assert refused.returncode == 3 and "REFUSED" in refused.stdout and "INDEX_MISSING" in refused.stdout
     assert tree(broken) == before
+
+
+@requires_corpus
+def test_04_live_copy_preallocated_indexes_are_healthy(live_copy, tmp_path):
+    before = tree(live_copy)
+    status, document = run_json("04-rebuild-index.sh", "--yes", live_copy, cwd=tmp_path)
+    assert status == 0 and document["applied"] is False and tree(live_copy) == before
 
 
 # -- 05 disk full -----------------------------------------------------------------------------

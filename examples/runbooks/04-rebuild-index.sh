@@ -7,9 +7,10 @@
 # When to use it: the broker logs "Corrupt index found", "Found a corrupted index file",
 #   an index sanity check failure, or a slow start because index files are missing; or someone
 #   is about to `rm *.index` (never do that: this runbook keeps the originals).
-# What it does: `seglog verify` lists the index findings; `seglog rebuild-index` plans, per
-#   segment, which index files are missing or differ from what Kafka's recovery writes; on your
-#   yes (--yes) it writes them, then verifies again. Pass the topic's index.interval.bytes and
+# What it does: `seglog verify` lists the index findings (an active segment's preallocated,
+#   zero-filled index is normal and left alone); for the segments it flags, `seglog
+#   rebuild-index` plans which index files are missing or differ from what Kafka's recovery
+#   writes; on your yes (--yes) it writes them, then plans again (nothing left). Pass the topic's index.interval.bytes and
 #   segment.index.bytes with --config when they are not Kafka's defaults.
 # What it changes: only with your yes, the planned index files (temp file, fsync, rename); the
 #   originals go to seglog-backups/ beside the log dir (or --backup-dir). No .log is touched.
@@ -17,7 +18,8 @@
 #   seglog undo --apply <log dir>/../seglog-backups/<time>-rebuild-index-<pid>
 #
 # Exit status (the same for every runbook, see README.md):
-#   0  healthy: every index file is what Kafka's recovery writes
+#   0  healthy: verify finds no index problem (or the flagged files already are what Kafka's
+#      recovery writes)
 #   1  action taken (indexes rebuilt, undo printed) or needed (plan shown, not applied)
 #   2  usage error
 #   3  needs a human: a segment's .log is damaged or torn, so no index is written (run
@@ -52,22 +54,44 @@ if [ "$RB_RC" = 4 ]; then
     rb_say_file "$RB_TMP/verify.err"
     rb_finish $RB_BAD_INPUT "seglog verify could not read the input"
 fi
-rb_py "$RB_TMP/verify.out" >"$RB_TMP/verify.txt" <<'PY'
-import json, sys
+rb_py "$RB_TMP/verify.out" "$RB_TMP/segments.txt" >"$RB_TMP/verify.txt" <<'PY'
+import json, os, sys
 d = json.load(open(sys.argv[1]))
-n = 0
+n, segments, orphans = 0, [], []
 for p in d["partitions"]:
     for f in p["findings"]:
-        if f["severity"] != "info" and ("INDEX" in f["code"] or f["code"].startswith("TIME_INDEX")):
-            n += 1
-            if n <= 20:
-                print(f"{f['code']} {f['path']}: {f['message']}")
-print(f"verify: {n} index finding(s) above info")
+        if f["severity"] == "info" or not ("INDEX" in f["code"] or f["code"].startswith("TIME_INDEX")):
+            continue
+        n += 1
+        if n <= 20:
+            print(f"{f['code']} {f['path']}: {f['message']}")
+        log = os.path.splitext(f["path"])[0] + ".log"
+        if f["code"] == "ORPHAN_INDEX" or not os.path.isfile(log):
+            orphans.append(f["path"])
+        elif log not in segments:
+            segments.append(log)
+damaged_logs = sorted({f["path"] for p in d["partitions"] for f in p["findings"]
+                       if f["severity"] == "error" and f["path"].endswith(".log")})
+print(f"verify: {n} index finding(s) above info in {len(segments)} segment(s)")
+for log in damaged_logs:
+    print(f"DAMAGED .log {log}: no index can be rebuilt over it before its recovery")
+if orphans:
+    print(f"{len(orphans)} index file(s) without their .log: Kafka deletes them at start-up (01-broker-wont-start.sh shows it)")
+with open(sys.argv[2], "w") as f:
+    f.write("".join(s + "\n" for s in segments))
 PY
 rb_say_file "$RB_TMP/verify.txt"
+if [ ! -s "$RB_TMP/segments.txt" ]; then
+    if grep -q '^DAMAGED ' "$RB_TMP/verify.txt"; then
+        rb_finish $RB_HUMAN "a segment's .log is damaged: run 02-power-loss-tail.sh or 01-broker-wont-start.sh first"
+    fi
+    rb_finish $RB_OK "healthy: no index finding above info (an active segment's preallocated index is normal)"
+fi
+segments=()
+while IFS= read -r line; do segments+=("$line"); done <"$RB_TMP/segments.txt"
 
 # 2. the rebuild plan
-rb_seglog plan rebuild-index --format json ${config_args[@]+"${config_args[@]}"} "${paths[@]}"
+rb_seglog plan rebuild-index --format json ${config_args[@]+"${config_args[@]}"} "${segments[@]}"
 plan_rc=$RB_RC
 case "$plan_rc" in
     4) rb_say_file "$RB_TMP/plan.err"; rb_finish $RB_BAD_INPUT "seglog rebuild-index could not read the input" ;;
@@ -103,7 +127,7 @@ if ! rb_ask "Rebuild these index files now (seglog rebuild-index --apply)?"; the
     rb_finish $RB_ACTION "index rebuild needed: plan shown, not applied"
 fi
 rb_seglog apply rebuild-index --apply --format json ${config_args[@]+"${config_args[@]}"} \
-    ${backup_args[@]+"${backup_args[@]}"} "${paths[@]}"
+    ${backup_args[@]+"${backup_args[@]}"} "${segments[@]}"
 case "$RB_RC" in
     0) ;;
     5) rb_say_file "$RB_TMP/apply.err"; rb_finish $RB_LOCKED "a broker holds the .lock: stop it first" ;;
@@ -115,6 +139,6 @@ print((json.load(open(sys.argv[1]))["applied"] or {}).get("backupDir") or "")
 PY
 )
 if [ -n "$backup" ]; then rb_applied "$backup"; fi
-rb_seglog after rebuild-index --format json ${config_args[@]+"${config_args[@]}"} "${paths[@]}"
+rb_seglog after rebuild-index --format json ${config_args[@]+"${config_args[@]}"} "${segments[@]}"
 rb_say "rebuild-index plan after the change: exit $RB_RC (0: nothing left to write)"
 rb_finish $RB_ACTION "index files rebuilt (undo: $RB_UNDO)"

@@ -117,3 +117,49 @@ def test_corpus_segments_are_one_split_each(corpus):
     assert sorted(Path(s.path) for s in splits) == sorted(p for p in logs if p.stat().st_size)
     small = plan_splits([str(data / "plain-0")], ScanOptions(split_bytes=128 * 1024))
     assert len(small) > len(list((data / "plain-0").glob("*.log")))
+
+
+@pytest.mark.slow
+def test_a_600_mib_segment_is_read_by_several_tasks_in_bounded_memory(tmp_path):
+    """The issue's check: a 600 MB segment becomes several input partitions (about 128 MiB
+    each, cut at .index entries), and reading the largest one keeps a worker process under
+    400 MB (measured in a child process, as a Spark Python worker would run it)."""
+    import json
+    import subprocess
+    import sys
+
+    pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install 'seglog[spark]')")
+    make_partition(tmp_path / "logdir" / "big-0", 600)
+    splits = plan_splits([str(tmp_path / "logdir")], ScanOptions())
+    assert len(splits) == 5  # 600 MiB: four of 128 MiB and the 88 MiB left (only a sliver under 32 MiB is folded in)
+    assert all(128 * MB <= s.size < 128 * MB + 64 * 1024 for s in splits[:-1])
+    largest = max(splits, key=lambda s: s.size)
+    code = ("import json, sys; from seglog_cli.spark.plan import Split, ScanOptions; "
+            "from seglog_cli.spark.columns import record_batches; "
+            "split = Split(**json.loads(sys.argv[1])); "
+            "rows = sum(b.num_rows for b in record_batches(split, ScanOptions())); "
+            "peak = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0].split()[1]; "
+            "print(rows, peak)")
+    argument = json.dumps({k: getattr(largest, k) for k in ("path", "topic", "partition", "base_offset",
+                                                            "start", "end", "segment")})
+    # the child's own high-water mark (wait4's ru_maxrss would include this process's, from the fork)
+    done = subprocess.run([sys.executable, "-c", code, argument], stdout=subprocess.PIPE, check=True,
+                          cwd=Path(__file__).resolve().parents[2])
+    rows, peak_kib = map(int, done.stdout.split())
+    with MappedFile(largest.path) as mapped:
+        expected = sum(b.records_count for b in LogScan(mapped, largest.start) if b.position < largest.end)
+    assert rows == expected > 100_000
+    assert peak_kib / 1024 < 400, f"peak RSS {peak_kib / 1024:.0f} MB"
+
+
+def test_the_engine_and_the_cli_never_import_spark_or_arrow():
+    """pyspark stays an optional extra: the CLI, the engine and the planner load without it."""
+    import subprocess
+    import sys
+
+    code = ("import sys, pkgutil, importlib, seglog_cli.storage as s, seglog_cli.cli, seglog_cli.spark.plan; "
+            "[importlib.import_module('seglog_cli.storage.' + m.name) for m in pkgutil.iter_modules(s.__path__)]; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'pyarrow', 'py4j', 'pandas')))")
+    done = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, check=True, text=True,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.stdout.strip() == "[]"

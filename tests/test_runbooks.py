@@ -483,7 +483,12 @@ def test_08_offsets_equal_kafka_dump_log_replay(tmp_path):
 
     assert run("08-consumer-offsets.sh", "--group", "no-such-group", log_dir, cwd=tmp_path).returncode == 4
     assert run("08-consumer-offsets.sh", "--out", out_csv, log_dir, cwd=tmp_path).returncode == 4
-    assert run("08-consumer-offsets.sh", log_dir / partitions[0], cwd=tmp_path).returncode == 4
+    (tmp_path / "not-kafka").mkdir()
+    assert run("08-consumer-offsets.sh", tmp_path / "not-kafka", cwd=tmp_path).returncode == 4
+    empty = [p for p in partitions if not any(f.stat().st_size for f in (DATA / p).glob("*.log"))]
+    other_broker = copy_log_dir(tmp_path / "broker2", *empty[:3])
+    none = run("08-consumer-offsets.sh", other_broker, cwd=tmp_path)
+    assert none.returncode == 1 and "other brokers' log dirs" in none.stdout
 
 
 @requires_corpus

@@ -70,19 +70,8 @@ rb_check_tools
 rb_require_paths "${paths[@]}"
 
 # the partitions: given partition dirs as they are; a log dir's partitions but the internal ones
-partitions=()
-for p in "${paths[@]}"; do
-    if [ -f "$p/meta.properties" ] || [ -f "$p/recovery-point-offset-checkpoint" ]; then
-        for dir in "$p"/*-[0-9]*; do
-            [ -d "$dir" ] || continue
-            name=${dir##*/}
-            case "$name" in __*) continue ;; esac
-            partitions+=("$dir")
-        done
-    else
-        partitions+=("$p")
-    fi
-done
+rb_partitions "${paths[@]}"
+partitions=(${RB_PARTITIONS[@]+"${RB_PARTITIONS[@]}"})
 if [ ${#topics[@]} -gt 0 ]; then
     kept=()
     for dir in ${partitions[@]+"${partitions[@]}"}; do
@@ -94,7 +83,7 @@ if [ ${#topics[@]} -gt 0 ]; then
     partitions=(${kept[@]+"${kept[@]}"})
 fi
 if [ ${#partitions[@]} -eq 0 ]; then
-    rb_finish $RB_BAD_INPUT "no partition directory found in ${paths[*]}${topics[*]:+ for topic(s) ${topics[*]}}"
+    rb_finish $RB_BAD_INPUT "no partition directory found in ${paths[*]}${topics[*]:+ for topic(s) ${topics[*]}} (Kafka's internal __ topics are left out of a log dir)"
 fi
 if [ ${#configs[@]} -eq 0 ]; then
     rb_say "no --config: Kafka's defaults (retention.ms=604800000, retention.bytes=-1) are simulated"

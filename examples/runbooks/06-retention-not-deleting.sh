@@ -3,6 +3,7 @@
 #
 # Usage: 06-retention-not-deleting.sh [-h] [--json] [--config KEY=VALUE]... [--config-file FILE]
 #                                     [--now TIME] PARTITION_DIR|LOG_DIR...
+#   (a log dir: its partitions, without Kafka's internal __ topics)
 #
 # When to use it: a topic's disk usage keeps growing although retention.ms / retention.bytes
 #   should have removed its old segments. Give the topic's real configs (kafka-configs.sh
@@ -53,8 +54,12 @@ done
 rb_check_tools
 rb_require_paths "${paths[@]}"
 
+rb_partitions "${paths[@]}"
+if [ ${#RB_PARTITIONS[@]} -eq 0 ]; then
+    rb_finish $RB_BAD_INPUT "no partition directory found in ${paths[*]} (Kafka's internal __ topics are left out of a log dir)"
+fi
 rb_seglog plan simulate-retention --format json ${config_args[@]+"${config_args[@]}"} \
-    ${now_args[@]+"${now_args[@]}"} "${paths[@]}"
+    ${now_args[@]+"${now_args[@]}"} "${RB_PARTITIONS[@]}"
 case "$RB_RC" in
     0 | 1) ;;
     *) rb_say_file "$RB_TMP/plan.err"; rb_finish $RB_BAD_INPUT "seglog simulate-retention could not read the input" ;;
@@ -85,7 +90,9 @@ for p in d["partitions"]:
     else:
         stop = ms.get("stopReason") or {}
         seg = by_base.get(ms.get("stoppedAt"))
-        if stop.get("code") == "HIGH_WATERMARK":
+        if seg is None and not ms.get("skipped") and p["deletedSegments"]:
+            blocker, why = "DUE", "nothing blocks retention: every segment is due"
+        elif stop.get("code") == "HIGH_WATERMARK":
             blocker, why = "HIGH_WATERMARK", f"segment {seg['baseOffset']} {stop['text']}"
         elif seg is not None and seg["largestTimestamp"] > now:
             blocker = "FUTURE_TIMESTAMP"
@@ -141,7 +148,7 @@ case "$found" in
 esac
 advice=""
 case "$found" in *FUTURE_TIMESTAMP*) advice="$advice; FUTURE_TIMESTAMP: fix the producer's clock, then lower log.message.timestamp.after.max.ms or delete-records past the segment" ;; esac
-case "$found" in *HIGH_WATERMARK*) advice="$advice; HIGH_WATERMARK: check under-replicated partitions and follower lag" ;; esac
+case "$found" in *HIGH_WATERMARK*) advice="$advice; HIGH_WATERMARK: check under-replicated partitions and follower lag (offline: the replication-offset-checkpoint may just be stale)" ;; esac
 case "$found" in *COMPACT_ONLY*) advice="$advice; COMPACT_ONLY: set cleanup.policy=compact,delete to add retention" ;; esac
 case "$found" in *DUE*) advice="$advice; DUE: the broker deletes these at its next retention check; if it does not, check that the log dir is online and the broker's retention thread runs" ;; esac
 rb_finish $RB_ACTION "retention is blocked or due: $found${advice}"

@@ -20,11 +20,12 @@
 #
 # Exit status (the same for every runbook, see README.md):
 #   0  healthy: offsets read cleanly
-#   1  action needed: commits pending a transaction marker, or records seglog could not decode
+#   1  action needed: commits pending a transaction marker, records seglog could not decode, or
+#      no committed offset at all in this log dir (try the other brokers' log dirs)
 #   2  usage error
 #   3  needs a human: a __consumer_offsets partition is damaged (offsets read up to the damage)
-#   4  bad input: no __consumer_offsets partition, unreadable, no offsets for --group/--topic,
-#      or --out exists
+#   4  bad input: no __consumer_offsets partition, unreadable, no offset for the --group/--topic
+#      given, or --out exists
 #   70 unexpected failure
 set -eu
 . "$(dirname -- "$0")/lib.sh"
@@ -110,7 +111,10 @@ case "$offsets_rc" in
     3) rb_finish $RB_HUMAN "a __consumer_offsets partition is damaged: offsets read up to the damage (run 03-crc-error.sh)" ;;
     1) rb_finish $RB_ACTION "offsets read, but some commits are pending a marker or records could not be decoded" ;;
 esac
+if [ "$count" = 0 ] && [ ${#args[@]} -gt 0 ]; then
+    rb_finish $RB_BAD_INPUT "no committed offset found for ${args[*]} (groups present: see seglog offsets $log_dir)"
+fi
 if [ "$count" = 0 ]; then
-    rb_finish $RB_BAD_INPUT "no committed offset found${args[*]:+ for ${args[*]}}"
+    rb_finish $RB_ACTION "no committed offset in this log dir: run it on the other brokers' log dirs (each holds the __consumer_offsets partitions it led or followed)"
 fi
 rb_finish $RB_OK "offsets read cleanly: $count committed offset(s)"

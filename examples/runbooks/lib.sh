@@ -142,6 +142,25 @@ rb_help() {
     exit $RB_OK
 }
 
+rb_partitions() {
+    # rb_partitions PATH...: RB_PARTITIONS = the partition dirs to judge: a partition dir as it is;
+    # a log dir (it has meta.properties or a checkpoint file): its partitions, without Kafka's
+    # internal __ topics (compacted, never deleted by retention)
+    RB_PARTITIONS=()
+    local p dir
+    for p in "$@"; do
+        if [ -f "$p/meta.properties" ] || [ -f "$p/recovery-point-offset-checkpoint" ]; then
+            for dir in "$p"/*-[0-9]*; do
+                [ -d "$dir" ] || continue
+                case "${dir##*/}" in __*) continue ;; esac
+                RB_PARTITIONS+=("$dir")
+            done
+        else
+            RB_PARTITIONS+=("$p")
+        fi
+    done
+}
+
 rb_require_paths() {
     # every argument must exist
     local p

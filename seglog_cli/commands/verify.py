@@ -11,7 +11,7 @@ import typer
 
 from seglog_cli.commands.options import command_paths
 from seglog_cli.render import verify_report
-from seglog_cli.status import ExitStatus, guarded
+from seglog_cli.status import ExitStatus, UsageError, guarded
 from seglog_cli.storage.findings import Severity
 from seglog_cli.storage.verify import CLEAN, DAMAGE, UNREADABLE, VerifyOptions, verify
 
@@ -48,16 +48,19 @@ def verify_command(
     show: Severity = typer.Option(Severity.WARNING, "--show", help="table/text: the least severity listed (json and jsonl list all)."),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Partitions verified in parallel processes."),
     progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress on stderr (default: when stderr is a terminal)."),
+    spark: Optional[str] = typer.Option(None, "--spark", metavar="MASTER", help="Verify each partition as a Spark task on this master (local[4], spark://host:7077, yarn); needs the spark extra (pyspark, pyarrow, pandas)."),
 ) -> None:
     arguments = dict(locals())
     raise typer.Exit(guarded(lambda: _run(**arguments)))
 
 
-def _run(paths, level, output_format, show, jobs, progress) -> int:
+def _run(paths, level, output_format, show, jobs, progress, spark) -> int:
     inputs = _inputs(paths)
     options = VerifyOptions(level=level.value, jobs=jobs)
     show_progress = progress if progress is not None else sys.stderr.isatty()
-    if show_progress:
+    if spark is not None:
+        report = _spark_report(inputs, level.value, spark)
+    elif show_progress:
         from seglog_cli.render.progress import verify_progress
 
         with verify_progress(_total_bytes(inputs)) as advance:
@@ -78,6 +81,14 @@ def _run(paths, level, output_format, show, jobs, progress) -> int:
     sys.stdout.flush()
     return {CLEAN: ExitStatus.OK, DAMAGE: ExitStatus.DAMAGE, UNREADABLE: ExitStatus.UNREADABLE}.get(
         report.status, ExitStatus.WARNINGS)
+
+
+def _spark_report(inputs, level: str, master: str):
+    try:
+        from seglog_cli.spark.verify import verify_with_spark
+    except ImportError as exc:
+        raise UsageError(f"--spark needs the spark extra (pip install 'seglog[spark]'): {exc}") from None
+    return verify_with_spark(inputs, level, master)
 
 
 def _inputs(paths) -> list[str]:

@@ -73,3 +73,29 @@ def _verify_rows(level: str, batches):
         reports = [pickle.dumps(verify_partition(path, level)) for path in paths]
         yield pa.RecordBatch.from_arrays([pa.array(indexes, pa.int32()), pa.array(reports, pa.binary())],
                                          names=["index", "report"])
+
+
+def verify_with_spark(paths: list[str], level: str, master: str) -> VerifyReport:
+    """``seglog verify --spark MASTER``: the report, partitions verified as Spark tasks. A
+    session already running in this process is used as it is (and left running); else one is
+    started on ``master`` and stopped at the end."""
+    import os
+    import sys
+    import warnings
+
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need seglog importable
+    running = SparkSession.getActiveSession()
+    spark = running or (SparkSession.builder.master(master).appName("seglog-verify")
+                        .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+                        .getOrCreate())
+    if running is None:
+        spark.sparkContext.setLogLevel("ERROR")
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+            return verify_report(spark, paths, level)
+    finally:
+        if running is None:
+            spark.stop()

@@ -151,3 +151,13 @@ def test_example_spark_scan_counts_and_writes_parquet(spark, tmp_path):
         ("orders", 0, 300, 0, 299), ("orders", 1, 160, 0, 159)]
     written = pq.read_table(tmp_path / "out.parquet")
     assert written.num_rows == 460 and set(written.column("offset").to_pylist()) == set(range(300))
+
+
+@requires_corpus
+def test_verify_cli_with_spark_prints_the_same_findings(spark, corpus):
+    """``seglog verify --spark`` (here in the test's session) equals the local run, exit status too."""
+    paths = [str(corpus / "kafka-4.2.0" / "data"), str(corpus / "public")]
+    local = run_seglog("verify", "--format", "jsonl", "--no-progress", *paths)
+    distributed = run_seglog("verify", "--spark", "local[2]", "--format", "jsonl", "--no-progress", *paths)
+    assert distributed.exit_code == local.exit_code and distributed.out == local.out
+    assert local.out.count("\n") > 50

@@ -51,9 +51,9 @@ def _env() -> dict:
 ENV = _env()
 
 
-def run(script: str, *args, cwd: Path, stdin: str = "") -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(RUNBOOKS / script), *map(str, args)], cwd=cwd, env=ENV,
-                          input=stdin, capture_output=True, text=True, timeout=300)
+def run(script: str, *args, cwd: Path, stdin: str = "", env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(RUNBOOKS / script), *map(str, args)], cwd=cwd, env=env or ENV,
+                          input=stdin, capture_output=True, text=True, timeout=600)
 
 
 def run_json(script: str, *args, cwd: Path, stdin: str = "") -> tuple[int, dict]:
@@ -554,3 +554,30 @@ def test_09_parquet(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     table = pyarrow.read_table(tmp_path / "pq" / "codecs-0.parquet")
     assert table.column("offset").to_pylist() == _golden_record_offsets("codecs-0")
+
+
+@requires_corpus
+def test_09_spark_is_only_called_when_pyspark_is_importable(tmp_path):
+    bare = tmp_path / "python-without-site-packages"
+    bare.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
+    bare.chmod(0o755)
+    log_dir = copy_log_dir(tmp_path / "data", "smallseg-0")
+    result = run("09-export-topic.sh", "--spark", "--topic", "smallseg", "--out", tmp_path / "sp", log_dir,
+                 cwd=tmp_path, env=dict(ENV, PYTHON=str(bare)))
+    assert result.returncode == 2 and "--spark needs pyspark" in result.stderr
+    assert not (tmp_path / "sp").exists()
+
+
+@requires_corpus
+@pytest.mark.skipif(os.environ.get("SEGLOG_SPARK_TESTS") != "1",
+                    reason="starts a JVM (~30 s): set SEGLOG_SPARK_TESTS=1 to run the Spark export")
+def test_09_spark_export(tmp_path):
+    pytest.importorskip("pyspark")
+    parquet = pytest.importorskip("pyarrow.parquet")
+    log_dir = copy_log_dir(tmp_path / "data", "smallseg-0")
+    result = run("09-export-topic.sh", "--spark", "--topic", "smallseg", "--out", tmp_path / "sp", log_dir,
+                 cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    table = parquet.read_table(tmp_path / "sp" / "spark" / "data" / "topic=smallseg")
+    rows = table.select(["offset", "isControl"]).to_pylist()
+    assert sorted(r["offset"] for r in rows if not r["isControl"]) == _golden_record_offsets("smallseg-0")

@@ -15,7 +15,7 @@
 #   it is a salvage) and writes them to NEW_DIR/TOPIC-N.jsonl (one JSON object per record:
 #   topic, partition, offset, timestamp, key, value, headers, ...; keys and values in
 #   --payload-encoding, default base64, lossless). --format parquet writes
-#   NEW_DIR/TOPIC-N.parquet instead (needs pyarrow). For big dirs, --spark runs the Spark job
+#   NEW_DIR/TOPIC-N.parquet instead (needs pyarrow; one partition at a time in memory). For big dirs, --spark runs the Spark job
 #   examples/spark_scan.py (only when pyspark is importable) into NEW_DIR/spark/ (Parquet of
 #   every topic in the log dir, partitioned by topic). Load the JSON Lines into a new
 #   partition with: seglog append --input FILE --input-format jsonl --payload-encoding base64 ...
@@ -101,7 +101,7 @@ if [ "$spark" = 1 ]; then
             tail -5 "$RB_TMP/spark.err" >&2
             rb_finish $RB_INTERNAL "the Spark job failed (exit $rc) on $dir"
         fi
-        rb_say "spark: $dir -> $target (topic=$topic holds this topic)"
+        rb_say "spark: $dir -> $target/topic=$topic (topic, partition, records, first and last offset:)"
         rb_say_file "$RB_TMP/spark.out"
     done
 else
@@ -157,9 +157,8 @@ if suspect_out is not None:
     suspect_out.close()
 if rows is not None:
     import pyarrow as pa, pyarrow.parquet as pq
-    for r in rows:
-        r.pop("type", None)
-    pq.write_table(pa.Table.from_pylist(rows), path)
+    keys = list(dict.fromkeys(k for r in rows for k in r if k != "type"))  # legacy rows add crc, isValid
+    pq.write_table(pa.Table.from_pydict({k: [r.get(k) for r in rows] for k in keys}), path)
 json.dump({"partition": os.path.basename(source.rstrip("/")), "source": source, "file": path,
            "records": records, "firstOffset": first, "lastOffset": last, "damage": findings,
            "suspectRecords": suspect, "suspectFile": suspect_path if suspect else None},

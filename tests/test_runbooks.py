@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import stat
 import subprocess
@@ -89,8 +90,9 @@ def copy_case(case: str, dest: Path) -> Path:
 
 
 def tree(root: Path) -> dict[str, str]:
+    """sha256 of every file; .lock is left out (reading it would drop a POSIX lock this process holds)."""
     return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+            for p in sorted(root.rglob("*")) if p.is_file() and p.name != ".lock"}
 
 
 def undo_line(out: str) -> str:
@@ -169,6 +171,23 @@ def test_01_real_crash_plan_then_apply_matches_the_broker_then_undo(tmp_path):
 
     run_undo(undo_line(applied.stdout), elsewhere)
     assert tree(log_dir) == damaged
+
+
+@requires_corpus
+def test_01_and_04_refuse_while_a_broker_holds_the_lock(tmp_path):
+    import fcntl
+
+    log_dir = copy_case("a-append-garbage-active-log", tmp_path / "data")  # the broker left its .lock
+    before = tree(log_dir)
+    with open(log_dir / ".lock", "r+b") as lock:
+        fcntl.lockf(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # what a running broker holds
+        result = run("01-broker-wont-start.sh", "--yes", log_dir, cwd=tmp_path)
+        assert result.returncode == 5 and "stop it first" in result.stdout
+        (log_dir / "plain-0" / "00000000000000000000.index").unlink()
+        before = tree(log_dir)
+        result = run("04-rebuild-index.sh", "--yes", log_dir, cwd=tmp_path)
+        assert result.returncode == 5 and "stop it first" in result.stdout
+    assert tree(log_dir) == before
 
 
 @requires_corpus
@@ -517,7 +536,7 @@ def test_09_export_equals_kafka_dump_log_and_skips_damage(tmp_path):
     before = tree(log_dir)
     status, document = run_json("09-export-topic.sh", "--topic", "smallseg", "--out", tmp_path / "export",
                                 log_dir, cwd=tmp_path)
-    assert status == 0 and document["undo"] == f"rm -r -- '{tmp_path / 'export'}'"
+    assert status == 0 and document["undo"] == f"rm -r -- {shlex.quote(str(tmp_path / 'export'))}"
     lines = (tmp_path / "export" / "smallseg-0.jsonl").read_text().splitlines()
     assert [json.loads(line)["offset"] for line in lines] == _golden_record_offsets("smallseg-0")
     assert tree(log_dir) == before

@@ -77,13 +77,16 @@ case "$plan_rc" in
     5) rb_say_file "$RB_TMP/plan.err"; rb_finish $RB_LOCKED "a broker holds the .lock: stop it first" ;;
 esac
 rb_py "$RB_TMP/plan.out" "$RB_TMP/plan.json" "$verify_rc" "$RB_TMP/details.json" >"$RB_TMP/plan.txt" <<'PY'
-import json, sys
+import json, os, sys
 d = json.load(open(sys.argv[1]))
-lost, reread_segments = [], 0
+lost, reread_segments, reread_bytes = [], 0, 0
 for p in d["partitions"]:
     name = p["path"].rstrip("/").rsplit("/", 1)[-1]
     reread = len(p["recoveredSegments"])
     reread_segments += reread
+    sizes = [os.path.getsize(f) for f in (os.path.join(p["path"], f"{b:020d}.log") for b in p["recoveredSegments"])
+             if os.path.isfile(f)]
+    reread_bytes += sum(sizes)
     if p.get("refused"):
         print(f"{name}: REFUSED: {p['refused']}")
         continue
@@ -91,7 +94,7 @@ for p in d["partitions"]:
         continue
     clean = "clean shutdown" if p["cleanShutdown"] else "unclean shutdown"
     print(f"{name}: {clean}, recovery point {p['recoveryPoint']}, log [{p['logStartOffset']}, "
-          f"{p['logEndOffset']}); start-up re-reads {reread} segment(s)")
+          f"{p['logEndOffset']}); start-up re-reads {reread} segment(s), {sum(sizes)} bytes")
     for step in p["steps"]:
         print(f"  {step['op']} {step['path'].rsplit('/', 1)[-1]}: {step['why']}")
     for first, last in p["offsetsLost"]:
@@ -99,9 +102,13 @@ for p in d["partitions"]:
         lost.append({"partition": name, "first": first, "last": last})
 s = d["summary"]
 print(f"plan: {s['steps']} step(s) in {s['partitions']} partition(s), {s['bytesTruncated']} byte(s) truncated, "
-      f"{len(lost)} offset range(s) lost, {s['refused']} refused; {reread_segments} segment(s) re-read at start-up")
+      f"{len(lost)} offset range(s) lost, {s['refused']} refused; {reread_segments} segment(s), "
+      f"{reread_bytes} bytes re-read at start-up")
+if reread_segments and not all(p["cleanShutdown"] for p in d["partitions"]):
+    print("(no .kafka_cleanshutdown: the broker recovers every segment from the recovery point on, "
+          "num.recovery.threads.per.data.dir at a time: that is the slow part of a start after a crash)")
 plan = {"steps": s["steps"], "bytesTruncated": s["bytesTruncated"], "offsetsLost": lost, "refused": s["refused"],
-        "segmentsReread": reread_segments, "partitionsWithSteps": [p["path"] for p in d["partitions"] if p["steps"]]}
+        "segmentsReread": reread_segments, "bytesReread": reread_bytes, "partitionsWithSteps": [p["path"] for p in d["partitions"] if p["steps"]]}
 json.dump(plan, open(sys.argv[2], "w"))
 json.dump({"verifyStatus": int(sys.argv[3]), "plan": plan}, open(sys.argv[4], "w"))
 PY

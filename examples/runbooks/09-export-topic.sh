@@ -191,7 +191,7 @@ json.dump({"partitions": parts, "records": total}, open(sys.argv[3], "w"))
 PY
     rb_say_file "$RB_TMP/export.txt"
 fi
-RB_UNDO="rm -r -- '$out'"
+printf -v RB_UNDO 'rm -r -- %q' "$out"
 rb_say "UNDO (the export's own files only): $RB_UNDO"
 if [ "$damaged" = 1 ]; then
     rb_finish $RB_HUMAN "exported what was readable; damaged bytes were skipped (see SKIPPED lines)"

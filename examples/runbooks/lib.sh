@@ -93,7 +93,9 @@ rb_applied() {
     # rb_applied BACKUP_DIR: record a change and print the exact command that undoes it
     RB_APPLIED=true
     RB_BACKUP_DIR=$1
-    RB_UNDO="$SEGLOG undo --apply '$1'"
+    local quoted
+    printf -v quoted '%q' "$1"
+    RB_UNDO="$SEGLOG undo --apply $quoted"
     rb_say "Changed. Backup of every removed or replaced byte: $1"
     rb_say "UNDO: $RB_UNDO"
 }

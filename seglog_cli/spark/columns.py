@@ -16,7 +16,8 @@ handled as the dump handles it:
 * a batch that fails its CRC still gives its records (``isValid`` false), unless
   ``onCrcMismatch`` is ``skip`` or ``fail``;
 * a batch whose records cannot be decoded gives the records before the damaged one (as Kafka's
-  iterator does), then the read goes on with the next batch;
+  iterator does), then the read goes on with the next batch; the same for a control batch
+  whose record is no valid control record;
 * damaged framing (a corrupt region, a torn or zero-filled tail) is stepped over as the dump's
   scan does (it resumes at the next valid batch).
 
@@ -41,6 +42,7 @@ import pyarrow.compute as pc
 from seglog_cli.spark.plan import FAIL, KEEP, ScanOptions, Split
 from seglog_cli.storage.batches import LogScan
 from seglog_cli.storage.codecs import CODEC_NAMES
+from seglog_cli.storage.control import parse_control_record
 from seglog_cli.storage.errors import SeglogError
 from seglog_cli.storage.files import MappedFile
 from seglog_cli.storage.findings import Severity
@@ -124,6 +126,19 @@ def _records(buf, batch, path: str, fail: bool) -> list:
     return out
 
 
+def _control_records(records: list, batch, path: str, fail: bool) -> list:
+    """The records of a control batch up to the first that is no valid control record (Kafka's
+    ``ControlRecordType.parse``/``EndTransactionMarker``: the dump stops there too)."""
+    for i, record in enumerate(records):
+        try:
+            parse_control_record(record, path, batch.position)
+        except SeglogError:
+            if fail:
+                raise
+            return records[:i]
+    return records
+
+
 # -- records ------------------------------------------------------------------------------------
 
 def record_batches(split: Split, options: ScanOptions) -> Iterator[pa.RecordBatch]:
@@ -143,6 +158,8 @@ def record_batches(split: Split, options: ScanOptions) -> Iterator[pa.RecordBatc
             decoded = decode(Record, buf, batch) if decode is not None else None
             if decoded is None:
                 decoded = _records(buf, batch, split.path, options.fail_on_damage)
+            if batch[6] & 0x20 and batch[4] >= 2:  # a control batch: its records must parse as such
+                decoded = _control_records(decoded, batch, split.path, options.fail_on_damage)
             if split.from_offset is not None or split.to_offset is not None:
                 decoded = _in_range(decoded, split.from_offset, split.to_offset)
             if not decoded:
@@ -190,7 +207,7 @@ def _record_columns(split: Split, records: list, batches: list, counts: list, ch
         pa.repeat(pa.scalar(split.topic, pa.string()), n),
         pa.repeat(pa.scalar(split.partition, pa.int32()), n),
         _int_array("q", map(_OFFSET, records), pa.int64()),
-        pc.multiply(timestamps, 1000).cast(pa.timestamp("us", tz="UTC")),
+        _spark_timestamps(timestamps),
         per_batch["timestampType"].take(which),
         _headers(list(map(_HEADERS, records))),
         *(per_batch[name].take(which) for name in ("baseOffset", "producerId", "producerEpoch",
@@ -200,6 +217,19 @@ def _record_columns(split: Split, records: list, batches: list, counts: list, ch
         per_batch["isValid"].take(which),
     ]
     return pa.RecordBatch.from_arrays(columns, schema=RECORD_SCHEMA)
+
+
+MAX_TIMESTAMP_MS = (2**63 - 1) // 1000  # Spark timestamps are int64 microseconds
+
+
+def _spark_timestamps(millis: pa.Array) -> pa.Array:
+    """Epoch ms as Spark timestamps; one beyond their range (+-292,000 years: only in damaged
+    batches; Spark's own Kafka source fails on them) is null."""
+    bounds = pc.min_max(millis)
+    if bounds["min"].as_py() < -MAX_TIMESTAMP_MS or bounds["max"].as_py() > MAX_TIMESTAMP_MS:
+        in_range = pc.and_(pc.greater_equal(millis, -MAX_TIMESTAMP_MS), pc.less_equal(millis, MAX_TIMESTAMP_MS))
+        millis = pc.if_else(in_range, millis, pa.scalar(None, pa.int64()))
+    return pc.multiply(millis, 1000).cast(pa.timestamp("us", tz="UTC"))
 
 
 def _batch_values(batches: list, check_crc: bool) -> dict[str, pa.Array]:

@@ -142,6 +142,15 @@ def test_help_usage_and_header(script, tmp_path):
     assert run(script, cwd=tmp_path).returncode == 2  # no path given
 
 
+@pytest.mark.parametrize("script", ["01-broker-wont-start.sh", "03-crc-error.sh", "06-retention-not-deleting.sh"])
+def test_a_seglog_that_misbehaves_is_exit_70_never_a_decision(script, tmp_path):
+    (tmp_path / "data").mkdir()
+    garbage = run(script, tmp_path / "data", cwd=tmp_path, env=dict(ENV, SEGLOG="echo"))  # not JSON
+    assert garbage.returncode == 70 and "unexpected failure" in garbage.stderr
+    missing = run(script, tmp_path / "data", cwd=tmp_path, env=dict(ENV, SEGLOG="/no/such/seglog"))
+    assert missing.returncode == 70 and "cannot run seglog" in missing.stdout
+
+
 # -- 01 broker will not start -----------------------------------------------------------------
 
 @requires_corpus

@@ -28,6 +28,7 @@
 #   5  a broker holds the log dir's .lock (it is running: stop it first)
 #   70 unexpected failure
 set -eu
+# shellcheck source=lib.sh
 . "$(dirname -- "$0")/lib.sh"
 rb_init rebuild-index
 

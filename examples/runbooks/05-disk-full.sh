@@ -28,6 +28,7 @@
 #   4  bad input: a path is missing, holds no partition, or cannot be read
 #   70 unexpected failure
 set -eu
+# shellcheck source=lib.sh
 . "$(dirname -- "$0")/lib.sh"
 rb_init disk-full
 

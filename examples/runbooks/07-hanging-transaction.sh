@@ -28,6 +28,7 @@
 #   4  bad input: not a log dir, or unreadable
 #   70 unexpected failure
 set -eu
+# shellcheck source=lib.sh
 . "$(dirname -- "$0")/lib.sh"
 rb_init hanging-transaction
 

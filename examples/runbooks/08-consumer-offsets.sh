@@ -28,6 +28,7 @@
 #      given, or --out exists
 #   70 unexpected failure
 set -eu
+# shellcheck source=lib.sh
 . "$(dirname -- "$0")/lib.sh"
 rb_init consumer-offsets
 

@@ -32,6 +32,7 @@
 #   4  bad input: no TOPIC-N partition dir in the log dirs, unreadable, or NEW_DIR exists
 #   70 unexpected failure
 set -eu
+# shellcheck source=lib.sh
 . "$(dirname -- "$0")/lib.sh"
 rb_init export-topic
 

@@ -7,6 +7,7 @@
 #   3 damage or a state that needs a human   4 bad input (missing, unreadable, not Kafka data)
 #   5 a broker holds the log dir's .lock     70 unexpected failure (seglog or the runbook itself)
 
+# shellcheck disable=SC2034  # used by the scripts that source this file
 RB_OK=0 RB_ACTION=1 RB_USAGE=2 RB_HUMAN=3 RB_BAD_INPUT=4 RB_LOCKED=5 RB_INTERNAL=70
 
 SEGLOG=${SEGLOG:-seglog}
@@ -24,8 +25,18 @@ rb_init() {
     RB_TMP=$(mktemp -d "${TMPDIR:-/tmp}/seglog-runbook.XXXXXX")
     # only the runbook's own scratch files go; nothing of the log dir is ever removed here
     trap 'rm -rf -- "$RB_TMP"' EXIT
+    # a step that fails unexpectedly (not a seglog decision) ends the run with 70, never with a
+    # status that could be read as a decision
+    set -E
+    trap 'rb_failed $? "$BASH_COMMAND" $LINENO' ERR
     : >"$RB_TMP/summary.txt"
     echo '{}' >"$RB_TMP/details.json"
+}
+
+rb_failed() {
+    trap - ERR
+    echo "$RB_NAME: unexpected failure (exit $1) of: $2 (line $3); nothing after it was done" >&2
+    exit $RB_INTERNAL
 }
 
 rb_check_tools() {

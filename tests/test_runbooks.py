@@ -288,6 +288,20 @@ def test_02_zero_filled_tail_and_healthy(tmp_path):
     assert run("02-power-loss-tail.sh", clean, cwd=tmp_path).returncode == 0
 
 
+@requires_corpus
+def test_02_torn_last_batch_names_its_offsets(tmp_path):
+    log_dir = copy_log_dir(tmp_path / "data", "smallseg-0")
+    (log_dir / ".kafka_cleanshutdown").unlink()
+    last = golden_batches("smallseg-0", "00000000000000002700")[-1]
+    active = log_dir / "smallseg-0" / "00000000000000002700.log"
+    os.truncate(active, last["position"] + last["size"] // 2)  # the power went mid-write
+    status, document = run_json("02-power-loss-tail.sh", "--yes", log_dir, cwd=tmp_path)
+    assert status == 1 and document["applied"] is True
+    [torn] = document["damage"]
+    assert torn["code"] == "TORN_TAIL" and torn["tornOffsets"] == [last["baseOffset"], last["lastOffset"]]
+    assert active.stat().st_size == last["position"]
+
+
 # -- 03 CRC error -----------------------------------------------------------------------------
 
 @requires_corpus

@@ -64,6 +64,7 @@ rb_py "$RB_TMP/verify.out" "$RB_TMP/damage.json" >"$RB_TMP/damage.txt" <<'PY'
 import json, sys
 LOG_DAMAGE = {"TORN_TAIL", "ZERO_FILLED_TAIL", "TRAILING_GARBAGE", "CORRUPT_REGION", "BATCH_CRC_MISMATCH",
               "BATCH_SIZE_TOO_SMALL", "BATCH_SIZE_MISMATCH", "UNKNOWN_MAGIC"}
+import struct
 d = json.load(open(sys.argv[1]))
 found = []
 for p in d["partitions"]:
@@ -73,6 +74,16 @@ for p in d["partitions"]:
             size = f"{f['length']} byte(s)" if f["length"] is not None else "?"
             print(f"{f['code']} {f['path']}: position {f['position']}, {size}, at offset {f['offset']} "
                   f"({f['severity']}): {f['message']}")
+            if f["code"] == "TORN_TAIL" and (f["length"] or 0) >= 27:
+                # the torn batch's own header: baseOffset (8 bytes) ... lastOffsetDelta at byte 23
+                with open(f["path"], "rb") as log:
+                    log.seek(f["position"])
+                    head = log.read(27)
+                base, delta = struct.unpack(">q", head[:8])[0], struct.unpack(">i", head[23:27])[0]
+                if 0 <= delta < 1 << 31:
+                    f["tornOffsets"] = [base, base + delta]
+                    print(f"  the torn batch's header claims offsets {base}..{base + delta}: they were never "
+                          f"completely written and are lost in every mode")
 json.dump(found, open(sys.argv[2], "w"))
 print(f"{len(found)} damaged place(s) in the .log files")
 PY

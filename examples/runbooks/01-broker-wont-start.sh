@@ -101,6 +101,11 @@ for p in d["partitions"]:
     for first, last in p["offsetsLost"]:
         print(f"  LOST offsets {first}..{last} ({last - first + 1} offset(s))")
         lost.append({"partition": name, "first": first, "last": last})
+    if p["recoveryPoint"] > p["logEndOffset"] and not p["offsetsLost"]:
+        first, last = p["logEndOffset"], p["recoveryPoint"] - 1
+        print(f"  LOST offsets {first}..{last}: below the recovery point, so once flushed, but no longer in the log "
+              f"(other replicas may hold them: let this broker rejoin as a follower)")
+        lost.append({"partition": name, "first": first, "last": last})
 s = d["summary"]
 print(f"plan: {s['steps']} step(s) in {s['partitions']} partition(s), {s['bytesTruncated']} byte(s) truncated, "
       f"{len(lost)} offset range(s) lost, {s['refused']} refused; {reread_segments} segment(s), "

@@ -125,3 +125,31 @@ def test_damage_is_handled_as_the_dump_handles_it(corpus, tmp_path):
         read_table([partition], ScanOptions(fail_on_damage=True))
     unchecked = arrow_records(read_table([partition], ScanOptions(check_crc=False)))
     assert [r[:16] for r in unchecked] == [r[:16] for r in expected] and {r[16] for r in unchecked} == {None}
+
+
+def test_a_size_field_spanning_a_cut(tmp_path):
+    """The documented difference: a damaged size field that reaches past a cut hides batches
+    from a single scan (the dump resynchronises after them) but not from the split after the
+    cut; with splitBytes=0 the rows are the dump's."""
+    make_partition(tmp_path / "logdir" / "gen-0", 2)
+    options = ScanOptions(split_bytes=512 * 1024)
+    cut = plan_splits([str(tmp_path / "logdir")], options)[1].start
+    log = tmp_path / "logdir" / "gen-0" / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    positions, pos = [], 0
+    while pos < len(data):
+        positions.append(pos)
+        pos += 12 + struct.unpack_from(">i", data, pos + 8)[0]
+    before = positions[positions.index(cut) - 1]
+    landing = positions[positions.index(cut) + 3] + 7  # inside the fourth batch after the cut
+    struct.pack_into(">i", data, before + 8, landing - before - 12)
+    log.write_bytes(bytes(data))
+    expected = dump_records([tmp_path / "logdir"])
+    assert arrow_records(read_table([tmp_path / "logdir"], ScanOptions(split_bytes=0))) == expected
+    split_rows = arrow_records(read_table([tmp_path / "logdir"], options))
+    dumped = set(expected)
+    hidden = [r for r in split_rows if r not in dumped]
+    assert hidden and min(r[3] for r in hidden) == cut  # from the cut on, inside the misframed extent
+    assert set(positions[positions.index(cut):positions.index(cut) + 4]) <= {r[3] for r in hidden}
+    assert all(r[16] for r in hidden)  # every batch the dump skipped passes its CRC
+    assert [r for r in split_rows if r in dumped] == expected

@@ -295,6 +295,11 @@ def test_02_torn_last_batch_names_its_offsets(tmp_path):
     last = golden_batches("smallseg-0", "00000000000000002700")[-1]
     active = log_dir / "smallseg-0" / "00000000000000002700.log"
     os.truncate(active, last["position"] + last["size"] // 2)  # the power went mid-write
+    recovery_point = int(re.search(r"(?m)^smallseg 0 (\d+)$",
+                                   (log_dir / "recovery-point-offset-checkpoint").read_text()).group(1))
+    plan = run("01-broker-wont-start.sh", "--dry-run", log_dir, cwd=tmp_path)
+    assert plan.returncode == 1
+    assert f"LOST offsets {last['baseOffset']}..{recovery_point - 1}: below the recovery point" in plan.stdout
     status, document = run_json("02-power-loss-tail.sh", "--yes", log_dir, cwd=tmp_path)
     assert status == 1 and document["applied"] is True
     [torn] = document["damage"]

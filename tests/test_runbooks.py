@@ -328,6 +328,7 @@ def test_03_flipped_byte_gives_the_batch_range_and_commands(tmp_path):
             in result.stdout)
     assert json.loads(out_file.read_text()) == {
         "partitions": [{"topic": "plain", "partition": 0, "offset": batch["lastOffset"] + 1}], "version": 1}
+    assert f"UNDO (the file this runbook wrote): rm -- {shlex.quote(str(out_file))}" in result.stdout
     assert tree(log_dir) == before  # reads only
     again = run("03-crc-error.sh", "--out", out_file, log_dir, cwd=tmp_path)
     assert again.returncode == 4 and "exists" in again.stdout
@@ -517,7 +518,7 @@ def test_08_offsets_equal_kafka_dump_log_replay(tmp_path):
     log_dir = copy_log_dir(tmp_path / "data", *partitions)
     out_csv = tmp_path / "offsets.csv"
     status, document = run_json("08-consumer-offsets.sh", "--out", out_csv, log_dir, cwd=tmp_path)
-    assert status == 0
+    assert status == 0 and document["undo"] == f"rm -- {shlex.quote(str(out_csv))}"
     expected = _golden_committed()
     assert expected
     assert {(r["group"], r["topic"], r["partition"]): r["offset"] for r in document["committed"]} == expected

@@ -161,4 +161,8 @@ json.dump({"ranges": merged, "deleteRecords": delete_records, "offsetJsonFile": 
 PY
 rb_say_file "$RB_TMP/ranges.txt"
 rb_say "If another replica is clean (run this runbook on it), rebuild this one from it rather than deleting records."
+if [ -n "$out" ] && [ -f "$out" ]; then
+    printf -v RB_UNDO 'rm -- %q' "$out"
+    rb_say "UNDO (the file this runbook wrote): $RB_UNDO"
+fi
 rb_finish $RB_HUMAN "damaged batches found: choose re-replication, delete-records or a consumer reset"

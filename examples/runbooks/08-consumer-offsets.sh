@@ -108,6 +108,10 @@ open(sys.argv[2] + ".count", "w").write(str(len(rows)))
 PY
 rb_say_file "$RB_TMP/offsets.txt"
 count=$(cat "$RB_TMP/details.json.count")
+if [ -n "$out" ] && [ -f "$out" ]; then
+    printf -v RB_UNDO 'rm -- %q' "$out"
+    rb_say "UNDO (the file this runbook wrote): $RB_UNDO"
+fi
 case "$offsets_rc" in
     3) rb_finish $RB_HUMAN "a __consumer_offsets partition is damaged: offsets read up to the damage (run 03-crc-error.sh)" ;;
     1) rb_finish $RB_ACTION "offsets read, but some commits are pending a marker or records could not be decoded" ;;

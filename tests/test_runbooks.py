@@ -170,6 +170,7 @@ def test_01_real_crash_plan_then_apply_matches_the_broker_then_undo(tmp_path):
     applied = run("01-broker-wont-start.sh", log_dir, cwd=elsewhere, stdin="y\n")
     assert applied.returncode == 1, applied.stderr
     assert "The broker will now skip no offset" in applied.stdout
+    assert "The broker will now skip re-reading 1 of the 2 segment(s)" in applied.stdout
     assert "finds nothing to change" in applied.stdout
     after = CASES / case / "after" / "plain-0"
     for name in ("00000000000000008203.log", "00000000000000008203.index", "00000000000000006225.log"):
@@ -227,9 +228,14 @@ def test_01_json_yes_and_lost_offsets(tmp_path):
 
 @requires_corpus
 def test_01_healthy_and_bad_input(tmp_path):
-    log_dir = copy_log_dir(tmp_path / "data", "smallseg-0")
-    status, document = run_json("01-broker-wont-start.sh", log_dir, cwd=tmp_path)
-    assert status == 0 and document["decision"].startswith("healthy")
+    log_dir = copy_log_dir(tmp_path / "data", "smallseg-0", "compacted-0")  # cleanly stopped
+    leftovers = sorted(p.name for p in (log_dir / "compacted-0").glob("*.deleted"))
+    assert leftovers  # the cleaner's files waiting for file.delete.delay.ms
+    before = tree(log_dir)
+    status, document = run_json("01-broker-wont-start.sh", "--yes", log_dir, cwd=tmp_path)
+    assert status == 0 and document["decision"].startswith("healthy") and document["plan"]["routineOnly"]
+    assert f"only routine work: {len(leftovers)} leftover .deleted/.cleaned file(s)" in " ".join(document["summary"])
+    assert document["applied"] is False and tree(log_dir) == before
     missing = run("01-broker-wont-start.sh", tmp_path / "nope", cwd=tmp_path)
     assert missing.returncode == 4 and "no such file or directory" in missing.stdout
 

@@ -10,7 +10,8 @@
 #   exactly what the broker's own start-up recovery would do (truncations, removed segments,
 #   rebuilt indexes, offsets lost) and how much it must re-read (the slow part). It asks before
 #   carrying the plan out (--yes: without asking; --dry-run: never); then it prints what the
-#   broker will now skip: the offsets it no longer serves and the recovery left for its start.
+#   broker will now skip: the segments it no longer re-reads at start-up, the offsets it no
+#   longer serves, and the recovery left for its start.
 # What it changes: only with your yes, what `seglog recover --mode kafka --apply` changes (the
 #   same files the broker would change); every removed byte is kept in seglog-backups/ beside
 #   the log dir (or --backup-dir).
@@ -20,7 +21,8 @@
 #   keeps the valid batches beyond the damage instead.
 #
 # Exit status (the same for every runbook, see README.md):
-#   0  healthy: the broker's start-up recovery has nothing to change
+#   0  healthy: the broker's start-up recovery has nothing to change (or only removes leftover
+#      .deleted/.cleaned files, as it does after every clean stop)
 #   1  action taken (recovery applied, undo printed) or needed (plan shown, not applied)
 #   2  usage error
 #   3  needs a human: seglog refused a partition Kafka would not load as recovery does, or
@@ -113,7 +115,15 @@ print(f"plan: {s['steps']} step(s) in {s['partitions']} partition(s), {s['bytesT
 if reread_segments and not all(p["cleanShutdown"] for p in d["partitions"]):
     print("(no .kafka_cleanshutdown: the broker recovers every segment from the recovery point on, "
           "num.recovery.threads.per.data.dir at a time: that is the slow part of a start after a crash)")
-plan = {"steps": s["steps"], "bytesTruncated": s["bytesTruncated"], "offsetsLost": lost, "refused": s["refused"],
+steps = [st for p in d["partitions"] for st in p["steps"]]
+leftovers = [st for st in steps if st["op"] == "remove" and st["path"].endswith((".deleted", ".cleaned"))]
+checkpoints = [st for st in d["logDirSteps"] if st["path"].endswith("-checkpoint")]
+routine = (bool(steps) and len(leftovers) == len(steps) and len(checkpoints) == len(d["logDirSteps"])
+           and not lost and not s["bytesTruncated"])
+if routine:
+    print(f"only routine work: {len(leftovers)} leftover .deleted/.cleaned file(s) removed and "
+          f"{len(checkpoints)} checkpoint file(s) rewritten, as the broker does at every start")
+plan = {"steps": s["steps"], "routineOnly": routine, "bytesTruncated": s["bytesTruncated"], "offsetsLost": lost, "refused": s["refused"],
         "segmentsReread": reread_segments, "bytesReread": reread_bytes, "partitionsWithSteps": [p["path"] for p in d["partitions"] if p["steps"]]}
 json.dump(plan, open(sys.argv[2], "w"))
 json.dump({"verifyStatus": int(sys.argv[3]), "plan": plan}, open(sys.argv[4], "w"))
@@ -122,6 +132,12 @@ rb_say_file "$RB_TMP/plan.txt"
 
 if [ "$plan_rc" = 3 ]; then
     rb_finish $RB_HUMAN "seglog refused a partition that Kafka would not load as recovery does (see REFUSED above)"
+fi
+if [ "$plan_rc" = 1 ] && grep -q '^only routine work' "$RB_TMP/plan.txt"; then
+    if [ "$verify_rc" = 3 ]; then
+        rb_finish $RB_HUMAN "start-up recovery only tidies up, but verify found damage it does not repair: run 03-crc-error.sh"
+    fi
+    rb_finish $RB_OK "healthy: the broker's start-up only tidies up (nothing to recover, nothing lost)"
 fi
 if [ "$plan_rc" = 0 ]; then
     if [ "$verify_rc" = 3 ]; then
@@ -160,6 +176,10 @@ print(f"The broker will now skip {plan['bytesTruncated']} damaged or torn byte(s
 d = json.load(open(sys.argv[2]))
 segments = sum(len(p["recoveredSegments"]) for p in d["partitions"])
 steps = d["summary"]["steps"]
+skipped = plan["segmentsReread"] - segments
+if skipped > 0:
+    print(f"The broker will now skip re-reading {skipped} of the {plan['segmentsReread']} segment(s) its start-up "
+          f"would have recovered (the recovery point moved past them)")
 print(f"At its next start the broker re-reads {segments} segment(s) and finds "
       + ("nothing to change" if steps == 0 else f"{steps} step(s) still to do"))
 PY

@@ -1,0 +1,259 @@
+"""The runbooks that report (examples/runbooks/05-09), run as an operator runs them against
+copies of real broker data: retention what-ifs and blockers, hanging transactions, committed
+offsets and topic exports, checked against kafka-dump-log's own output in the corpus goldens."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import requires_corpus, run_seglog
+from tests.runbook_helpers import DATA, ENV, GOLDEN, NOW, copy_log_dir, run, run_json, tree
+
+pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+
+
+# -- 05 disk full -----------------------------------------------------------------------------
+
+@requires_corpus
+def test_05_proposed_retention_bytes(tmp_path):
+    log_dir = copy_log_dir(tmp_path / "data", "plain-0", "plain-1", "smallseg-0", "__consumer_offsets-38")
+    before = tree(log_dir)
+    status, document = run_json("05-disk-full.sh", "--config", "retention.bytes=2000000", "--now", NOW,
+                                log_dir, cwd=tmp_path)
+    assert status == 1
+    # each plain partition (~3.3 MB) is over by ~1.3 MB: its oldest ~1 MB segment goes, the next one
+    # would leave it under 2 MB; smallseg-0 (~0.6 MB) keeps everything
+    first = [log_dir / p / "00000000000000000000.log" for p in ("plain-0", "plain-1")]
+    assert document["freedBytes"] == sum(f.stat().st_size for f in first)
+    assert [(s["partition"], s["file"]) for s in document["segments"]] == sorted(
+        [("plain-0", "00000000000000000000.log"), ("plain-1", "00000000000000000000.log")],
+        key=lambda x: next(s["largestTimestamp"] for s in document["segments"] if s["partition"] == x[0]))
+    assert all(not p["partition"].startswith("__") for p in document["partitions"])
+    assert document["commands"] == ["kafka-configs.sh --bootstrap-server localhost:9092 --alter --entity-type "
+                                    "topics --entity-name plain --add-config retention.bytes=2000000"]
+    assert tree(log_dir) == before
+
+    short = run("05-disk-full.sh", "--config", "retention.ms=604800000", "--topic", "smallseg", "--now", NOW,
+                log_dir, cwd=tmp_path)
+    assert short.returncode == 3 and "frees nothing" in short.stdout
+    enough = run("05-disk-full.sh", "--config", "retention.ms=3600000", "--need", "1K", "--now", NOW,
+                 log_dir, cwd=tmp_path)
+    assert enough.returncode == 0  # any test machine has a KiB free
+    assert run("05-disk-full.sh", "--need", "12Q", log_dir, cwd=tmp_path).returncode == 2
+    assert run("05-disk-full.sh", "--topic", "nosuch", log_dir, cwd=tmp_path).returncode == 4
+
+
+# -- 06 retention not deleting ----------------------------------------------------------------
+
+def _append(partition: Path, *args: str) -> None:
+    result = run_seglog("append", "--apply", *args, str(partition))
+    assert result.exit_code == 0, result.err
+
+
+@requires_corpus
+def test_06_future_timestamp_blocks_later_segments_and_high_watermark(tmp_path):
+    log_dir = copy_log_dir(tmp_path / "data", "smallseg-0")
+    part = log_dir / "smallseg-0"
+    # a producer with a clock ten years ahead, then normal records in a later segment
+    _append(part, "--value", "from-the-future", "--timestamp", "2036-01-01T00:00:00Z",
+            "--config", "message.timestamp.after.max.ms=9223372036854775807")
+    _append(part, "--value", "late-1", "--value", "late-2", "--timestamp", "2026-11-22T11:30:00Z",
+            "--config", "segment.bytes=100")
+    checkpoint = log_dir / "replication-offset-checkpoint"
+    log_end = max(int(p.stem) for p in part.glob("*.snapshot"))
+    checkpoint.write_text(re.sub(r"(?m)^smallseg 0 \d+$", f"smallseg 0 {log_end}", checkpoint.read_text()))
+
+    status, document = run_json("06-retention-not-deleting.sh", "--config", "retention.ms=3600000", "--now", NOW,
+                                part, cwd=tmp_path)
+    assert status == 1 and "FUTURE_TIMESTAMP" in document["found"]
+    rows = document["partitions"][0]["segments"]
+    codes = [r["code"] for r in rows]
+    future = codes.index("FUTURE_TIMESTAMP")
+    assert rows[future]["largestTimestamp"] == 2082758400000  # 2036-01-01T00:00:00Z
+    assert codes[:future] == ["DUE"] * future and codes[future + 1:] == ["WAITING_BEHIND"]
+
+    checkpoint.write_text(re.sub(r"(?m)^smallseg 0 \d+$", "smallseg 0 1000", checkpoint.read_text()))
+    stuck = run("06-retention-not-deleting.sh", "--config", "retention.ms=3600000", "--now", NOW, part, cwd=tmp_path)
+    assert stuck.returncode == 1
+    assert "smallseg-0: HIGH_WATERMARK: segment 900 holds offsets up to 1199" in stuck.stdout
+
+
+@requires_corpus
+def test_06_within_retention_and_compact_only(tmp_path):
+    log_dir = copy_log_dir(tmp_path / "data", "smallseg-0", "compacted-0")
+    ok = run("06-retention-not-deleting.sh", "--now", NOW, log_dir / "smallseg-0", cwd=tmp_path)
+    assert ok.returncode == 0 and "WITHIN_RETENTION" in ok.stdout and "deletable after 2026-11-29" in ok.stdout
+    compact = run("06-retention-not-deleting.sh", "--config", "cleanup.policy=compact", "--now", NOW,
+                  log_dir / "compacted-0", cwd=tmp_path)
+    assert compact.returncode == 1 and "COMPACT_ONLY" in compact.stdout
+
+
+# -- 07 hanging transaction -------------------------------------------------------------------
+
+@requires_corpus
+def test_07_open_transaction_of_an_unknown_producer_is_hanging(tmp_path):
+    log_dir = copy_log_dir(tmp_path / "data", "txn-0")
+    healthy = run("07-hanging-transaction.sh", log_dir, cwd=tmp_path)
+    assert healthy.returncode == 0 and "0 open (0 hanging)" in healthy.stdout
+    log_end = json.loads(run_seglog("verify", "--format", "json", str(log_dir / "txn-0")).out)[
+        "partitions"][0]["logEndOffset"]
+    _append(log_dir / "txn-0", "--transactional", "--producer-id", "77", "--producer-epoch", "3",
+            "--value", "a", "--value", "b", "--timestamp", "2026-11-22T11:40:00Z")
+
+    status, document = run_json("07-hanging-transaction.sh", "--now", NOW, "--bootstrap-server", "kafka1:9092",
+                                log_dir, cwd=tmp_path)
+    assert status == 1
+    [txn] = document["open"]
+    assert (txn["producer_id"], txn["producer_epoch"], txn["first_offset"], txn["hanging"]) == (77, 3, log_end, True)
+    assert document["lastStableOffsets"] == {"txn-0": log_end}
+    assert document["abortCommands"] == [f"kafka-transactions.sh --bootstrap-server kafka1:9092 abort --topic txn "
+                                         f"--partition 0 --start-offset {log_end}"]
+    assert any(line.startswith(f"HANGING txn-0: producer id 77, epoch 3, first offset {log_end}")
+               for line in document["summary"])
+
+
+# -- 08 consumer offsets ----------------------------------------------------------------------
+
+def _golden_committed() -> dict:
+    """Replay kafka-dump-log --offsets-decoder output: the latest offset commit per key wins."""
+    latest = {}
+    for out in sorted(GOLDEN.glob("__consumer_offsets-*/*.log.offsets-decoder.out")):
+        for line in out.read_text().splitlines():
+            match = re.search(r"offset: (\d+) .* key: (\{.*?\}\}) payload: (.*)$", line)
+            if not match or '"type":"1"' not in match.group(2):
+                continue
+            key = json.loads(match.group(2))["data"]
+            ident = (key["group"], key["topic"], key["partition"])
+            if match.group(3).startswith("<DELETE>"):
+                latest.pop(ident, None)
+            else:
+                latest[ident] = json.loads(match.group(3))["data"]["offset"]
+    return latest
+
+
+@requires_corpus
+def test_08_offsets_equal_kafka_dump_log_replay(tmp_path):
+    partitions = sorted(p.name for p in DATA.glob("__consumer_offsets-*"))
+    log_dir = copy_log_dir(tmp_path / "data", *partitions)
+    out_csv = tmp_path / "offsets.csv"
+    status, document = run_json("08-consumer-offsets.sh", "--out", out_csv, log_dir, cwd=tmp_path)
+    assert status == 0 and document["undo"] == f"rm -- {shlex.quote(str(out_csv))}"
+    expected = _golden_committed()
+    assert expected
+    assert {(r["group"], r["topic"], r["partition"]): r["offset"] for r in document["committed"]} == expected
+    with open(out_csv, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert {(r["group"], r["topic"], int(r["partition"])): int(r["offset"]) for r in rows} == expected
+    group, topic, partition = next(iter(expected))
+    assert (f"--group {group} --topic {topic}:{partition} --reset-offsets --to-offset "
+            f"{expected[(group, topic, partition)]} --execute") in " ".join(document["restoreCommands"])
+
+    assert run("08-consumer-offsets.sh", "--group", "no-such-group", log_dir, cwd=tmp_path).returncode == 4
+    assert run("08-consumer-offsets.sh", "--out", out_csv, log_dir, cwd=tmp_path).returncode == 4
+    (tmp_path / "not-kafka").mkdir()
+    assert run("08-consumer-offsets.sh", tmp_path / "not-kafka", cwd=tmp_path).returncode == 4
+    empty = [p for p in partitions if not any(f.stat().st_size for f in (DATA / p).glob("*.log"))]
+    other_broker = copy_log_dir(tmp_path / "broker2", *empty[:3])
+    none = run("08-consumer-offsets.sh", other_broker, cwd=tmp_path)
+    assert none.returncode == 1 and "other brokers' log dirs" in none.stdout
+
+
+@requires_corpus
+def test_08_damaged_offsets_partition_needs_a_human(tmp_path):
+    log_dir = copy_log_dir(tmp_path / "data", "__consumer_offsets-38")
+    segment = log_dir / "__consumer_offsets-38" / "00000000000000000000.log"
+    body = bytearray(segment.read_bytes())
+    body[200] ^= 0xFF
+    segment.write_bytes(bytes(body))
+    result = run("08-consumer-offsets.sh", log_dir, cwd=tmp_path)
+    assert result.returncode == 3 and "damaged" in result.stdout
+
+
+# -- 09 export a topic ------------------------------------------------------------------------
+
+def _golden_record_offsets(partition: str) -> list[int]:
+    offsets = []
+    for out in sorted((GOLDEN / partition).glob("*.log.deep-iteration+print-data-log.out")):
+        offsets += [int(m) for m in re.findall(r"^\| offset: (\d+)", out.read_text(), re.M)]
+    return offsets
+
+
+@requires_corpus
+def test_09_export_equals_kafka_dump_log_and_skips_damage(tmp_path):
+    log_dir = copy_log_dir(tmp_path / "data", "smallseg-0", "txn-0")
+    before = tree(log_dir)
+    status, document = run_json("09-export-topic.sh", "--topic", "smallseg", "--out", tmp_path / "export",
+                                log_dir, cwd=tmp_path)
+    assert status == 0 and document["undo"] == f"rm -r -- {shlex.quote(str(tmp_path / 'export'))}"
+    lines = (tmp_path / "export" / "smallseg-0.jsonl").read_text().splitlines()
+    assert [json.loads(line)["offset"] for line in lines] == _golden_record_offsets("smallseg-0")
+    assert tree(log_dir) == before
+
+    # transaction markers are left out: the data records only
+    txn = run("09-export-topic.sh", "--topic", "txn", "--out", tmp_path / "txn", log_dir, cwd=tmp_path)
+    assert txn.returncode == 0
+    exported = [json.loads(line) for line in (tmp_path / "txn" / "txn-0.jsonl").read_text().splitlines()]
+    golden = (GOLDEN / "txn-0" / "00000000000000000000.log.deep-iteration+print-data-log.out").read_text()
+    markers = set(int(m) for m in re.findall(r"^\| offset: (\d+) .*endTxnMarker", golden, re.M))
+    assert markers and [r["offset"] for r in exported] == [o for o in _golden_record_offsets("txn-0")
+                                                          if o not in markers]
+
+    segment = log_dir / "smallseg-0" / "00000000000000000900.log"
+    body = bytearray(segment.read_bytes())
+    body[20_000:30_000] = bytes(10_000)
+    segment.write_bytes(bytes(body))
+    damaged = run("09-export-topic.sh", "--topic", "smallseg", "--out", tmp_path / "export2", log_dir, cwd=tmp_path)
+    assert damaged.returncode == 3 and "SKIPPED" in damaged.stdout
+    kept = [json.loads(line)["offset"] for line in (tmp_path / "export2" / "smallseg-0.jsonl").read_text().splitlines()]
+    assert 0 < len(lines) - len(kept) < 300 and kept[-1] == _golden_record_offsets("smallseg-0")[-1]
+
+    exists = run("09-export-topic.sh", "--topic", "smallseg", "--out", tmp_path / "export", log_dir, cwd=tmp_path)
+    assert exists.returncode == 4 and "exists" in exists.stdout
+    assert run("09-export-topic.sh", "--topic", "nosuch", "--out", tmp_path / "x", log_dir, cwd=tmp_path).returncode == 4
+
+
+@requires_corpus
+def test_09_parquet(tmp_path):
+    pyarrow = pytest.importorskip("pyarrow.parquet")
+    log_dir = copy_log_dir(tmp_path / "data", "codecs-0")
+    result = run("09-export-topic.sh", "--topic", "codecs", "--format", "parquet", "--out", tmp_path / "pq",
+                 log_dir, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    table = pyarrow.read_table(tmp_path / "pq" / "codecs-0.parquet")
+    assert table.column("offset").to_pylist() == _golden_record_offsets("codecs-0")
+
+
+@requires_corpus
+def test_09_spark_is_only_called_when_pyspark_is_importable(tmp_path):
+    bare = tmp_path / "python-without-site-packages"
+    bare.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
+    bare.chmod(0o755)
+    log_dir = copy_log_dir(tmp_path / "data", "smallseg-0")
+    result = run("09-export-topic.sh", "--spark", "--topic", "smallseg", "--out", tmp_path / "sp", log_dir,
+                 cwd=tmp_path, env=dict(ENV, PYTHON=str(bare)))
+    assert result.returncode == 2 and "--spark needs pyspark" in result.stderr
+    assert not (tmp_path / "sp").exists()
+
+
+@requires_corpus
+@pytest.mark.skipif(os.environ.get("SEGLOG_SPARK_TESTS") != "1",
+                    reason="starts a JVM (~30 s): set SEGLOG_SPARK_TESTS=1 to run the Spark export")
+def test_09_spark_export(tmp_path):
+    pytest.importorskip("pyspark")
+    parquet = pytest.importorskip("pyarrow.parquet")
+    log_dir = copy_log_dir(tmp_path / "data", "smallseg-0")
+    result = run("09-export-topic.sh", "--spark", "--topic", "smallseg", "--out", tmp_path / "sp", log_dir,
+                 cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    table = parquet.read_table(tmp_path / "sp" / "spark" / "data" / "topic=smallseg")
+    rows = table.select(["offset", "isControl"]).to_pylist()
+    assert sorted(r["offset"] for r in rows if not r["isControl"]) == _golden_record_offsets("smallseg-0")

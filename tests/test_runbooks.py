@@ -213,8 +213,8 @@ def test_02_torn_last_batch_names_its_offsets(tmp_path):
     plan = run("01-broker-wont-start.sh", "--dry-run", log_dir, cwd=tmp_path)
     assert plan.returncode == 1
     assert f"LOST offsets {last['baseOffset']}..{recovery_point - 1}: below the recovery point" in plan.stdout
-    status, document = run_json("02-power-loss-tail.sh", "--yes", log_dir, cwd=tmp_path)
-    assert status == 1 and document["applied"] is True
+    status, document = run_json("02-power-loss-tail.sh", "--mode", "kafka", "--yes", log_dir, cwd=tmp_path)
+    assert status == 1 and document["applied"] is True and "--mode kafka" in document["decision"]
     [torn] = document["damage"]
     assert torn["code"] == "TORN_TAIL" and torn["tornOffsets"] == [last["baseOffset"], last["lastOffset"]]
     assert active.stat().st_size == last["position"]

@@ -95,6 +95,9 @@ def test_06_within_retention_and_compact_only(tmp_path):
     compact = run("06-retention-not-deleting.sh", "--config", "cleanup.policy=compact", "--now", NOW,
                   log_dir / "compacted-0", cwd=tmp_path)
     assert compact.returncode == 1 and "COMPACT_ONLY" in compact.stdout
+    disabled = run("06-retention-not-deleting.sh", "--config", "retention.ms=-1", "--now", NOW,
+                   log_dir / "smallseg-0", cwd=tmp_path)
+    assert disabled.returncode == 1 and "smallseg-0: RETENTION_DISABLED" in disabled.stdout
 
 
 # -- 07 hanging transaction -------------------------------------------------------------------

@@ -16,6 +16,8 @@ import pytest
 from tests.conftest import run_seglog
 
 MAX_TIMESTAMP_MS = (2**63 - 1) // 1000
+BATCH_V2_FIELDS = ("baseSequence", "lastSequence", "producerId", "producerEpoch", "partitionLeaderEpoch",
+                   "isTransactional", "isControl")  # absent (null) for v0/v1 entries
 
 
 def spark_missing() -> str | None:
@@ -93,7 +95,8 @@ def dump_batches(paths) -> list[tuple]:
             rows.append((Path(obj["path"]).name, obj["position"], obj.get("baseOffset"),
                          obj.get("lastOffset", obj.get("offset")), obj.get("count"), obj["timestampType"],
                          obj["maxTimestamp"], obj["size"], obj["magic"], obj["compresscodec"], obj["crc"],
-                         obj["isvalid"], obj.get("deleteHorizonMs")))
+                         obj["isvalid"], obj.get("deleteHorizonMs"),
+                         *(obj.get(name) for name in BATCH_V2_FIELDS)))
     return rows
 
 
@@ -116,7 +119,8 @@ def arrow_records(table) -> list[tuple]:
 def arrow_batches(table) -> list[tuple]:
     return [(row["segment"], row["position"], row["baseOffset"], row["lastOffset"], row["count"],
              row["timestampType"], row["maxTimestamp"], row["size"], row["magic"], row["compression"],
-             row["crc"], row["isValid"], row["deleteHorizonMs"]) for row in table.to_pylist()]
+             row["crc"], row["isValid"], row["deleteHorizonMs"], *(row[name] for name in BATCH_V2_FIELDS))
+            for row in table.to_pylist()]
 
 
 def log_partition_dirs(root: Path) -> list[Path]:

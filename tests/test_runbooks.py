@@ -212,7 +212,11 @@ def test_02_torn_last_batch_names_its_offsets(tmp_path):
                                    (log_dir / "recovery-point-offset-checkpoint").read_text()).group(1))
     plan = run("01-broker-wont-start.sh", "--dry-run", log_dir, cwd=tmp_path)
     assert plan.returncode == 1
-    assert f"LOST offsets {last['baseOffset']}..{recovery_point - 1}: below the recovery point" in plan.stdout
+    # recover names the torn batch's offsets (its header claims them; the recovery point says they
+    # were flushed once): the same range as the runbook's "below the recovery point" fallback
+    assert last["lastOffset"] == recovery_point - 1
+    assert f"LOST offsets {last['baseOffset']}..{last['lastOffset']} ({last['lastOffset'] - last['baseOffset'] + 1} " \
+           "offset(s))" in plan.stdout
     status, document = run_json("02-power-loss-tail.sh", "--mode", "kafka", "--yes", log_dir, cwd=tmp_path)
     assert status == 1 and document["applied"] is True and "--mode kafka" in document["decision"]
     [torn] = document["damage"]

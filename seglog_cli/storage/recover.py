@@ -28,6 +28,7 @@ in ``seglog-backups/`` beside the log dir), under the log dir's lock.
 from __future__ import annotations
 
 import bisect
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -406,7 +407,7 @@ def _salvage(work: _Work, segment: LogSegment, valid: int, manager: ProducerStat
     indexer = SegmentIndexer(segment.base_offset, config.index_interval_bytes, config.segment_index_bytes,
                              path=segment.log_path)
     pieces, aborted, lost = [], [], []
-    position = 0
+    position = last_end = 0
     expected = segment.base_offset
     with MappedFile(segment.log_path) as mapped:
         size = mapped.size
@@ -421,6 +422,10 @@ def _salvage(work: _Work, segment: LogSegment, valid: int, manager: ProducerStat
             recover_batch(manager, mapped.buffer, batch, str(segment.log_path), aborted)
             position += batch.size
             expected = batch.next_offset
+            last_end = batch.end_position
+        torn = _torn_batch_last_offset(mapped.view, last_end, size, expected)
+        if torn is not None:
+            lost.append((expected, torn))
     indexer.close()
     data = b"".join(pieces)
     out.bytes_truncated += size - len(data)
@@ -463,7 +468,22 @@ def _offsets_after(segment: LogSegment, position: int, first: int) -> tuple[int,
         for batch in LogScan(mapped, position):
             if batch.is_valid:
                 last = batch.last_offset
+        if last is None:
+            last = _torn_batch_last_offset(mapped.view, position, mapped.size, first)
     return None if last is None else (first, last)
+
+
+def _torn_batch_last_offset(view, position: int, size: int, next_offset: int) -> int | None:
+    """The last offset a torn v2 batch at ``position`` claims, when its header is there and it
+    starts exactly at ``next_offset`` (a write cut short, e.g. by a power loss: a producer with
+    acks=1 may have been told these offsets were written); None for anything else (garbage)."""
+    if size - position < 27:  # base offset .. last offset delta
+        return None
+    base_offset, length, _epoch, magic = struct.unpack_from(">qiib", view, position)
+    (delta,) = struct.unpack_from(">i", view, position + 23)
+    if magic != 2 or base_offset != next_offset or length < 49 or position + 12 + length <= size or delta < 0:
+        return None
+    return base_offset + delta
 
 
 def _segment_files(files: dict[str, Path], segment: LogSegment) -> list[Path]:

@@ -341,10 +341,7 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     if args.step:
         name, variant = args.step
-        result = STEP_FUNCTIONS[name](json.loads(variant))
-        result["own_peak_rss_mb"] = bench_verify.own_peak_rss_mb()
-        print(json.dumps(result))
-        return {}
+        return bench_verify.print_step(STEP_FUNCTIONS[name], json.loads(variant))
     cache_dir = Path(args.cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
     log = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))

@@ -242,10 +242,7 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     if args.step:
         name, path = args.step
-        result = STEP_FUNCTIONS[name](path)
-        result["own_peak_rss_mb"] = bench_verify.own_peak_rss_mb()
-        print(json.dumps(result))
-        return {}
+        return bench_verify.print_step(STEP_FUNCTIONS[name], path)
     if args.profile_step:
         print(json.dumps(profile_plan(args.profile_step)))
         return {}

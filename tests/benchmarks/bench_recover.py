@@ -32,7 +32,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -203,9 +202,7 @@ def print_table(results: list[dict], goal_status: dict, file=sys.stdout) -> None
               f"{fmt(r.get('cli_recover_vs_cli_verify')):>8} {fmt(r.get('peak_rss_mb'), 1, 0):>7}", file=file)
     print("recover/verify = seconds of the recovery plan / seconds of a shallow verify of the same log dir "
           "(in process); cli r/v = the same for the two commands end to end.", file=file)
-    for name, goal in goal_status.items():
-        state = "met" if goal["met"] else "NOT met"
-        print(f"goal {name}: worst {fmt(goal['worst'])} (goal <= {goal['goal']}): {state}", file=file)
+    bench_dump.print_goals(goal_status, file)
 
 
 # -- command line ----------------------------------------------------------------------------------------
@@ -238,10 +235,7 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     if args.step:
         name, path = args.step
-        result = STEP_FUNCTIONS[name](path)
-        result["own_peak_rss_mb"] = bench_verify.own_peak_rss_mb()
-        print(json.dumps(result))
-        return {}
+        return bench_verify.print_step(STEP_FUNCTIONS[name], path)
     if args.build:
         target, variant, partitions, segments, segment_mib, seed = json.loads(args.build)
         print(json.dumps(build_log_dir(Path(target), variant, partitions, segments, segment_mib, seed)))
@@ -267,11 +261,7 @@ def main(argv=None) -> dict:
                            "segment_mib": args.segment_mb, "variants": args.variants, "steps": args.steps,
                            "cache_dir": str(cache_dir)},
               "results": results, "goals": goals(results)}
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
-    if not args.quiet:
-        print_table(results, report["goals"])
-    return report
+    return bench_dump.finish_report(report, args, print_table)
 
 
 if __name__ == "__main__":

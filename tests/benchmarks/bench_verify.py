@@ -158,6 +158,15 @@ def step_crc2_jobs2(path: str) -> dict:
     return _crc_logs(path, 2)
 
 
+def print_step(function, argument) -> dict:
+    """The child side of :func:`measure_step`: run one step, print its result with this
+    process's peak RSS as one JSON line."""
+    result = function(argument)
+    result["own_peak_rss_mb"] = own_peak_rss_mb()
+    print(json.dumps(result))
+    return {}
+
+
 def own_peak_rss_mb() -> float | None:
     """This process's high-water RSS since its exec (``VmHWM``), in MB."""
     try:
@@ -384,10 +393,7 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     if args.step:
         name, path = args.step
-        result = STEP_FUNCTIONS[name](path)
-        result["own_peak_rss_mb"] = own_peak_rss_mb()
-        print(json.dumps(result))
-        return {}
+        return print_step(STEP_FUNCTIONS[name], path)
     if args.prepare:
         print(json.dumps(partition_dirs(json.loads(args.prepare))))
         return {}

@@ -218,3 +218,25 @@ def test_a_partition_without_segments_gets_an_empty_one_at_its_log_start(tmp_pat
     apply_recover(plan, backup_root=tmp_path / "backups")
     assert (data / "t-0" / "00000000000000000042.log").stat().st_size == 0
     assert plan_recover([data / "t-0"]).partitions[0].steps == []
+
+
+@pytest.mark.parametrize("mode", ["kafka", "salvage"])
+def test_a_torn_last_batch_names_the_offsets_its_header_claims(corpus, tmp_path, mode):
+    """A power loss in the middle of the last write: the batch's header survives, its end does
+    not. Its offsets were perhaps acknowledged (acks=1): the plan names them as lost."""
+    from seglog_cli.storage.batches import LogScan
+    from seglog_cli.storage.files import MappedFile
+
+    data = _copy(corpus, CASES[1], tmp_path / "data")
+    log = data / "plain-0" / "00000000000000008203.log"
+    with MappedFile(log) as mapped:
+        last = list(LogScan(mapped))[-1]
+    log.write_bytes(log.read_bytes()[: last.position + 70])  # header and a little of the records
+    plan = plan_recover([data / "plain-0"], mode=mode)
+    assert plan.partitions[0].offsets_lost == [(last.base_offset, last.last_offset)]
+    assert plan.partitions[0].log_end_offset == last.base_offset
+
+
+def test_garbage_after_the_last_batch_loses_no_offsets(corpus, tmp_path):
+    data = _copy(corpus, CASES[0], tmp_path / "data")  # 100 random bytes appended
+    assert plan_recover([data / "plain-0"]).partitions[0].offsets_lost == []

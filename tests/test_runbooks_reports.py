@@ -116,7 +116,7 @@ def test_07_open_transaction_of_an_unknown_producer_is_hanging(tmp_path):
                                 log_dir, cwd=tmp_path)
     assert status == 1
     [txn] = document["open"]
-    assert (txn["producer_id"], txn["producer_epoch"], txn["first_offset"], txn["hanging"]) == (77, 3, log_end, True)
+    assert (txn["producerId"], txn["producerEpoch"], txn["firstOffset"], txn["hanging"]) == (77, 3, log_end, True)
     assert document["lastStableOffsets"] == {"txn-0": log_end}
     assert document["abortCommands"] == [f"kafka-transactions.sh --bootstrap-server kafka1:9092 abort --topic txn "
                                          f"--partition 0 --start-offset {log_end}"]
@@ -155,6 +155,7 @@ def test_08_offsets_equal_kafka_dump_log_replay(tmp_path):
     assert {(r["group"], r["topic"], r["partition"]): r["offset"] for r in document["committed"]} == expected
     with open(out_csv, newline="") as f:
         rows = list(csv.DictReader(f))
+    assert list(rows[0]) == ["group", "topic", "partition", "offset", "leaderEpoch", "metadata", "commitTimestamp"]
     assert {(r["group"], r["topic"], int(r["partition"])): int(r["offset"]) for r in rows} == expected
     group, topic, partition = next(iter(expected))
     assert (f"--group {group} --topic {topic}:{partition} --reset-offsets --to-offset "

@@ -64,22 +64,22 @@ bootstrap = sys.argv[3]
 c = d["counts"]
 open_txns = [t for t in d["transactions"] if t["state"] == "open"]
 print(f"{c['committed']} committed, {c['aborted']} aborted, {c['open']} open ({c['hanging']} hanging) transaction(s) "
-      f"in {d['partitions_read']} partition(s)")
+      f"in {d['partitionsRead']} partition(s)")
 pinned = {}
-for t in sorted(open_txns, key=lambda t: (t["partition"], t["first_offset"])):
-    age = f"{t['age_ms'] / 60000:.1f} min" if t["age_ms"] is not None else "age unknown"
+for t in sorted(open_txns, key=lambda t: (t["partition"], t["firstOffset"])):
+    age = f"{t['ageMs'] / 60000:.1f} min" if t["ageMs"] is not None else "age unknown"
     flag = "HANGING" if t["hanging"] else "open"
-    print(f"{flag} {t['partition']}: producer id {t['producer_id']}, epoch {t['producer_epoch']}, first offset "
-          f"{t['first_offset']}, last offset {t['last_offset']}, {t['records']} record(s), {age}, "
-          f"transactional id {t['transactional_id'] or '(unknown)'}")
-    pinned.setdefault(t["partition"], t["first_offset"])
+    print(f"{flag} {t['partition']}: producer id {t['producerId']}, epoch {t['producerEpoch']}, first offset "
+          f"{t['firstOffset']}, last offset {t['lastOffset']}, {t['records']} record(s), {age}, "
+          f"transactional id {t['transactionalId'] or '(unknown)'}")
+    pinned.setdefault(t["partition"], t["firstOffset"])
 commands = []
 for t in open_txns:
     if not t["hanging"]:
         continue
     topic, _, partition = t["partition"].rpartition("-")
     commands.append(f"kafka-transactions.sh --bootstrap-server {bootstrap} abort --topic {topic} "
-                    f"--partition {partition} --start-offset {t['first_offset']}")
+                    f"--partition {partition} --start-offset {t['firstOffset']}")
 for partition, offset in pinned.items():
     print(f"{partition}: last stable offset pinned at {offset}: read_committed consumers stop there")
 if commands:
@@ -93,14 +93,14 @@ def line(item):
         where = " ".join(f"{k} {item[k]}" for k in ("path", "partition", "position", "offset") if item.get(k) is not None)
         return f"{where}: {item['message']}"
     return json.dumps(item)
-for m in d["txn_index_mismatches"]:
+for m in d["txnIndexMismatches"]:
     print(f"TXNINDEX mismatch: {line(m)}")
 for p in d["problems"]:
     print(f"problem: {line(p)}")
 for u in d["unreadable"]:
     print(f"unreadable: {line(u)}")
 json.dump({"open": open_txns, "counts": c, "lastStableOffsets": pinned, "abortCommands": commands,
-           "txnIndexMismatches": d["txn_index_mismatches"], "problems": d["problems"]}, open(sys.argv[2], "w"))
+           "txnIndexMismatches": d["txnIndexMismatches"], "problems": d["problems"]}, open(sys.argv[2], "w"))
 PY
 rb_say_file "$RB_TMP/txns.txt"
 case "$txn_rc" in

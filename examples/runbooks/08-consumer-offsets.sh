@@ -73,13 +73,13 @@ def when(ms):
 rows = sorted(d["committed"], key=lambda r: (r["group"], r["topic"], r["partition"]))
 print(f"{'GROUP':<24} {'TOPIC':<24} {'PARTITION':>9} {'OFFSET':>12} {'EPOCH':>6}  COMMITTED-AT")
 for r in rows:
-    print(f"{r['group']:<24} {r['topic']:<24} {r['partition']:>9} {r['offset']:>12} {r['leader_epoch']:>6}  "
-          f"{when(r['commit_timestamp'])}")
+    print(f"{r['group']:<24} {r['topic']:<24} {r['partition']:>9} {r['offset']:>12} {r['leaderEpoch']:>6}  "
+          f"{when(r['commitTimestamp'])}")
 for r in d["pending"]:
     print(f"PENDING (no COMMIT/ABORT marker yet): {r['group']} {r['topic']}-{r['partition']} offset {r['offset']}")
 groups = sorted({r["group"] for r in rows})
 print(f"{len(rows)} committed offset(s) of {len(groups)} group(s), {len(d['pending'])} pending; "
-      f"{d['records_read']} record(s) in {d['partitions_read']} __consumer_offsets partition(s)")
+      f"{d['recordsRead']} record(s) in {d['partitionsRead']} __consumer_offsets partition(s)")
 commands = []
 by_group_topic = {}
 for r in rows:
@@ -97,10 +97,10 @@ for u in d["unreadable"]:
 if out:
     with open(out, "x", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["group", "topic", "partition", "offset", "leader_epoch", "metadata", "commit_timestamp"])
+        keys = ["group", "topic", "partition", "offset", "leaderEpoch", "metadata", "commitTimestamp"]
+        w.writerow(keys)   # the headers are seglog offsets' JSON keys (and its --format csv headers)
         for r in rows:
-            w.writerow([r["group"], r["topic"], r["partition"], r["offset"], r["leader_epoch"], r["metadata"],
-                        r["commit_timestamp"]])
+            w.writerow([r[k] for k in keys])
     print(f"written to {out}")
 json.dump({"committed": rows, "pending": d["pending"], "groups": groups, "restoreCommands": commands,
            "problems": d["problems"], "outFile": out or None}, open(sys.argv[2], "w"))

@@ -1,15 +1,15 @@
 """How ``seglog offsets`` shows committed offsets: table, CSV, JSON or JSON Lines.
 
-JSON document::
+JSON document (:meth:`OffsetsReport.as_dict`)::
 
-    {"committed": [<offset>...], "pending": [<offset>...], "unreadable": [...],
-     "problems": [...], "partitions_read": N, "records_read": N}
+    {"version": 1, "committed": [<offset>...], "pending": [<offset>...], "unreadable": [...],
+     "problems": [...], "partitionsRead": N, "recordsRead": N}
 
-where ``<offset>`` has ``group``, ``topic``, ``partition``, ``offset``, ``leader_epoch``,
-``metadata``, ``commit_timestamp``, ``expire_timestamp``, ``value_version``,
-``coordinator_partition``, ``record_offset``, ``producer_id`` (null outside transactions).
+where ``<offset>`` has ``group``, ``topic``, ``partition``, ``offset``, ``leaderEpoch``,
+``metadata``, ``commitTimestamp``, ``expireTimestamp``, ``valueVersion``,
+``coordinatorPartition``, ``recordOffset``, ``producerId`` (null outside transactions).
 JSON Lines: one such object per line with ``"type": "committed"`` or ``"pending"``, then
-``"unreadable"`` and ``"problem"`` lines.
+``"unreadable"`` and ``"problem"`` lines. CSV: ``status`` then the ``<offset>`` keys as headers.
 """
 
 from __future__ import annotations
@@ -19,16 +19,16 @@ from typing import TextIO
 from seglog_cli.render.tabular import iso_time, write_csv, write_json, write_jsonl, write_table
 from seglog_cli.storage.offsets import CommittedOffset, OffsetsReport
 
-FIELDS = ["group", "topic", "partition", "offset", "leader_epoch", "metadata", "commit_timestamp",
-          "expire_timestamp", "value_version", "coordinator_partition", "record_offset", "producer_id"]
+FIELDS = ["group", "topic", "partition", "offset", "leaderEpoch", "metadata", "commitTimestamp",
+          "expireTimestamp", "valueVersion", "coordinatorPartition", "recordOffset", "producerId"]
 COLUMNS = [("group", "GROUP"), ("topic", "TOPIC"), ("partition", "PARTITION"), ("offset", "OFFSET"),
-           ("leader_epoch", "LEADER-EPOCH"), ("committed_at", "COMMITTED-AT"), ("metadata", "METADATA"),
+           ("leaderEpoch", "LEADER-EPOCH"), ("committedAt", "COMMITTED-AT"), ("metadata", "METADATA"),
            ("source", "RECORD")]
 
 
 def _row(commit: CommittedOffset) -> dict:
     row = commit.as_dict()
-    row["committed_at"] = iso_time(commit.commit_timestamp)
+    row["committedAt"] = iso_time(commit.commit_timestamp)
     row["source"] = f"{commit.coordinator_partition}@{commit.record_offset}"
     if commit.producer_id is not None:
         row["source"] += f" (txn pid {commit.producer_id})"
@@ -37,19 +37,12 @@ def _row(commit: CommittedOffset) -> dict:
 
 def render(report: OffsetsReport, output_format: str, out: TextIO) -> None:
     if output_format == "json":
-        write_json({
-            "committed": [c.as_dict() for c in report.committed],
-            "pending": [c.as_dict() for c in report.pending],
-            "unreadable": [vars(u) for u in report.unreadable],
-            "problems": [vars(p) for p in report.problems],
-            "partitions_read": report.partitions_read,
-            "records_read": report.records_read,
-        }, out)
+        write_json(report.as_dict(), out)
     elif output_format == "jsonl":
         write_jsonl([{"type": "committed", **c.as_dict()} for c in report.committed]
                     + [{"type": "pending", **c.as_dict()} for c in report.pending]
-                    + [{"type": "unreadable", **vars(u)} for u in report.unreadable]
-                    + [{"type": "problem", **vars(p)} for p in report.problems], out)
+                    + [{"type": "unreadable", **u.as_dict()} for u in report.unreadable]
+                    + [{"type": "problem", **p.as_dict()} for p in report.problems], out)
     elif output_format == "csv":
         rows = [{"status": "committed", **c.as_dict()} for c in report.committed]
         rows += [{"status": "pending", **c.as_dict()} for c in report.pending]

@@ -42,6 +42,9 @@ class WalkProblem:
     position: int | None
     message: str
 
+    def as_dict(self) -> dict:
+        return {"path": self.path, "position": self.position, "message": self.message}
+
     def __str__(self) -> str:
         where = self.path if self.position is None else f"{self.path}: position {self.position}"
         return f"{where}: {self.message}"

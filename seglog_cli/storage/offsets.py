@@ -17,7 +17,7 @@ be read are counted with Kafka's message.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from formats.group_coordinator import OFFSET_COMMIT_TYPES
@@ -35,6 +35,7 @@ from seglog_cli.storage.coordinator_records import (
 from seglog_cli.storage.errors import UnreadableInputError
 
 COMMIT = 1  # control record type of a COMMIT marker (ABORT is 0)
+REPORT_VERSION = 1  # of the JSON document (OffsetsReport.as_dict)
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,12 @@ class CommittedOffset:
         return self.group, self.topic, self.partition
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """The JSON form (OffsetCommitKey/OffsetCommitValue's own field names)."""
+        return {"group": self.group, "topic": self.topic, "partition": self.partition, "offset": self.offset,
+                "leaderEpoch": self.leader_epoch, "metadata": self.metadata,
+                "commitTimestamp": self.commit_timestamp, "expireTimestamp": self.expire_timestamp,
+                "valueVersion": self.value_version, "coordinatorPartition": self.coordinator_partition,
+                "recordOffset": self.record_offset, "producerId": self.producer_id}
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,10 @@ class Unreadable:
     coordinator_partition: str
     record_offset: int
     message: str
+
+    def as_dict(self) -> dict:
+        return {"coordinatorPartition": self.coordinator_partition, "recordOffset": self.record_offset,
+                "message": self.message}
 
 
 @dataclass
@@ -77,6 +87,13 @@ class OffsetsReport:
     problems: list[WalkProblem] = field(default_factory=list)
     partitions_read: int = 0
     records_read: int = 0
+
+    def as_dict(self) -> dict:
+        return {"version": REPORT_VERSION, "committed": [c.as_dict() for c in self.committed],
+                "pending": [c.as_dict() for c in self.pending],
+                "unreadable": [u.as_dict() for u in self.unreadable],
+                "problems": [p.as_dict() for p in self.problems],
+                "partitionsRead": self.partitions_read, "recordsRead": self.records_read}
 
 
 class _PartitionState:

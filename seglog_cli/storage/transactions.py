@@ -15,7 +15,7 @@ transaction coordinator's ``__transaction_state`` say.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from formats.transaction_log import TRANSACTION_STATES
@@ -43,6 +43,7 @@ SKIPPED_TOPICS = (TRANSACTION_STATE, "__cluster_metadata")
 OPEN_STATES = {1, 2, 3, 7}  # Ongoing, PrepareCommit, PrepareAbort, PrepareEpochFence
 DEFAULT_TIMEOUT_MS = 900_000  # transaction.max.timeout.ms's default: no longer may a transaction run
 COMMIT = 1
+REPORT_VERSION = 1  # of the JSON document (TransactionsReport.as_dict)
 
 
 @dataclass
@@ -67,7 +68,13 @@ class Transaction:
     hanging: bool | None = None  # open transactions only
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """The JSON form (producerId/firstOffset/lastOffset as in Kafka's AbortedTxn and producer state)."""
+        return {"partition": self.partition, "producerId": self.producer_id, "producerEpoch": self.producer_epoch,
+                "state": self.state, "firstOffset": self.first_offset, "lastOffset": self.last_offset,
+                "markerOffset": self.marker_offset, "coordinatorEpoch": self.coordinator_epoch,
+                "firstTimestamp": self.first_timestamp, "endTimestamp": self.end_timestamp,
+                "batches": self.batches, "records": self.records, "transactionalId": self.transactional_id,
+                "inTxnIndex": self.in_txn_index, "ageMs": self.age_ms, "hanging": self.hanging}
 
 
 @dataclass(frozen=True)
@@ -86,7 +93,14 @@ class CoordinatorState:
     record_offset: int
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """The JSON form: TransactionLogValue's field names; the state and the partitions as
+        ``kafka-transactions.sh describe`` names them (TransactionState, TopicPartitions)."""
+        return {"transactionalId": self.transactional_id, "producerId": self.producer_id,
+                "producerEpoch": self.producer_epoch, "transactionState": self.status,
+                "topicPartitions": self.partitions, "transactionTimeoutMs": self.transaction_timeout_ms,
+                "transactionStartTimestampMs": self.start_timestamp,
+                "transactionLastUpdateTimestampMs": self.last_update_timestamp,
+                "coordinatorPartition": self.coordinator_partition, "recordOffset": self.record_offset}
 
 
 @dataclass(frozen=True)
@@ -96,6 +110,10 @@ class TxnIndexMismatch:
     first_offset: int
     last_offset: int
     message: str
+
+    def as_dict(self) -> dict:
+        return {"path": self.path, "producerId": self.producer_id, "firstOffset": self.first_offset,
+                "lastOffset": self.last_offset, "message": self.message}
 
 
 @dataclass
@@ -109,6 +127,17 @@ class TransactionsReport:
 
     def count(self, state: str) -> int:
         return sum(1 for t in self.transactions if t.state == state)
+
+    def counts(self) -> dict:
+        return {"committed": self.count("committed"), "aborted": self.count("aborted"),
+                "open": self.count("open"), "hanging": sum(1 for t in self.transactions if t.hanging)}
+
+    def as_dict(self) -> dict:
+        return {"version": REPORT_VERSION, "transactions": [t.as_dict() for t in self.transactions],
+                "coordinator": [s.as_dict() for s in self.coordinator],
+                "txnIndexMismatches": [m.as_dict() for m in self.txn_index_mismatches],
+                "unreadable": list(self.unreadable), "problems": [p.as_dict() for p in self.problems],
+                "counts": self.counts(), "partitionsRead": self.partitions_read}
 
 
 def read_transactions(log_dir: str | Path, topic: str | None = None, now_ms: int = 0,

@@ -42,12 +42,23 @@ def test_offsets_formats(log_dir):
     assert "app" in table.out and "42" in table.out and "2023-11-14T22:13:20.000Z" in table.out
     assert "Pending transactional commits" in table.out
     document = json.loads(run_seglog("offsets", str(log_dir), "--format", "json").out)
-    assert [(c["group"], c["offset"]) for c in document["committed"]] == [("app", 42)]
-    assert [(c["offset"], c["producer_id"]) for c in document["pending"]] == [(7, 5)]
+    assert set(document) == {"version", "committed", "pending", "unreadable", "problems", "partitionsRead",
+                             "recordsRead"}
+    assert (document["version"], document["partitionsRead"], document["recordsRead"]) == (1, 1, 2)
+    [committed] = document["committed"]
+    assert committed == {"group": "app", "topic": "orders", "partition": 0, "offset": 42, "leaderEpoch": -1,
+                         "metadata": "meta", "commitTimestamp": 1_700_000_000_000, "expireTimestamp": None,
+                         "valueVersion": 3, "coordinatorPartition": "__consumer_offsets-3", "recordOffset": 0,
+                         "producerId": None}
+    assert [(c["offset"], c["producerId"], c["recordOffset"]) for c in document["pending"]] == [(7, 5, 1)]
     lines = [json.loads(line) for line in run_seglog("offsets", str(log_dir), "--format", "jsonl").out.splitlines()]
     assert [line["type"] for line in lines] == ["committed", "pending"]
-    rows = list(csv.DictReader(io.StringIO(run_seglog("offsets", str(log_dir), "--format", "csv").out)))
-    assert [(r["status"], r["offset"], r["metadata"]) for r in rows] == [("committed", "42", "meta"), ("pending", "7", "")]
+    assert lines[0] == {"type": "committed", **committed}
+    csv_text = run_seglog("offsets", str(log_dir), "--format", "csv").out
+    assert csv_text.splitlines()[0].split(",") == ["status"] + list(committed)
+    rows = list(csv.DictReader(io.StringIO(csv_text)))
+    assert [(r["status"], r["offset"], r["metadata"], r["leaderEpoch"], r["producerId"]) for r in rows] == [
+        ("committed", "42", "meta", "-1", ""), ("pending", "7", "", "-1", "5")]
     assert json.loads(run_seglog("offsets", str(log_dir), "--group", "other", "--format", "json").out)["committed"] == []
 
 
@@ -63,16 +74,31 @@ def test_transactions_open_and_hanging(log_dir):
     within = run_seglog("transactions", str(log_dir), "--now", "1700000030000", "--format", "json")
     document = json.loads(within.out)
     assert within.exit_code == 0
+    assert set(document) == {"version", "transactions", "coordinator", "txnIndexMismatches", "unreadable",
+                             "problems", "counts", "partitionsRead"}
+    assert (document["version"], document["partitionsRead"]) == (1, 3)
     open_txns = [t for t in document["transactions"] if t["state"] == "open"]
-    assert {(t["partition"], t["producer_id"], t["first_offset"], t["transactional_id"]) for t in open_txns} == {
-        ("orders-0", 5, 0, "writer"), ("__consumer_offsets-3", 5, 1, "writer")}
-    assert {t["age_ms"] for t in open_txns} == {30_000, 29_999} and not any(t["hanging"] for t in open_txns)
+    assert {(t["partition"], t["producerId"], t["producerEpoch"], t["firstOffset"], t["lastOffset"],
+             t["transactionalId"]) for t in open_txns} == {
+        ("orders-0", 5, 0, 0, 0, "writer"), ("__consumer_offsets-3", 5, 0, 1, 1, "writer")}
+    assert {t["ageMs"] for t in open_txns} == {30_000, 29_999} and not any(t["hanging"] for t in open_txns)
+    assert all(t["inTxnIndex"] is None and t["markerOffset"] is None for t in open_txns)
+    [state] = document["coordinator"]
+    assert state == {"transactionalId": "writer", "producerId": 5, "producerEpoch": 0,
+                     "transactionState": "Ongoing", "topicPartitions": ["orders-0"], "transactionTimeoutMs": 60_000,
+                     "transactionStartTimestampMs": 1_700_000_000_000,
+                     "transactionLastUpdateTimestampMs": 1_700_000_000_000,
+                     "coordinatorPartition": "__transaction_state-0", "recordOffset": 0}
     late = run_seglog("transactions", str(log_dir), "--now", "2023-11-14T22:15:00Z", "--state", "open")
     assert late.exit_code == 1 and "HANGING" in late.out
-    lines = run_seglog("transactions", str(log_dir), "--format", "jsonl", "--now", "0").out.splitlines()
-    assert {json.loads(line)["type"] for line in lines} == {"transaction", "coordinator_state"}
-    rows = list(csv.DictReader(io.StringIO(run_seglog("transactions", str(log_dir), "--format", "csv").out)))
-    assert {r["state"] for r in rows} == {"open"}
+    lines = [json.loads(line) for line in
+             run_seglog("transactions", str(log_dir), "--format", "jsonl", "--now", "0").out.splitlines()]
+    assert sorted(line["type"] for line in lines) == ["coordinatorState", "transaction", "transaction"]
+    assert {"type": "coordinatorState", **state} in lines
+    csv_text = run_seglog("transactions", str(log_dir), "--format", "csv").out
+    assert csv_text.splitlines()[0].split(",") == list(open_txns[0])
+    rows = list(csv.DictReader(io.StringIO(csv_text)))
+    assert {(r["state"], r["producerId"], r["transactionalId"]) for r in rows} == {("open", "5", "writer")}
 
 
 @requires_corpus
@@ -82,7 +108,11 @@ def test_corpus_commands(corpus):
     assert {c["group"] for c in offsets["committed"]} == {"corpus-group", "corpus-txn-group"}
     result = run_seglog("transactions", str(data), "--topic", "txn", "--format", "json")
     assert result.exit_code == 0
-    assert json.loads(result.out)["counts"] == {"committed": 35, "aborted": 14, "open": 0, "hanging": 0}
+    document = json.loads(result.out)
+    assert document["counts"] == {"committed": 35, "aborted": 14, "open": 0, "hanging": 0}
+    assert all(t["inTxnIndex"] is True for t in document["transactions"] if t["state"] == "aborted")
+    coordinator_partitions = len(list(data.glob("__transaction_state-*")))
+    assert document["txnIndexMismatches"] == [] and document["partitionsRead"] == coordinator_partitions + 1
 
 
 def test_dump_jsonl_with_the_decoders(log_dir):

@@ -17,7 +17,7 @@ from seglog_cli.storage.batches import BatchHeader
 from seglog_cli.storage.control import ControlRecord, parse_control_record
 from seglog_cli.storage.findings import Severity
 from seglog_cli.storage.errors import SeglogError, UnreadableInputError
-from seglog_cli.storage.partition_log import PartitionLog, looks_like_partition_dir, partition_dirs_under
+from seglog_cli.storage.partition_log import PartitionLog, is_log_dir, partition_dirs_under
 from seglog_cli.storage.records import Record, read_records
 
 CONSUMER_OFFSETS = "__consumer_offsets"
@@ -51,13 +51,19 @@ class WalkProblem:
 
 
 def partition_dirs(path: str | Path) -> list[Path]:
-    """Every partition directory ``path`` stands for (a log dir, a tree, or a partition dir)."""
+    """Every partition directory ``path`` stands for, found as verify, recover and
+    rebuild-index find them (:func:`partition_dirs_under`): a partition dir, a log dir's
+    partitions, or those of the log dirs in a tree (hidden dirs and symlinks not followed,
+    no descent into a log dir). A directory that is none of these is unreadable input."""
     path = Path(path)
     if not path.exists():
         raise UnreadableInputError("no such file or directory", path)
     if not path.is_dir():
         raise UnreadableInputError("not a directory (give a log dir)", path)
-    return partition_dirs_under(path) if not looks_like_partition_dir(path) else [path]
+    found = partition_dirs_under(path)
+    if not found and not is_log_dir(path):
+        raise UnreadableInputError("no Kafka log dir or partition directory in this directory", path)
+    return found
 
 
 def topic_of(directory: Path) -> str:

@@ -64,6 +64,10 @@ def test_offsets_formats(log_dir):
 
 def test_offsets_exit_statuses(tmp_path):
     assert run_seglog("offsets", str(tmp_path / "missing")).exit_code == 4
+    (tmp_path / "notes" / "2026").mkdir(parents=True)
+    (tmp_path / "notes" / "orders-0.txt").write_text("not a partition")
+    result = run_seglog("offsets", str(tmp_path / "notes"))
+    assert result.exit_code == 4 and "no Kafka log dir or partition directory" in result.err
     (tmp_path / "orders-0").mkdir()
     result = run_seglog("offsets", str(tmp_path))
     assert result.exit_code == 4 and "no __consumer_offsets partitions" in result.err
@@ -99,6 +103,49 @@ def test_transactions_open_and_hanging(log_dir):
     assert csv_text.splitlines()[0].split(",") == list(open_txns[0])
     rows = list(csv.DictReader(io.StringIO(csv_text)))
     assert {(r["state"], r["producerId"], r["transactionalId"]) for r in rows} == {("open", "5", "writer")}
+
+
+def test_transactions_without_a_log_dir_is_exit_4(tmp_path):
+    (tmp_path / "home" / "user" / "projects").mkdir(parents=True)
+    (tmp_path / "home" / "user" / "notes.txt").write_text("hello")
+    for path, message in [(tmp_path / "home", "no Kafka log dir or partition directory in this directory"),
+                          (tmp_path / "home" / "user" / "notes.txt", "not a directory"),
+                          (tmp_path / "missing", "no such file or directory")]:
+        result = run_seglog("transactions", str(path), "--format", "json")
+        assert (result.exit_code, result.out) == (4, ""), (path, result.out, result.err)
+        assert message in result.err and "Traceback" not in result.err
+    empty_log_dir = tmp_path / "data"
+    empty_log_dir.mkdir()
+    (empty_log_dir / "meta.properties").write_text("version=1\n")
+    result = run_seglog("transactions", str(empty_log_dir), "--format", "json")
+    assert result.exit_code == 0 and json.loads(result.out)["partitionsRead"] == 0
+
+
+def test_partition_dirs_found_as_the_other_commands_find_them(log_dir, tmp_path_factory):
+    """A tree holding a log dir is searched as verify/recover/rebuild-index search it: the log
+    dir's partitions are read; hidden directories and symlinks are not followed."""
+    from seglog_cli.storage.coordinator_log import partition_dirs
+    from seglog_cli.storage.partition_log import partition_dirs_under
+
+    tree = tmp_path_factory.mktemp("disk")
+    (tree / "srv" / "kafka").mkdir(parents=True)
+    (tree / "srv" / "kafka" / "data").symlink_to(log_dir, target_is_directory=True)
+    (tree / "var" / ".snapshot").mkdir(parents=True)
+    (tree / "var" / ".snapshot" / "data").symlink_to(log_dir, target_is_directory=True)
+    assert run_seglog("transactions", str(tree)).exit_code == 4  # only reachable through symlinks
+    copy = tree / "backup" / "broker1" / "data"
+    copy.parent.mkdir(parents=True)
+    copy.symlink_to(log_dir, target_is_directory=True)
+    assert partition_dirs_under(tree) == []
+    real = tree / "backup" / "broker2" / "data"
+    real.mkdir(parents=True)
+    write_partition(real / "orders-0", [batch(0, b"k", b"v", producer_id=9, transactional=True,
+                                              timestamp=1_700_000_000_000)])
+    (tree / "var" / ".snapshot" / "hidden-0").mkdir()
+    assert partition_dirs(tree) == partition_dirs_under(tree) == [real / "orders-0"]
+    document = json.loads(run_seglog("transactions", str(tree), "--now", "0", "--format", "json").out)
+    assert document["partitionsRead"] == 1
+    assert [(t["partition"], t["producerId"]) for t in document["transactions"]] == [("orders-0", 9)]
 
 
 @requires_corpus

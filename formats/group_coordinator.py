@@ -6,18 +6,37 @@ Every record's key and value start with an int16::
     value   int16 value version, then the value fields of that version; a null value is a
             tombstone (the key's state is deleted)
 
-Record types (``GroupCoordinatorRecordSerde``; Kafka 4.x gives each key/value pair an apiKey)::
+Record types (``GroupCoordinatorRecordSerde``; Kafka 4.x gives each key/value pair an apiKey, and
+``CoordinatorRecordType`` is generated from the message files that exist)::
 
     0  LegacyOffsetCommit        (offset commits of Kafka 0.8.2-era key v0)
     1  OffsetCommit              value v0-v4 (v4 flexible)
     2  GroupMetadata             classic groups, value v0-v4 (v4 flexible); consumer
                                  subscriptions/assignments are embedded version-prefixed bytes
     3  ConsumerGroupMetadata ... 8 ConsumerGroupCurrentMemberAssignment (KIP-848 groups)
-    9  ShareGroupPartitionMetadata ... 15 ShareGroupStatePartitionMetadata (KIP-932 groups)
+    10 ShareGroupMemberMetadata ... 15 ShareGroupStatePartitionMetadata (KIP-932 groups)
     16 ConsumerGroupRegularExpression
+    17 StreamsGroupMetadata, 19 StreamsGroupMemberMetadata, 20 StreamsGroupTargetAssignmentMetadata,
+    21 StreamsGroupTargetAssignmentMember, 22 StreamsGroupCurrentMemberAssignment,
+    23 StreamsGroupTopology (KIP-1071 streams groups, production-ready in Kafka 4.2)
+
+Types 9 (ShareGroupPartitionMetadata) and 18 (StreamsGroupPartitionMetadata) are gone: Kafka 4.1
+deleted their message files when group metadata hashes replaced them (KAFKA-17747, apache/kafka
+PRs 19796 and 19802), so Kafka 4.2's serde, and seglog, call them unknown record types.
 
 Field lists and versions follow Kafka's ``group-coordinator/src/main/resources/common/message``
 specs; the names are the camelCase names Kafka's JSON converters print.
+
+Streams-group schemas: every value is version 0, flexible. Their files changed often while
+KIP-1071 was in development; the field lists here are those of the newest stored versions that
+predate the 4.2 branch (late 2025), checked against later releases' layouts. Two tagged fields
+whose 4.2 presence could not be confirmed are declared as the newest versions have them:
+``lastAssignmentConfigs`` (StreamsGroupMetadataValue tag 1, KAFKA-19765, Oct 2025; first
+proposed as ``assignmentConfigs``) and ``assignmentEpochs`` (tag 0 of the current assignment's
+task lists, KAFKA-19779, Nov 2025). Left out, as later than 4.2: StreamsGroupMetadataValue tags
+2-3 (KIP-1331, 2026), StreamsGroupTargetAssignmentMetadataValue's ``assignmentTimestamp``
+(KIP-1263, 2026) and record type 24 StreamsGroupTargetAssignmentResolvedTopicIds (2026). A
+tagged field seglog leaves out is skipped, as a 4.2 reader skips it.
 """
 
 from __future__ import annotations
@@ -122,10 +141,6 @@ CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = Message("ConsumerGroupCurrentMe
     F("partitionsPendingRevocation", ASSIGNED_PARTITIONS),
 ), flexible="0+")
 
-SHARE_GROUP_PARTITION_METADATA_VALUE = Message("ShareGroupPartitionMetadataValue", (
-    F("topics", TOPIC_METADATA),
-), flexible="0+")
-
 SHARE_GROUP_MEMBER_METADATA_VALUE = Message("ShareGroupMemberMetadataValue", (
     F("rackId", "string", nullable="0+"),
     F("clientId", "string"),
@@ -163,6 +178,76 @@ CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE = Message("ConsumerGroupRegularExpressio
     F("timestamp", "int64"),
 ), flexible="0+")
 
+# -- KIP-1071 streams groups (types 17, 19-23) ------------------------------------------------------
+
+KEY_VALUE = ArrayOf((F("key", "string"), F("value", "string")))
+
+STREAMS_GROUP_METADATA_VALUE = Message("StreamsGroupMetadataValue", (
+    F("epoch", "int32"),
+    F("metadataHash", "int64"),
+    F("validatedTopologyEpoch", "int32", tag=0, default=-1),
+    F("lastAssignmentConfigs", KEY_VALUE, nullable="0+", tag=1, default=None),
+), flexible="0+")
+
+STREAMS_ENDPOINT = (F("host", "string"), F("port", "uint16"))
+
+STREAMS_GROUP_MEMBER_METADATA_VALUE = Message("StreamsGroupMemberMetadataValue", (
+    F("instanceId", "string", nullable="0+"),
+    F("rackId", "string", nullable="0+"),
+    F("clientId", "string"),
+    F("clientHost", "string"),
+    F("rebalanceTimeoutMs", "int32", default=-1),
+    F("topologyEpoch", "int32"),
+    F("processId", "string"),
+    F("userEndpoint", STREAMS_ENDPOINT, nullable="0+", default=None),  # untagged: int8 marker
+    F("clientTags", KEY_VALUE),
+), flexible="0+")
+
+STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = Message(
+    "StreamsGroupTargetAssignmentMetadataValue", ASSIGNMENT_EPOCH_VALUE_FIELDS, flexible="0+")
+
+TASK_IDS = ArrayOf((F("subtopologyId", "string"), F("partitions", "[]int32")))
+TASK_IDS_WITH_EPOCHS = ArrayOf(TASK_IDS.fields + (
+    F("assignmentEpochs", "[]int32", nullable="0+", tag=0, default=None),))
+TASK_ROLES = ("activeTasks", "standbyTasks", "warmupTasks")
+
+STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = Message("StreamsGroupTargetAssignmentMemberValue", tuple(
+    F(role, TASK_IDS) for role in TASK_ROLES), flexible="0+")
+
+STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = Message("StreamsGroupCurrentMemberAssignmentValue", (
+    F("memberEpoch", "int32"),
+    F("previousMemberEpoch", "int32"),
+    F("state", "int8"),
+    *(F(role, TASK_IDS_WITH_EPOCHS) for role in TASK_ROLES),
+    *(F(role + "PendingRevocation", TASK_IDS_WITH_EPOCHS) for role in TASK_ROLES),
+), flexible="0+")
+
+STREAMS_TOPIC_INFO = ArrayOf((
+    F("name", "string"),
+    F("partitions", "int32"),
+    F("replicationFactor", "int16"),
+    F("topicConfigs", KEY_VALUE),
+))
+
+SUBTOPOLOGY = ArrayOf((
+    F("subtopologyId", "string"),
+    F("sourceTopics", "[]string"),
+    F("sourceTopicRegex", "[]string"),
+    F("stateChangelogTopics", STREAMS_TOPIC_INFO),
+    F("repartitionSinkTopics", "[]string"),
+    F("repartitionSourceTopics", STREAMS_TOPIC_INFO),
+    F("copartitionGroups", ArrayOf((  # indexes into the subtopology's own topic lists
+        F("sourceTopics", "[]int16"),
+        F("sourceTopicRegex", "[]int16"),
+        F("repartitionSourceTopics", "[]int16"),
+    ))),
+))
+
+STREAMS_GROUP_TOPOLOGY_VALUE = Message("StreamsGroupTopologyValue", (
+    F("epoch", "int32"),
+    F("subtopologies", SUBTOPOLOGY),
+), flexible="0+")
+
 OFFSET_COMMIT_KEY = Message("OffsetCommitKey", (
     F("group", "string"), F("topic", "string"), F("partition", "int32")), valid="0")
 
@@ -180,7 +265,6 @@ RECORD_TYPES = {
         CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
     8: (_key("ConsumerGroupCurrentMemberAssignmentKey", "groupId", "memberId"),
         CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
-    9: (_key("ShareGroupPartitionMetadataKey", "groupId"), SHARE_GROUP_PARTITION_METADATA_VALUE),
     10: (_key("ShareGroupMemberMetadataKey", "groupId", "memberId"), SHARE_GROUP_MEMBER_METADATA_VALUE),
     11: (_key("ShareGroupMetadataKey", "groupId"), SHARE_GROUP_METADATA_VALUE),
     12: (_key("ShareGroupTargetAssignmentMetadataKey", "groupId"), SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
@@ -191,6 +275,15 @@ RECORD_TYPES = {
     15: (_key("ShareGroupStatePartitionMetadataKey", "groupId"), SHARE_GROUP_STATE_PARTITION_METADATA_VALUE),
     16: (_key("ConsumerGroupRegularExpressionKey", "groupId", "regularExpression"),
          CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE),
+    17: (_key("StreamsGroupMetadataKey", "groupId"), STREAMS_GROUP_METADATA_VALUE),
+    19: (_key("StreamsGroupMemberMetadataKey", "groupId", "memberId"), STREAMS_GROUP_MEMBER_METADATA_VALUE),
+    20: (_key("StreamsGroupTargetAssignmentMetadataKey", "groupId"),
+         STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
+    21: (_key("StreamsGroupTargetAssignmentMemberKey", "groupId", "memberId"),
+         STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
+    22: (_key("StreamsGroupCurrentMemberAssignmentKey", "groupId", "memberId"),
+         STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
+    23: (_key("StreamsGroupTopologyKey", "groupId"), STREAMS_GROUP_TOPOLOGY_VALUE),
 }
 
 OFFSET_COMMIT_TYPES = (0, 1)

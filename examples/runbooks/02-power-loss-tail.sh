@@ -23,9 +23,10 @@
 #   0  healthy: no torn, zero-filled or damaged bytes
 #   1  action taken (salvaged, undo printed) or needed (plan shown, not applied)
 #   2  usage error
-#   3  needs a human: seglog refused a partition, or the damage lies where recovery does not
-#      look (the log dir has a .kafka_cleanshutdown marker, or the segment is below the
-#      recovery point): the broker will serve it as it is (see 03-crc-error.sh)
+#   3  needs a human: seglog refused a partition, or (--mode kafka) the damage lies where
+#      Kafka's recovery does not look (the log dir has a .kafka_cleanshutdown marker, or the
+#      segment is below the recovery point): the broker will serve it as it is; --mode salvage
+#      (the default) cuts it out (see also 03-crc-error.sh)
 #   4  bad input: a path is missing or not readable Kafka data
 #   5  a broker holds the log dir's .lock (it is running: stop it first)
 #   70 unexpected failure
@@ -130,7 +131,7 @@ if [ "$chosen_rc" = 3 ]; then
     rb_finish $RB_HUMAN "seglog refused a partition in --mode $mode (see REFUSED above)"
 fi
 if [ "$chosen_rc" = 0 ]; then
-    rb_finish $RB_HUMAN "damage found, but it lies where recovery does not look (a .kafka_cleanshutdown marker, or below the recovery point): the broker would serve it as it is; see 03-crc-error.sh"
+    rb_finish $RB_HUMAN "damage found, but it lies where Kafka's recovery does not look (a .kafka_cleanshutdown marker, or below the recovery point): the broker would serve it as it is; --mode salvage cuts it out, see also 03-crc-error.sh"
 fi
 
 # 3. apply the chosen mode

@@ -212,7 +212,10 @@ def plan_partition(directory: Path, state: _LogDirState, mode: str, config: Topi
                                log_start_checkpoint)
     work = _Work(directory, out, config, files, PartitionLog(directory), snapshots)
     try:
-        kept = _recover_segments(work, segments, sorted(must))
+        # salvage also cuts the damage out of segments Kafka would not look at (below the recovery
+        # point, or after a clean shutdown): they are walked, and recovered only when damaged
+        extra = {s.base_offset for s in segments} - must if mode == SALVAGE else set()
+        kept = _recover_segments(work, segments, sorted(must | extra), extra)
     except _Refused as exc:
         out.refused, out.steps, out.offsets_lost, out.bytes_truncated = str(exc), [], [], 0
         return out
@@ -310,12 +313,13 @@ def _txn_index_sane(files: dict[str, Path], segment: LogSegment) -> bool:
     return True
 
 
-def _recover_segments(work: _Work, segments: list[LogSegment], recover: list[int]) -> list[LogSegment]:
-    """``recoverSegment`` for each base offset in ``recover`` (in order): the segments kept."""
+def _recover_segments(work: _Work, segments: list[LogSegment], recover: list[int],
+                      if_damaged: set[int] = frozenset()) -> list[LogSegment]:
+    """``recoverSegment`` for each base offset in ``recover`` (in order): the segments kept.
+    Those in ``if_damaged`` are recovered only when their walk stops before their end."""
     out = work.out
     if not recover:
         return segments
-    out.recovered_segments = list(recover)
     log = work.log(segments)
     kept = list(segments)
     manager, previous = None, None
@@ -323,6 +327,13 @@ def _recover_segments(work: _Work, segments: list[LogSegment], recover: list[int
         segment = next((s for s in kept if s.base_offset == base), None)
         if segment is None:
             continue  # removed after an earlier truncation
+        if base in if_damaged:
+            if _damaged(segment, work.config):
+                out.recovered_segments.append(base)
+                _salvage_outside_recovery(work, log, segment)
+                previous = None  # the next recovered segment loads the producer state afresh
+            continue
+        out.recovered_segments.append(base)
         before = [s.base_offset for s in kept if s.base_offset < base]
         if manager is not None and before and before[-1] == previous:
             # the state after the segment just recovered is what Kafka's loader reads back from
@@ -347,6 +358,27 @@ def _recover_segments(work: _Work, segments: list[LogSegment], recover: list[int
             kept = [s for s in kept if s.base_offset <= base]
             break
     return kept
+
+
+def _salvage_outside_recovery(work: _Work, log: PartitionLog, segment: LogSegment) -> None:
+    """Salvage a damaged segment Kafka's recovery would not look at. The producer snapshots stay
+    as the broker wrote them: they were taken with the damaged batches intact, so they hold the
+    producers' real history (and after a clean shutdown Kafka trusts them as they are)."""
+    manager = rebuild_producer_state(log, up_to_offset=segment.base_offset).manager
+    salvaged_from = work.salvaged_from
+    _salvage(work, segment, None, manager)
+    work.salvaged_from = salvaged_from
+    work.out.notes.append(f"salvage: segment {segment.base_offset} lies outside Kafka's recovery range; its damage "
+                          "is cut out and the producer snapshots are kept as the broker wrote them")
+
+
+def _damaged(segment: LogSegment, config: TopicConfig) -> bool:
+    """Whether recovery's walk of ``segment`` stops before its end (damage, a torn tail)."""
+    with MappedFile(segment.log_path) as mapped:
+        try:
+            return recover_indexes(mapped, segment.base_offset, config).valid_bytes < mapped.size
+        except RebuildError:
+            return False  # not damage: left as it is (Kafka would not recover it either)
 
 
 def _recover_one(work: _Work, segment: LogSegment, manager: ProducerStateManager) -> bool:
@@ -398,7 +430,7 @@ def _recover_one(work: _Work, segment: LogSegment, manager: ProducerStateManager
     return truncated
 
 
-def _salvage(work: _Work, segment: LogSegment, valid: int, manager: ProducerStateManager) -> bool:
+def _salvage(work: _Work, segment: LogSegment, valid: int | None, manager: ProducerStateManager) -> bool:
     """Salvage: keep every valid batch of the segment, the damaged bytes alone cut out (found
     by verify's resync), indexes and ``.txnindex`` built over what is kept. Returns False (the
     later segments stay)."""
@@ -432,7 +464,9 @@ def _salvage(work: _Work, segment: LogSegment, valid: int, manager: ProducerStat
     out.offsets_lost.extend(lost)
     out.steps.append(Step("replace", segment.log_path,
                           f"salvage: {size - len(data)} damaged bytes cut out, {len(pieces)} valid batches kept "
-                          f"(Kafka would truncate at position {valid})", data=data,
+                          + (f"(Kafka would truncate at position {valid})" if valid is not None else
+                             "(Kafka's start-up does not look at this segment; fetches would fail on the damage)"),
+                          data=data,
                           offsets_lost=lost[0] if len(lost) == 1 else None))
     out.steps.append(Step("replace", directory / (stem + ".index"), "rebuilt over the kept batches",
                           data=bytes(indexer.offset_index)))

@@ -240,3 +240,38 @@ def test_a_torn_last_batch_names_the_offsets_its_header_claims(corpus, tmp_path,
 def test_garbage_after_the_last_batch_loses_no_offsets(corpus, tmp_path):
     data = _copy(corpus, CASES[0], tmp_path / "data")  # 100 random bytes appended
     assert plan_recover([data / "plain-0"]).partitions[0].offsets_lost == []
+
+
+def test_salvage_cuts_damage_out_where_kafka_does_not_look(corpus, tmp_path):
+    """After a clean shutdown Kafka recovers nothing, so a damaged batch in an old segment stays
+    (and fails every fetch of it). --mode salvage walks every segment and cuts the damage out of
+    the damaged one only; --mode kafka plans nothing for it."""
+    data = tmp_path / "data"
+    data.mkdir()
+    source = corpus / "kafka-4.2.0" / "data"
+    for name in (".kafka_cleanshutdown", "recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
+                 "replication-offset-checkpoint"):
+        shutil.copyfile(source / name, data / name)
+    shutil.copytree(source / "plain-0", data / "plain-0")
+    log = data / "plain-0" / "00000000000000000000.log"
+    raw = bytearray(log.read_bytes())
+    raw[500000] ^= 0xFF
+    log.write_bytes(bytes(raw))
+    before = _tree(data / "plain-0")
+    assert [s for s in plan_recover([data / "plain-0"]).steps if s.path.suffix == ".log"] == []
+    plan = plan_recover([data / "plain-0"], mode="salvage")
+    partition = plan.partitions[0]
+    assert partition.recovered_segments == [0]
+    (cut,) = [s for s in plan.steps if s.path.name == "00000000000000000000.log"]
+    assert cut.op == "replace" and len(cut.data) < len(raw)
+    assert {s.path.name for s in plan.steps} >= {"00000000000000000000.log", "00000000000000000000.index",
+                                                 "00000000000000000000.timeindex"}
+    assert not [s for s in plan.steps if s.path.name.startswith("00000000000000002071")]  # undamaged: untouched
+    (lost,) = partition.offsets_lost
+    result = apply_recover(plan, backup_root=tmp_path / "backups")
+    assert [f for f in verify([str(data / "plain-0")]).all_findings() if f.severity.value == "error"] == []
+    offsets = _records(data / "plain-0")
+    assert set(range(lost[0], lost[1] + 1)).isdisjoint(offsets)
+    assert len(offsets) == partition.log_end_offset - (lost[1] - lost[0] + 1)
+    undo(result.backup_dir)
+    assert _tree(data / "plain-0") == before

@@ -21,7 +21,7 @@ COMMIT marker is in the log (commits still waiting for a marker are listed as pe
 Example: seglog offsets /var/lib/kafka/data --group orders-app --format csv
 
 Exit status: 0 read cleanly; 1 some records could not be decoded; 3 a partition is damaged
-(read up to the damage); 4 no __consumer_offsets partition found or unreadable.
+(read up to the damage); 4 no Kafka log dir or no __consumer_offsets partition found, or unreadable.
 """
 
 

@@ -24,7 +24,8 @@ producer, is HANGING: it holds the partition's last stable offset back.
 Example: seglog transactions /var/lib/kafka/data --state open
 
 Exit status: 0 no hanging transaction; 1 a hanging transaction, a .txnindex mismatch or an
-undecodable record; 3 a partition is damaged (read up to the damage); 4 unreadable input.
+undecodable record; 3 a partition is damaged (read up to the damage); 4 no Kafka log dir or
+partition dir under the path, or unreadable input.
 """
 
 

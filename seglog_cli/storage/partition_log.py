@@ -196,13 +196,19 @@ def looks_like_partition_dir(path: Path) -> bool:
         return False
     if any(child.is_dir() and parse_partition_dir_name(child.name) is not None for child in children):
         return False
-    if any(child.is_file() and (child.suffix in (LOG_SUFFIX, SNAPSHOT_SUFFIX)
+    if any(child.is_file() and (_is_segment_or_snapshot(child.name)
                                 or parse_kraft_snapshot_name(child.name) is not None)
            for child in children):
         return True
     if any(child.is_dir() for child in children):  # no segments but subdirectories: a tree, whatever its name
         return False
     return parse_partition_dir_name(path.name) is not None
+
+
+def _is_segment_or_snapshot(name: str) -> bool:
+    """``<offset>.log`` or ``<offset>.snapshot`` (a ``build.log`` or ``notes.log`` is no segment)."""
+    parsed = parse_segment_file_name(name)
+    return parsed is not None and not parsed.is_temp and parsed.suffix in (LOG_SUFFIX, SNAPSHOT_SUFFIX)
 
 
 LOG_DIR_FILES = ("meta.properties", "recovery-point-offset-checkpoint", "replication-offset-checkpoint",

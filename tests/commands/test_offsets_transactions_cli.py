@@ -108,7 +108,9 @@ def test_transactions_open_and_hanging(log_dir):
 def test_transactions_without_a_log_dir_is_exit_4(tmp_path):
     (tmp_path / "home" / "user" / "projects").mkdir(parents=True)
     (tmp_path / "home" / "user" / "notes.txt").write_text("hello")
+    (tmp_path / "home" / "user" / "build.log").write_text("make: ok\n")  # a .log, but no segment
     for path, message in [(tmp_path / "home", "no Kafka log dir or partition directory in this directory"),
+                          (tmp_path / "home" / "user", "no Kafka log dir or partition directory in this directory"),
                           (tmp_path / "home" / "user" / "notes.txt", "not a directory"),
                           (tmp_path / "missing", "no such file or directory")]:
         result = run_seglog("transactions", str(path), "--format", "json")

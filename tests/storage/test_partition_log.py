@@ -114,3 +114,23 @@ def test_a_tree_named_like_a_partition_is_searched_not_taken(tmp_path):
     assert not looks_like_partition_dir(tmp_path / "repo-2")
     assert not is_log_dir(tmp_path)
     assert find_kafka_dirs(tmp_path) == ([tmp_path / "repo-2" / "data"], [])
+
+
+def test_a_directory_of_notes_and_build_logs_is_no_partition(tmp_path):
+    """Only ``<offset>.log`` / ``<offset>.snapshot`` make a directory a partition: a home or
+    notes directory holding ``build.log`` is searched (and holds no Kafka data), while a
+    partition dir keeps being one with a stray ``notes.log`` beside its segments."""
+    from seglog_cli.storage.partition_log import partition_dirs_under
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "build.log").write_text("make: ok\n")
+    (notes / "00000000000000000000.log.deleted").write_bytes(b"")
+    assert not looks_like_partition_dir(notes)
+    assert partition_dirs_under(notes) == []
+    partition = tmp_path / "data" / "orders-0"
+    partition.mkdir(parents=True)
+    (partition / "00000000000000000042.log").write_bytes(b"")
+    (partition / "notes.log").write_text("moved here by hand\n")
+    assert looks_like_partition_dir(partition)
+    assert partition_dirs_under(tmp_path) == [partition]

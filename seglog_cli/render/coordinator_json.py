@@ -9,7 +9,9 @@ and for a record it cannot read, only ``key: Unknown record type N at offset O, 
 ``key: Error at offset O, skipping. <message>``. The JSON is what the generated
 ``*JsonConverter`` classes write through Jackson: fields in schema order, tagged fields only
 when they differ from their default, bytes as padded base64, uuids as URL-safe base64, compact
-separators, non-ASCII unescaped, control characters as ``\\uXXXX`` (upper-case hex). In a
+separators, non-ASCII unescaped, control characters as ``\\uXXXX`` (upper-case hex), written
+by :func:`seglog_cli.render.jackson.jackson_text` (Python's C encoder where the schema declares
+no double; the embedded consumer-protocol messages have none either). In a
 ``GroupMetadataValue`` of protocol type ``consumer`` each member's ``subscription`` and
 ``assignment`` bytes are replaced by the decoded consumer-protocol message when they parse.
 """
@@ -17,11 +19,10 @@ separators, non-ASCII unescaped, control characters as ``\\uXXXX`` (upper-case h
 from __future__ import annotations
 
 import base64
-import json
-import math
 
 from formats import group_coordinator as gc
 from formats.kafka_message import ArrayOf, Message, RawUuid
+from seglog_cli.render.jackson import declares_floats, jackson_text
 from seglog_cli.render.kafka_json import uuid_text
 from seglog_cli.storage.coordinator_records import (
     GROUP_RECORD_TYPES,
@@ -32,54 +33,6 @@ from seglog_cli.storage.coordinator_records import (
     read_versioned,
 )
 from seglog_cli.storage.errors import DecodeError
-
-_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
-_ESCAPES = {chr(code): _SHORT_ESCAPES.get(chr(code), f"\\u{code:04X}") for code in range(32)}
-_ESCAPES.update(_SHORT_ESCAPES)
-_ESCAPE_TABLE = str.maketrans(_ESCAPES)
-
-
-_fast_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
-
-
-def jackson_text(value) -> str:
-    """``JsonNode.toString()`` of a tree of dicts, lists, str, int, bool, None (the
-    coordinator schemas have no float fields). Python's encoder agrees with Jackson except for
-    control characters (``\\u001f`` against Jackson's ``\\u001F``): those go the long way."""
-    text = _fast_dumps(value)
-    return _jackson_text(value) if "\\u" in text else text
-
-
-def _jackson_text(value) -> str:
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, str):
-        return '"' + value.translate(_ESCAPE_TABLE) + '"'
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _java_double(value)
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{_jackson_text(name)}:{_jackson_text(item)}" for name, item in value.items()) + "}"
-    return "[" + ",".join(_jackson_text(item) for item in value) + "]"
-
-
-def _java_double(value: float) -> str:
-    if math.isnan(value):
-        return '"NaN"'
-    if math.isinf(value):
-        return '"Infinity"' if value > 0 else '"-Infinity"'
-    text = repr(value)
-    if "e" in text or "E" in text:
-        mantissa, _, exponent = text.partition("e")
-        if "." not in mantissa:
-            mantissa += ".0"
-        return f"{mantissa}E{int(exponent)}"
-    return text
 
 
 def message_json(fields: tuple, version: int, flexible: bool, values: dict) -> dict:
@@ -137,6 +90,9 @@ class CoordinatorRecordParser:
 
     def __init__(self, record_types: dict):
         self.record_types = record_types
+        # whether a record type's key / value JSON can hold a double (else the fast writer)
+        self.floats = {record_type: (declares_floats(key.fields), declares_floats(value.fields))
+                       for record_type, (key, value) in record_types.items()}
 
     def __call__(self, record) -> tuple[str | None, str | None]:
         if record.key is None:
@@ -148,12 +104,14 @@ class CoordinatorRecordParser:
             return f"Unknown record type {exc.record_type} at offset {record.offset}, skipping.", None
         except CoordinatorRecordError as exc:
             return f"Error at offset {record.offset}, skipping. {exc.message}", None
+        key_floats, value_floats = self.floats[decoded.record_type]
         key_tree = message_json(decoded.key_schema.fields, 0, False, decoded.key)
-        key_text = '{"type":"%d","data":%s}' % (decoded.record_type, jackson_text(key_tree))
+        key_text = '{"type":"%d","data":%s}' % (decoded.record_type, jackson_text(key_tree, floats=key_floats))
         if decoded.is_tombstone:
             return key_text, "<DELETE>"
         tree = value_json(decoded.value_schema, decoded.value_version, decoded.value)
-        return key_text, '{"version":"%d","data":%s}' % (decoded.value_version, jackson_text(tree))
+        return key_text, '{"version":"%d","data":%s}' % (decoded.value_version,
+                                                          jackson_text(tree, floats=value_floats))
 
 
 def offsets_parser() -> CoordinatorRecordParser:

@@ -3,13 +3,15 @@
 Kafka writes message fields in schema order with camelCase names, compactly (Jackson), skipping
 tagged fields it does not know; UUIDs print as URL-safe base64 without padding. The construct
 schemas in ``formats`` use snake_case names in the same order, so the conversion is by name;
-the few names whose camelCase is not mechanical are listed in ``SPECIAL_NAMES``.
+the few names whose camelCase is not mechanical are listed in ``SPECIAL_NAMES``. The text is
+written by :func:`seglog_cli.render.jackson.jackson_text`.
 """
 
 from __future__ import annotations
 
 import base64
-import json
+
+from seglog_cli.render.jackson import jackson_text
 
 SPECIAL_NAMES = {
     "kraft_version": "kRaftVersion",
@@ -54,5 +56,6 @@ def _value(name: str, value):
 
 
 def to_kafka_json(container) -> str:
-    """Compact JSON text, as Jackson's ``JsonNode.toString`` prints it."""
-    return json.dumps(to_kafka_json_value(container), separators=(",", ":"), ensure_ascii=False)
+    """Compact JSON text, as Jackson's ``JsonNode.toString`` prints it (control characters as
+    ``\\u00XX`` in upper case, where ``json.dumps`` wrote ``\\u001f``)."""
+    return jackson_text(to_kafka_json_value(container))

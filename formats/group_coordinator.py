@@ -14,7 +14,7 @@ Record types (``GroupCoordinatorRecordSerde``; Kafka 4.x gives each key/value pa
     2  GroupMetadata             classic groups, value v0-v4 (v4 flexible); consumer
                                  subscriptions/assignments are embedded version-prefixed bytes
     3  ConsumerGroupMetadata ... 8 ConsumerGroupCurrentMemberAssignment (KIP-848 groups)
-    10 ShareGroupMemberMetadata ... 15 ShareGroupStatePartitionMetadata (KIP-932 groups)
+    10 ShareGroupMemberMetadata ... 15 ShareGroupStatePartitionMetadata (KIP-932 share groups)
     16 ConsumerGroupRegularExpression
     17 StreamsGroupMetadata, 19 StreamsGroupMemberMetadata, 20 StreamsGroupTargetAssignmentMetadata,
     21 StreamsGroupTargetAssignmentMember, 22 StreamsGroupCurrentMemberAssignment,
@@ -26,6 +26,42 @@ PRs 19796 and 19802), so Kafka 4.2's serde, and seglog, call them unknown record
 
 Field lists and versions follow Kafka's ``group-coordinator/src/main/resources/common/message``
 specs; the names are the camelCase names Kafka's JSON converters print.
+
+Share-group schemas (KIP-932, production-ready in Kafka 4.2; the 4.2 branch was cut on
+2025-11-21, "Bump trunk to 4.3.0-SNAPSHOT", apache/kafka PR 20948, and 4.2.0 was announced on
+2026-02-17). Every key is version 0, classic (``groupId``, plus ``memberId`` for 10, 13 and 14);
+every value is version 0, flexible::
+
+    10 ShareGroupMemberMetadataValue        rackId (nullable string), clientId, clientHost,
+                                            subscribedTopicNames []string
+    11 ShareGroupMetadataValue              epoch int32, metadataHash int64 (NOT tagged, unlike
+                                            ConsumerGroupMetadataValue's tag 0)
+    12 ShareGroupTargetAssignmentMetadataValue  assignmentEpoch int32
+    13 ShareGroupTargetAssignmentMemberValue    topicPartitions []{topicId uuid, partitions []int32}
+    14 ShareGroupCurrentMemberAssignmentValue   memberEpoch int32, previousMemberEpoch int32,
+                                            state int8, assignedPartitions []{topicId, partitions}
+    15 ShareGroupStatePartitionMetadataValue    initializingTopics, initializedTopics
+                                            []{topicId uuid, topicName, partitions []int32},
+                                            deletingTopics []{topicId uuid, topicName}
+
+What is confirmed for 4.2 and what is a best reading (no 4.2 source tree was readable):
+
+- Confirmed from a stored Kafka message file of the 4.2 window: 10 and 12. Their stored files
+  lack the "KIP-932 is in development" header that apache/kafka PR 20814 removed on 2025-11-03,
+  so they are the forms on trunk when the 4.2 branch was cut.
+- Confirmed by sources on both sides of 4.2 that agree: 11, 13, 14 and every key. The stored
+  files (apiKeys 11-15) match the layouts a third-party reimplementation documents at Kafka tag
+  4.3.1 and Kafka's own ``ShareGroupMessageFormatterTest``. ``metadataHash`` came in with
+  KAFKA-17747 [1/N] (PR 19504, April 2025) as a plain int64; a tagged reading would misread
+  every 4.2 record. 13 and 14 have not changed since KAFKA-17247 (PR 16786, August 2024).
+- 15: ``initializingTopics`` first is confirmed (KAFKA-18827 [4/N], PR 19339, April 2025; the
+  formatter test prints it). That ``TopicPartitionsInfo`` has no ``createTimestamp`` is a best
+  reading: one stored draft declares ``CreateTimestamp`` int64, but KAFKA-19204 (PR 19781, May
+  2025) was merged saying "No record schema changes" (its timestamp is the replay time, kept in
+  memory), and neither the formatter test nor the 4.3.1 layout has the field.
+- Left out, as later than 4.2: ShareGroupTargetAssignmentMetadataValue's tagged
+  ``assignmentTimestamp`` (tag 0, KAFKA-20266, March 2026); a 4.3 record's tag is skipped.
+- Type 9 (ShareGroupPartitionMetadata) is gone since 4.1 (above).
 
 Streams-group schemas: every value is version 0, flexible. Their files changed often while
 KIP-1071 was in development; the field lists here are those of the newest stored versions that
@@ -141,6 +177,8 @@ CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = Message("ConsumerGroupCurrentMe
     F("partitionsPendingRevocation", ASSIGNED_PARTITIONS),
 ), flexible="0+")
 
+# -- KIP-932 share groups (types 10-15; see the module doc for what is confirmed for 4.2) ---------------
+
 SHARE_GROUP_MEMBER_METADATA_VALUE = Message("ShareGroupMemberMetadataValue", (
     F("rackId", "string", nullable="0+"),
     F("clientId", "string"),
@@ -150,7 +188,7 @@ SHARE_GROUP_MEMBER_METADATA_VALUE = Message("ShareGroupMemberMetadataValue", (
 
 SHARE_GROUP_METADATA_VALUE = Message("ShareGroupMetadataValue", (
     F("epoch", "int32"),
-    F("metadataHash", "int64", tag=0, default=0),
+    F("metadataHash", "int64"),  # untagged here (tagged in ConsumerGroupMetadataValue)
 ), flexible="0+")
 
 SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = Message(
@@ -167,9 +205,13 @@ SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = Message("ShareGroupCurrentMemberAs
     F("assignedPartitions", TOPIC_PARTITIONS),
 ), flexible="0+")
 
+SHARE_TOPIC_INFO = (F("topicId", "uuid"), F("topicName", "string"))
+SHARE_TOPIC_PARTITIONS_INFO = ArrayOf(SHARE_TOPIC_INFO + (F("partitions", "[]int32"),))
+
 SHARE_GROUP_STATE_PARTITION_METADATA_VALUE = Message("ShareGroupStatePartitionMetadataValue", (
-    F("initializedTopics", ArrayOf((F("topicId", "uuid"), F("topicName", "string"), F("partitions", "[]int32")))),
-    F("deletingTopics", ArrayOf((F("topicId", "uuid"), F("topicName", "string")))),
+    F("initializingTopics", SHARE_TOPIC_PARTITIONS_INFO),
+    F("initializedTopics", SHARE_TOPIC_PARTITIONS_INFO),
+    F("deletingTopics", ArrayOf(SHARE_TOPIC_INFO)),
 ), flexible="0+")
 
 CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE = Message("ConsumerGroupRegularExpressionValue", (

@@ -16,7 +16,7 @@ from seglog_cli.storage.metadata_decoder import MetadataRecordError, decode_meta
 TOPIC_ID = bytes(range(16))
 TOPIC_ID_TEXT = "AAECAwQFBgcICQoLDA0ODw"
 CONSUMER_GROUP_METADATA_KEY = b"\x00\x03" b"\x00\x05group"  # type 3, groupId "group"
-SHARE_GROUP_METADATA_KEY = b"\x00\x0b" b"\x00\x05group"  # type 11, groupId "group"
+SHARE_TARGET_ASSIGNMENT_METADATA_KEY = b"\x00\x0c" b"\x00\x05group"  # type 12, groupId "group"
 
 # DumpLogSegmentsTest.testOffsetsMessageParser's last case: new ConsumerGroupMemberMetadataValue()
 # (every string "", Kafka's default) written as version 0, stored under another record type
@@ -36,8 +36,10 @@ def _error(key: bytes, value: bytes) -> str:
 
 
 def test_unknown_tag_past_the_end_is_kafkas_own_test_expectation():
-    # ShareGroupMetadataValue declares tag 0 only: tag 1 is unknown, readArray(536870911) fails
-    assert _error(SHARE_GROUP_METADATA_KEY, MEMBER_METADATA_DEFAULTS) == (
+    # ShareGroupTargetAssignmentMetadataValue (one int32, no tags in 4.2): tag 1 is unknown and
+    # readArray(536870911) fails, the text Kafka's test expects (of a ConsumerGroupMetadataValue
+    # that had no tag 1 yet)
+    assert _error(SHARE_TARGET_ASSIGNMENT_METADATA_KEY, MEMBER_METADATA_DEFAULTS) == (
         "Could not read record with version 0 from value's buffer due to: "
         "Error reading byte array of 536870911 byte(s): only 1 byte(s) available.")
 

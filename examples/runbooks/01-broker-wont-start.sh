@@ -52,12 +52,8 @@ rb_check_tools
 rb_require_paths "${paths[@]}"
 
 # 1. what is wrong
-rb_seglog verify verify --format json "${paths[@]}"
+rb_verify "${paths[@]}"
 verify_rc=$RB_RC
-if [ "$verify_rc" = 4 ]; then
-    rb_say_file "$RB_TMP/verify.err"
-    rb_finish $RB_BAD_INPUT "seglog verify could not read the input"
-fi
 rb_py "$RB_TMP/verify.out" >"$RB_TMP/verify.txt" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))

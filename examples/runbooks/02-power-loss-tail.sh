@@ -56,11 +56,7 @@ rb_check_tools
 rb_require_paths "${paths[@]}"
 
 # 1. find the damage
-rb_seglog verify verify --format json "${paths[@]}"
-if [ "$RB_RC" = 4 ]; then
-    rb_say_file "$RB_TMP/verify.err"
-    rb_finish $RB_BAD_INPUT "seglog verify could not read the input"
-fi
+rb_verify "${paths[@]}"
 rb_py "$RB_TMP/verify.out" "$RB_TMP/damage.json" >"$RB_TMP/damage.txt" <<'PY'
 import json, sys
 LOG_DAMAGE = {"TORN_TAIL", "ZERO_FILLED_TAIL", "TRAILING_GARBAGE", "CORRUPT_REGION", "BATCH_CRC_MISMATCH",

@@ -50,11 +50,7 @@ rb_check_tools
 rb_require_paths "${paths[@]}"
 
 # 1. what verify says about the indexes
-rb_seglog verify verify --format json "${paths[@]}"
-if [ "$RB_RC" = 4 ]; then
-    rb_say_file "$RB_TMP/verify.err"
-    rb_finish $RB_BAD_INPUT "seglog verify could not read the input"
-fi
+rb_verify "${paths[@]}"
 rb_py "$RB_TMP/verify.out" "$RB_TMP/segments.txt" >"$RB_TMP/verify.txt" <<'PY'
 import json, os, sys
 d = json.load(open(sys.argv[1]))

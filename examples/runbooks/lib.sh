@@ -81,6 +81,16 @@ rb_seglog() {
     fi
 }
 
+rb_verify() {
+    # rb_verify PATH...: `seglog verify --format json` into $RB_TMP/verify.out (status in RB_RC);
+    # an input seglog cannot read ends the runbook with status 4
+    rb_seglog verify verify --format json "$@"
+    if [ "$RB_RC" = 4 ]; then
+        rb_say_file "$RB_TMP/verify.err"
+        rb_finish $RB_BAD_INPUT "seglog verify could not read the input"
+    fi
+}
+
 rb_py() {
     # rb_py ARGS... <<'PY' ... PY: a small Python step (JSON handling) read from a here-document,
     # sys.argv[1:] = ARGS

@@ -48,6 +48,15 @@ def message_json(fields: tuple, version: int, flexible: bool, values: dict) -> d
     return out
 
 
+_PLAIN_KINDS = frozenset({"int8", "int16", "uint16", "int32", "int64", "bool", "string"})
+
+
+def is_plain(fields: tuple) -> bool:
+    """Whether every field is an untagged integer, bool or string: then :func:`message_json`
+    of the decoded values (a dict in schema order, Java's strings) is those values as they are."""
+    return all(spec.tag is None and spec.kind in _PLAIN_KINDS for spec in fields)
+
+
 def _json_value(kind, version: int, flexible: bool, value):
     if value is None:
         return None
@@ -90,8 +99,10 @@ class CoordinatorRecordParser:
 
     def __init__(self, record_types: dict):
         self.record_types = record_types
-        # whether a record type's key / value JSON can hold a double (else the fast writer)
-        self.floats = {record_type: (declares_floats(key.fields), declares_floats(value.fields))
+        # per record type: whether the key / value JSON can hold a double (else the fast
+        # writer), and whether the key / value is plain (its decoded dict is its JSON tree)
+        self.shapes = {record_type: (declares_floats(key.fields), declares_floats(value.fields),
+                                     is_plain(key.fields), is_plain(value.fields))
                        for record_type, (key, value) in record_types.items()}
 
     def __call__(self, record) -> tuple[str | None, str | None]:
@@ -104,12 +115,13 @@ class CoordinatorRecordParser:
             return f"Unknown record type {exc.record_type} at offset {record.offset}, skipping.", None
         except CoordinatorRecordError as exc:
             return f"Error at offset {record.offset}, skipping. {exc.message}", None
-        key_floats, value_floats = self.floats[decoded.record_type]
-        key_tree = message_json(decoded.key_schema.fields, 0, False, decoded.key)
+        key_floats, value_floats, key_plain, value_plain = self.shapes[decoded.record_type]
+        key_tree = decoded.key if key_plain else message_json(decoded.key_schema.fields, 0, False, decoded.key)
         key_text = '{"type":"%d","data":%s}' % (decoded.record_type, jackson_text(key_tree, floats=key_floats))
-        if decoded.is_tombstone:
+        if decoded.value is None:
             return key_text, "<DELETE>"
-        tree = value_json(decoded.value_schema, decoded.value_version, decoded.value)
+        tree = decoded.value if value_plain else value_json(decoded.value_schema, decoded.value_version,
+                                                             decoded.value)
         return key_text, '{"version":"%d","data":%s}' % (decoded.value_version,
                                                           jackson_text(tree, floats=value_floats))
 

@@ -6,18 +6,23 @@ null value is a tombstone. :func:`read_coordinator_record` returns a
 :class:`CoordinatorRecord` whose ``key``/``value`` are dicts in schema order (strings decoded
 as Java does, uuids as :class:`formats.kafka_message.RawUuid`, bytes as ``bytes``, tagged
 fields with their defaults when absent). Failures raise :class:`CoordinatorRecordError` (or
-its subclass :class:`UnknownRecordType`) carrying Kafka's own message.
+its subclass :class:`UnknownRecordType`) carrying Kafka's own message. Offset commits and group
+metadata keys, which fill ``__consumer_offsets``, are read by the hand-written readers of
+:mod:`seglog_cli.storage.coordinator_fast` first; whatever they are not sure of goes through the
+construct schemas (tests/storage/test_coordinator_fast.py holds the two paths to the same result).
 """
 
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from functools import partial
 
 from construct import ConstructError
 
 from formats import group_coordinator, transaction_log
 from formats.kafka_message import TAGGED, ArrayOf, KafkaReadError, Message, RawString, versions
+from seglog_cli.storage.coordinator_fast import read_group_key, read_offset_commit_key, read_offset_commit_value
 from seglog_cli.storage.errors import SeglogError
 from seglog_cli.storage.text import java_utf8
 
@@ -54,16 +59,33 @@ def read_coordinator_record(key: bytes, value: bytes | None, record_types: dict)
     record_type = _read_version(key, "key")
     if record_type not in record_types:
         raise UnknownRecordType(record_type)
-    key_schema, value_schema = record_types[record_type]
-    # Kafka reads the key "with version <record type>"; key schemas have the one version 0
-    key_fields = read_message(key_schema, 0, key[2:], "key", shown_version=record_type)
+    pair = record_types[record_type]
+    key_schema, value_schema = pair
+    fast = _FAST_READERS.get(record_type)
+    if fast is not None and fast[0] is not pair:  # another table under this number
+        fast = None
+    key_fields = fast[1](key) if fast is not None else None
+    if key_fields is None:
+        # Kafka reads the key "with version <record type>"; key schemas have the one version 0
+        key_fields = read_message(key_schema, 0, key[2:], "key", shown_version=record_type)
     if value is None:
         return CoordinatorRecord(record_type, key_schema, key_fields, value_schema, None, None)
     version = _read_version(value, "value")
     if not value_schema.is_valid(version):
         raise CoordinatorRecordError(f"Found an unknown record version {version} for {record_type} type")
-    value_fields = read_message(value_schema, version, value[2:], "value")
+    value_fields = fast[2](value, version) if fast is not None and fast[2] is not None else None
+    if value_fields is None:
+        value_fields = read_message(value_schema, version, value[2:], "value")
     return CoordinatorRecord(record_type, key_schema, key_fields, value_schema, version, value_fields)
+
+
+# record type -> (its key/value schemas, fast key reader, fast value reader or None): the hot
+# types read by coordinator_fast, which returns None wherever the schemas must decide
+_FAST_READERS = {
+    0: (GROUP_RECORD_TYPES[0], read_offset_commit_key, partial(read_offset_commit_value, legacy=True)),
+    1: (GROUP_RECORD_TYPES[1], read_offset_commit_key, partial(read_offset_commit_value, legacy=False)),
+    2: (GROUP_RECORD_TYPES[2], read_group_key, None),
+}
 
 
 def read_versioned(message: Message, data: bytes) -> tuple[int, dict]:

@@ -4,6 +4,7 @@ and bytes the fast readers are not sure of go to the schemas, so Kafka's error t
 
 from __future__ import annotations
 
+import collections
 import struct
 
 from hypothesis import HealthCheck, given, settings
@@ -13,7 +14,9 @@ from formats import group_coordinator as gc
 from seglog_cli.render.coordinator_json import CoordinatorRecordParser, offsets_parser
 from seglog_cli.storage.coordinator_fast import read_group_key, read_offset_commit_key, read_offset_commit_value
 from seglog_cli.storage.coordinator_records import GROUP_RECORD_TYPES, CoordinatorRecordError, read_coordinator_record
+from seglog_cli.storage.coordinator_log import partition_entries
 from seglog_cli.storage.records import Record
+from tests.conftest import requires_corpus
 
 # the same schemas in new (key, value) tuples: the fast readers serve only the table's own pairs
 SCHEMA_ONLY = {record_type: (pair[0], pair[1]) for record_type, pair in GROUP_RECORD_TYPES.items()}
@@ -151,3 +154,25 @@ def test_decoder_lines_are_the_same(value_case, group, topic, partition, tombsto
     record_type, _, value = value_case
     record = Record(9, 0, 0, build_key(record_type, group, topic, partition), None if tombstone else value, (), 0, 0)
     assert offsets_parser()(record) == CoordinatorRecordParser(SCHEMA_ONLY)(record)
+
+
+@requires_corpus
+def test_every_corpus_record_reads_alike(corpus):
+    # real brokers' __consumer_offsets (Kafka 4.2.0's own data and public repositories of many
+    # versions): the same record, error and lines through the fast readers and the schemas
+    directories = sorted(corpus.glob("kafka-4.2.0/data*/__consumer_offsets-*")) + sorted(
+        corpus.glob("public/**/__consumer_offsets-*"))
+    assert directories
+    problems, types, fast_parser, schema_parser = [], collections.Counter(), offsets_parser(), \
+        CoordinatorRecordParser(SCHEMA_ONLY)
+    for directory in directories:
+        for entry in partition_entries(directory, problems):
+            record = entry.record
+            if entry.control is not None or record.key is None:
+                continue
+            result = outcome(record.key, record.value, GROUP_RECORD_TYPES)
+            assert result == outcome(record.key, record.value, SCHEMA_ONLY)
+            assert fast_parser(record) == schema_parser(record)
+            types[result[0]] += 1
+    assert problems == []
+    assert types[1] > 0 and types[2] > 0

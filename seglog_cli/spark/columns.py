@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from seglog_cli.spark.plan import FAIL, KEEP, ScanOptions, Split
+from seglog_cli.spark.record_buffers import RecordBuffers, compiled_columns
 from seglog_cli.storage.batches import LogScan
 from seglog_cli.storage.codecs import CODEC_NAMES
 from seglog_cli.storage.control import parse_control_record
@@ -152,7 +153,26 @@ def record_batches(split: Split, options: ScanOptions) -> Iterator[pa.RecordBatc
         payload = 0
         compiled = native.module
         decode = compiled.decode_v2_batch if compiled is not None else None
+        columns_v2 = compiled_columns()
+        ranged = split.from_offset is not None or split.to_offset is not None
+        fast = RecordBuffers(columns_v2) if columns_v2 is not None and not ranged else None
         for batch in _split_batches(mapped, split, options):
+            if fast is not None:
+                added = fast.add(buf, batch)
+                if added is not None:  # records straight into column buffers
+                    if records:  # what the general decoder read so far goes first
+                        yield from _sliced(_record_columns(split, records, batches, counts, options.check_crc), limit)
+                        records, batches, counts, payload = [], [], [], 0
+                    batches.append(batch)
+                    counts.append(added)
+                    payload += batch[2]
+                    if len(fast) >= limit or payload >= MAX_BATCH_BYTES:
+                        yield from _sliced(_buffer_columns(split, fast, batches, counts, options.check_crc), limit)
+                        batches, counts, payload = [], [], 0
+                    continue
+                if len(fast):
+                    yield from _sliced(_buffer_columns(split, fast, batches, counts, options.check_crc), limit)
+                    batches, counts, payload = [], [], 0
             # the compiled decoder straight away for an uncompressed v2 batch (what read_records
             # does first); None (compressed, legacy, anything unclean) takes read_records' path
             decoded = decode(Record, buf, batch) if decode is not None else None
@@ -173,6 +193,8 @@ def record_batches(split: Split, options: ScanOptions) -> Iterator[pa.RecordBatc
                 records, batches, counts, payload = [], [], [], 0
         if records:
             yield from _sliced(_record_columns(split, records, batches, counts, options.check_crc), limit)
+        elif fast is not None and len(fast):
+            yield from _sliced(_buffer_columns(split, fast, batches, counts, options.check_crc), limit)
 
 
 def _sliced(batch: pa.RecordBatch, limit: int) -> Iterator[pa.RecordBatch]:
@@ -197,19 +219,35 @@ def _int_array(typecode: str, values, pa_type) -> pa.Array:
 
 
 def _record_columns(split: Split, records: list, batches: list, counts: list, check_crc: bool) -> pa.RecordBatch:
-    n = len(records)
+    values = {"key": pa.array(list(map(_KEY, records)), pa.binary()),
+              "value": pa.array(list(map(_VALUE, records)), pa.binary()),
+              "offset": _int_array("q", map(_OFFSET, records), pa.int64()),
+              "timestamp": _int_array("q", map(_TIMESTAMP, records), pa.int64()),
+              "headers": _headers(list(map(_HEADERS, records)))}
+    return _columns(split, len(records), values, batches, counts, check_crc)
+
+
+def _buffer_columns(split: Split, fast: RecordBuffers, batches: list, counts: list,
+                    check_crc: bool) -> pa.RecordBatch:
+    n = len(fast)
+    values = fast.arrays()
+    offsets, entries = values["headers"]
+    values["headers"] = pa.ListArray.from_arrays(offsets, entries, type=RECORD_SCHEMA.field("headers").type)
+    return _columns(split, n, values, batches, counts, check_crc)
+
+
+def _columns(split: Split, n: int, values: dict, batches: list, counts: list, check_crc: bool) -> pa.RecordBatch:
     which = _int_array("i", chain.from_iterable(map(repeat, range(len(batches)), counts)), pa.int32())
-    timestamps = _int_array("q", map(_TIMESTAMP, records), pa.int64())
     per_batch = _batch_values(batches, check_crc)
     columns = [
-        pa.array(list(map(_KEY, records)), pa.binary()),
-        pa.array(list(map(_VALUE, records)), pa.binary()),
+        values["key"],
+        values["value"],
         pa.repeat(pa.scalar(split.topic, pa.string()), n),
         pa.repeat(pa.scalar(split.partition, pa.int32()), n),
-        _int_array("q", map(_OFFSET, records), pa.int64()),
-        _spark_timestamps(timestamps),
+        values["offset"],
+        _spark_timestamps(values["timestamp"]),
         per_batch["timestampType"].take(which),
-        _headers(list(map(_HEADERS, records))),
+        values["headers"],
         *(per_batch[name].take(which) for name in ("baseOffset", "producerId", "producerEpoch",
                                                     "isTransactional", "isControl", "compression")),
         pa.repeat(pa.scalar(split.segment or None, pa.string()), n),

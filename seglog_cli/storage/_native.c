@@ -1569,6 +1569,107 @@ static PyObject *native_recover_walk(PyObject *self, PyObject *args) {
                          offset_entries, time_entries, offsets_bytes, times_bytes, txn_batches, positions);
 }
 
+
+/* ==== entry points: columns (the Spark reader) ============================================== */
+
+enum { COL_OFFSET, COL_TIMESTAMP, COL_KEY_END, COL_KEY_DATA, COL_KEY_VALID, COL_VALUE_END, COL_VALUE_DATA,
+       COL_VALUE_VALID, COL_HEADERS_END, COL_HKEY_END, COL_HKEY_DATA, COL_HVALUE_END, COL_HVALUE_DATA,
+       COL_HVALUE_VALID, COL_COUNT };
+
+static int col_put(PyObject *array, const void *data, Py_ssize_t n) {
+    Py_ssize_t at = PyByteArray_GET_SIZE(array);
+    if (PyByteArray_Resize(array, at + n) < 0) return 0;
+    if (n) memcpy(PyByteArray_AS_STRING(array) + at, data, (size_t)n);
+    return 1;
+}
+
+static int col_end(PyObject *data, PyObject *ends) {  /* the data column's length as an int32 end */
+    int32_t end = (int32_t)PyByteArray_GET_SIZE(data);
+    return col_put(ends, &end, 4);
+}
+
+/* columns_v2(section, count, base_offset, base_timestamp, log_append_time|None, stream, columns) -> bool
+ * decode_v2()'s records appended to the 14 bytearrays of `columns` as Arrow-ready buffers
+ * (native-endian int64 offsets and timestamps; int32 end positions of keys, values, each record's
+ * headers and the header keys and values; their bytes; one validity byte per key, value and header
+ * value). False, with nothing appended, when the section is not clean or a header key is not
+ * UTF-8 (the Python path then decodes it the way Java does). */
+static PyObject *native_columns_v2(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t count;
+    long long base_offset, base_timestamp;
+    int stream;
+    PyObject *log_append_time, *columns;
+    if (!PyArg_ParseTuple(args, "y*nLLOpO!", &view, &count, &base_offset, &base_timestamp, &log_append_time,
+                          &stream, &PyList_Type, &columns))
+        return NULL;
+    if (PyList_GET_SIZE(columns) != COL_COUNT) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "columns_v2 needs 14 bytearrays");
+        return NULL;
+    }
+    PyObject *col[COL_COUNT];
+    for (int i = 0; i < COL_COUNT; i++) {
+        col[i] = PyList_GET_ITEM(columns, i);
+        if (!PyByteArray_Check(col[i])) {
+            PyBuffer_Release(&view);
+            PyErr_SetString(PyExc_TypeError, "columns_v2 needs bytearrays");
+            return NULL;
+        }
+    }
+    BatchContext c = {base_offset, base_timestamp, 0, -1, log_append_time != Py_None, stream};
+    if (c.have_lat) {
+        c.log_append_time = PyLong_AsLongLong(log_append_time);
+        if (c.log_append_time == -1 && PyErr_Occurred()) { PyBuffer_Release(&view); return NULL; }
+    }
+    const uint8_t *p = (const uint8_t *)view.buf;
+    Py_ssize_t n = view.len, pos = 0;
+    int clean = 1;
+    for (Py_ssize_t i = 0; i < count && clean; i++) {  /* first pass: all clean, header keys UTF-8 */
+        RawRecord r;
+        if (!parse_record(p, n, &pos, &c, &r)) { clean = 0; break; }
+        Py_ssize_t hpos = 0;
+        for (int32_t h = 0; h < r.header_count && clean; h++) {
+            const uint8_t *key, *value;
+            int32_t key_len, value_len;
+            next_header(r.headers, &hpos, &key, &key_len, &value, &value_len);
+            clean = valid_utf8(key, key_len);
+        }
+    }
+    if (!clean || pos != n) { PyBuffer_Release(&view); Py_RETURN_FALSE; }
+    int ok = 1;
+    pos = 0;
+    static const uint8_t one = 1, zero = 0;
+    for (Py_ssize_t i = 0; i < count && ok; i++) {
+        RawRecord r;
+        parse_record(p, n, &pos, &c, &r);
+        int64_t offset = r.offset, timestamp = r.timestamp;
+        ok = col_put(col[COL_OFFSET], &offset, 8) && col_put(col[COL_TIMESTAMP], &timestamp, 8)
+             && col_put(col[COL_KEY_DATA], r.key, r.key ? r.key_len : 0) && col_end(col[COL_KEY_DATA], col[COL_KEY_END])
+             && col_put(col[COL_KEY_VALID], r.key ? &one : &zero, 1)
+             && col_put(col[COL_VALUE_DATA], r.value, r.value ? r.value_len : 0)
+             && col_end(col[COL_VALUE_DATA], col[COL_VALUE_END])
+             && col_put(col[COL_VALUE_VALID], r.value ? &one : &zero, 1);
+        Py_ssize_t hpos = 0;
+        for (int32_t h = 0; h < r.header_count && ok; h++) {
+            const uint8_t *key, *value;
+            int32_t key_len, value_len;
+            next_header(r.headers, &hpos, &key, &key_len, &value, &value_len);
+            ok = col_put(col[COL_HKEY_DATA], key, key_len) && col_end(col[COL_HKEY_DATA], col[COL_HKEY_END])
+                 && col_put(col[COL_HVALUE_DATA], value, value ? value_len : 0)
+                 && col_end(col[COL_HVALUE_DATA], col[COL_HVALUE_END])
+                 && col_put(col[COL_HVALUE_VALID], value ? &one : &zero, 1);
+        }
+        if (ok) {
+            int32_t headers_end = (int32_t)(PyByteArray_GET_SIZE(col[COL_HKEY_END]) / 4);
+            ok = col_put(col[COL_HEADERS_END], &headers_end, 4);
+        }
+    }
+    PyBuffer_Release(&view);
+    if (!ok) return NULL;
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef methods[] = {
     {"scan", native_scan, METH_VARARGS, "Headers of the well-framed entries from pos."},
     {"walk", native_walk, METH_VARARGS, "Skip over well-framed entries: (next_pos, count, last_next_offset)."},
@@ -1587,6 +1688,7 @@ static PyMethodDef methods[] = {
     {"first_disorder", native_first_disorder, METH_VARARGS, "First element out of order, or -1."},
     {"crc32c", native_crc32c, METH_VARARGS, "CRC-32C of a bytes-like object."},
     {"recover_walk", native_recover_walk, METH_VARARGS, "LogSegment.recover's loop over clean v2 batches."},
+    {"columns_v2", native_columns_v2, METH_VARARGS, "v2 records appended to Arrow-ready column buffers."},
     {NULL, NULL, 0, NULL},
 };
 

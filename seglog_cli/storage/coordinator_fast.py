@@ -70,10 +70,13 @@ def read_group_key(key: bytes):
     return None if group is None else {"group": group[0]}
 
 
-def read_offset_commit_value(value: bytes, version: int, legacy: bool):
-    """An offset commit value of ``version`` (its int16 already read): a dict, or None."""
-    if legacy and version != 0:
-        return None
+def read_legacy_offset_commit_value(value: bytes, version: int):
+    """Type 0's value (version 0 only): a dict, or None."""
+    return read_offset_commit_value(value, 0) if version == 0 else None
+
+
+def read_offset_commit_value(value: bytes, version: int):
+    """A type 1 value of ``version`` (its int16 already read): a dict, or None."""
     size = len(value)
     if version == 3 or version == 4:
         if size < 15:  # v3: at least the metadata's length; v4: its one varint byte
@@ -112,4 +115,5 @@ def read_offset_commit_value(value: bytes, version: int, legacy: bool):
     return {"offset": offset, "metadata": text, "commitTimestamp": _INT64.unpack_from(value, at)[0]}
 
 
-__all__ = ["read_group_key", "read_offset_commit_key", "read_offset_commit_value"]
+__all__ = ["read_group_key", "read_legacy_offset_commit_value", "read_offset_commit_key",
+           "read_offset_commit_value"]

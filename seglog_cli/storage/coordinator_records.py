@@ -15,14 +15,18 @@ construct schemas (tests/storage/test_coordinator_fast.py holds the two paths to
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
-from functools import partial
+from typing import NamedTuple
 
 from construct import ConstructError
 
 from formats import group_coordinator, transaction_log
 from formats.kafka_message import TAGGED, ArrayOf, KafkaReadError, Message, RawString, versions
-from seglog_cli.storage.coordinator_fast import read_group_key, read_offset_commit_key, read_offset_commit_value
+from seglog_cli.storage.coordinator_fast import (
+    read_group_key,
+    read_legacy_offset_commit_value,
+    read_offset_commit_key,
+    read_offset_commit_value,
+)
 from seglog_cli.storage.errors import SeglogError
 from seglog_cli.storage.text import java_utf8
 
@@ -40,8 +44,9 @@ class UnknownRecordType(CoordinatorRecordError):
         self.record_type = record_type
 
 
-@dataclass(frozen=True)
-class CoordinatorRecord:
+class CoordinatorRecord(NamedTuple):
+    """One decoded record (a named tuple: ``__consumer_offsets`` holds millions of them)."""
+
     record_type: int
     key_schema: Message
     key: dict
@@ -71,10 +76,11 @@ def read_coordinator_record(key: bytes, value: bytes | None, record_types: dict)
     if value is None:
         return CoordinatorRecord(record_type, key_schema, key_fields, value_schema, None, None)
     version = _read_version(value, "value")
-    if not value_schema.is_valid(version):
-        raise CoordinatorRecordError(f"Found an unknown record version {version} for {record_type} type")
+    # a fast reader reads only versions the schema has; anything else is judged below
     value_fields = fast[2](value, version) if fast is not None and fast[2] is not None else None
     if value_fields is None:
+        if not value_schema.is_valid(version):
+            raise CoordinatorRecordError(f"Found an unknown record version {version} for {record_type} type")
         value_fields = read_message(value_schema, version, value[2:], "value")
     return CoordinatorRecord(record_type, key_schema, key_fields, value_schema, version, value_fields)
 
@@ -82,8 +88,8 @@ def read_coordinator_record(key: bytes, value: bytes | None, record_types: dict)
 # record type -> (its key/value schemas, fast key reader, fast value reader or None): the hot
 # types read by coordinator_fast, which returns None wherever the schemas must decide
 _FAST_READERS = {
-    0: (GROUP_RECORD_TYPES[0], read_offset_commit_key, partial(read_offset_commit_value, legacy=True)),
-    1: (GROUP_RECORD_TYPES[1], read_offset_commit_key, partial(read_offset_commit_value, legacy=False)),
+    0: (GROUP_RECORD_TYPES[0], read_offset_commit_key, read_legacy_offset_commit_value),
+    1: (GROUP_RECORD_TYPES[1], read_offset_commit_key, read_offset_commit_value),
     2: (GROUP_RECORD_TYPES[2], read_group_key, None),
 }
 
@@ -98,7 +104,10 @@ def read_versioned(message: Message, data: bytes) -> tuple[int, dict]:
 def _read_version(data: bytes, name: str) -> int:
     if len(data) < 2:
         raise CoordinatorRecordError(f"Could not read version from {name}'s buffer.")
-    return struct.unpack_from(">h", data)[0]
+    return _INT16(data)[0]
+
+
+_INT16 = struct.Struct(">h").unpack_from
 
 
 def read_message(message: Message, version: int, data: bytes, name: str, shown_version: int | None = None) -> dict:

@@ -12,7 +12,12 @@ from hypothesis import strategies as st
 
 from formats import group_coordinator as gc
 from seglog_cli.render.coordinator_json import CoordinatorRecordParser, offsets_parser
-from seglog_cli.storage.coordinator_fast import read_group_key, read_offset_commit_key, read_offset_commit_value
+from seglog_cli.storage.coordinator_fast import (
+    read_group_key,
+    read_legacy_offset_commit_value,
+    read_offset_commit_key,
+    read_offset_commit_value,
+)
 from seglog_cli.storage.coordinator_records import GROUP_RECORD_TYPES, CoordinatorRecordError, read_coordinator_record
 from seglog_cli.storage.coordinator_log import partition_entries
 from seglog_cli.storage.records import Record
@@ -64,7 +69,8 @@ def test_built_records_decode_alike(value_case, group, topic, partition):
     # longer varint: that one goes to the schema)
     assert read_offset_commit_key(key) == fast[1]
     plain_v4 = version != 4 or len(fast[3]["metadata"].encode("utf-8", "surrogatepass")) < 0x7F
-    assert (read_offset_commit_value(value, version, record_type == 0) == fast[3]) == plain_v4
+    read_value = read_legacy_offset_commit_value if record_type == 0 else read_offset_commit_value
+    assert (read_value(value, version) == fast[3]) == plain_v4
 
 
 @settings(max_examples=200, deadline=None)
@@ -114,13 +120,13 @@ def test_schema_error_texts_stay():
 def test_v4_tagged_fields_and_long_metadata_go_to_the_schema():
     key = build_key(1, "g", "t", 0)
     tagged = struct.pack(">hqi", 4, 10, 2) + b"\x01" + struct.pack(">q", 3) + b"\x01\x07\x01\xff"  # tag 7, 1 byte
-    assert read_offset_commit_value(tagged, 4, False) is None
+    assert read_offset_commit_value(tagged, 4) is None
     assert outcome(key, tagged, GROUP_RECORD_TYPES)[3] == {"offset": 10, "leaderEpoch": 2, "metadata": "",
                                                            "commitTimestamp": 3}
     long_metadata = "m" * 200  # compact length 201: a two-byte varint
     value = struct.pack(">h", 4) + gc.OFFSET_COMMIT_VALUE.struct(4).build(
         {"offset": 1, "leaderEpoch": -1, "metadata": long_metadata, "commitTimestamp": 2, "tagged_fields": {}})
-    assert read_offset_commit_value(value, 4, False) is None
+    assert read_offset_commit_value(value, 4) is None
     assert outcome(key, value, GROUP_RECORD_TYPES)[3]["metadata"] == long_metadata
 
 
@@ -143,7 +149,7 @@ def test_legacy_type_0_reads_only_version_0():
     assert outcome(key, v0, GROUP_RECORD_TYPES) == (0, {"group": "g", "topic": "t", "partition": 3}, 0,
                                                    {"offset": 42, "metadata": "", "commitTimestamp": 7})
     v3 = struct.pack(">hqih", 3, 1, 0, 0) + struct.pack(">q", 7)
-    assert read_offset_commit_value(v3, 3, True) is None
+    assert read_legacy_offset_commit_value(v3, 3) is None
     assert outcome(key, v3, GROUP_RECORD_TYPES) == ("CoordinatorRecordError",
                                                     "Found an unknown record version 3 for 0 type")
 

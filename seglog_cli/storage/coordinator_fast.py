@@ -1,8 +1,9 @@
 """Hand-written readers for the ``__consumer_offsets`` records that fill the topic: offset
-commits (record types 0 and 1) and the group metadata key (type 2).
+commits (record types 0 and 1), classic group metadata (type 2) and the consumer-protocol
+messages embedded in it.
 
 They read with :mod:`struct` what the declarations in :mod:`formats.group_coordinator` read with
-construct, about ten times faster, and give the same plain values
+construct, five to ten times faster, and give the same plain values
 (:func:`seglog_cli.storage.coordinator_records.read_coordinator_record`'s). Byte layouts, after
 the int16 record type / value version::
 
@@ -14,19 +15,32 @@ the int16 record type / value version::
                  v3     offset int64, leaderEpoch int32, metadata string, commitTimestamp int64
                  v4     as v3 with a compact metadata (unsigned varint length + 1), then the
                         tagged-field count
+    value type 2 v0-v4  protocolType string, generation int32, protocol string?, leader string?,
+                        currentStateTimestamp int64 (v2+), members [] of: memberId string,
+                        groupInstanceId string? (v3+), clientId string, clientHost string,
+                        rebalanceTimeout int32 (v1+), sessionTimeout int32, subscription bytes,
+                        assignment bytes (v4: compact encodings, a tagged-field count per struct)
+    ConsumerProtocolSubscription v0-3 (int16 version first)  topics []string, userData bytes?,
+                        ownedPartitions [] of {topic string, partitions []int32} (v1+),
+                        generationId int32 (v2+), rackId string? (v3+)
+    ConsumerProtocolAssignment v0-3   assignedPartitions [] of {topic, partitions}, userData bytes?
 
-    string  classic: int16 length, UTF-8 bytes; compact: unsigned varint length + 1, UTF-8 bytes
+    string  classic: int16 length, UTF-8 bytes; compact: unsigned varint length + 1
+    bytes   classic: int32 length; compact: unsigned varint length + 1
+    []      classic: int32 count; compact: unsigned varint count + 1      (? = nullable)
 
-Each reader gives up (returns ``None``) wherever the bytes leave the plain case: a null or
-too-long string, a length past the end, a version the schema does not have, a v4 value with
-tagged fields, a multi-byte varint. The caller then reads the record through the schemas, which
-produce Kafka's exact error text or read the rarer shapes. Bytes after the last field are ignored
-by both paths, as Kafka's reader ignores them.
+Each reader gives up (returns ``None``) wherever the bytes leave the plain case: a null where
+none is allowed, a too-long string, a length or count past the end, a version the schema does
+not have, a flexible struct with tagged fields, a v4 offset-commit metadata of a multi-byte
+varint. The caller then reads the record through the schemas, which produce Kafka's exact error
+text or read the rarer shapes. Bytes after the last field are ignored by both paths, as Kafka's
+reader ignores them.
 """
 
 from __future__ import annotations
 
 from struct import Struct
+from struct import error as struct_error
 
 from seglog_cli.storage.text import java_utf8
 
@@ -115,5 +129,166 @@ def read_offset_commit_value(value: bytes, version: int):
     return {"offset": offset, "metadata": text, "commitTimestamp": _INT64.unpack_from(value, at)[0]}
 
 
-__all__ = ["read_group_key", "read_legacy_offset_commit_value", "read_offset_commit_key",
+# -- classic group metadata (type 2 values) and the consumer protocol's embedded messages ------------
+
+class _Unsure(Exception):
+    """The reader leaves this message to the schemas."""
+
+
+class _Reader:
+    """A cursor over one message, classic or compact (flexible) encodings. Anything outside the
+    plain case raises :class:`_Unsure` (or IndexError / struct.error at the end of the bytes)."""
+
+    __slots__ = ("data", "at", "compact")
+
+    def __init__(self, data: bytes, at: int, compact: bool):
+        self.data, self.at, self.compact = data, at, compact
+
+    def int32(self) -> int:
+        value = _INT32.unpack_from(self.data, self.at)[0]
+        self.at += 4
+        return value
+
+    def int64(self) -> int:
+        value = _INT64.unpack_from(self.data, self.at)[0]
+        self.at += 8
+        return value
+
+    def _length(self, classic: Struct) -> int:
+        """A length or count; -1 for null."""
+        if not self.compact:
+            value = classic.unpack_from(self.data, self.at)[0]
+            self.at += classic.size
+            return value
+        data, at = self.data, self.at
+        value = shift = 0
+        for at in range(at, at + 5):
+            byte = data[at]
+            value |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                self.at = at + 1
+                if value > 0x7FFFFFFF:  # wraps in Java's int arithmetic
+                    raise _Unsure
+                return value - 1
+            shift += 7
+        raise _Unsure
+
+    def _raw(self, classic: Struct, nullable: bool):
+        size = self._length(classic)
+        if size < 0:
+            if nullable and size == -1:
+                return None
+            raise _Unsure
+        end = self.at + size
+        if end > len(self.data):
+            raise _Unsure
+        raw = self.data[self.at:end]
+        self.at = end
+        return raw
+
+    def string(self, nullable: bool = False):
+        raw = self._raw(_INT16, nullable)
+        if raw is None:
+            return None
+        if len(raw) > MAX_STRING_LENGTH:
+            raise _Unsure
+        return java_utf8(raw)
+
+    def bytes(self, nullable: bool = False):
+        return self._raw(_INT32, nullable)
+
+    def count(self) -> int:
+        """A non-null array's element count, at most the bytes left."""
+        count = self._length(_INT32)
+        if not 0 <= count <= len(self.data) - self.at:
+            raise _Unsure
+        return count
+
+    def int32s(self) -> list:
+        count = self.count()
+        end = self.at + 4 * count
+        if end > len(self.data):
+            raise _Unsure
+        values = list(Struct(f">{count}i").unpack_from(self.data, self.at)) if count else []
+        self.at = end
+        return values
+
+    def no_tags(self) -> None:
+        """A flexible struct's tagged-field count: only an empty section is read here."""
+        if self.compact:
+            if self.data[self.at] != 0:
+                raise _Unsure
+            self.at += 1
+
+
+def _member(reader: _Reader, version: int) -> dict:
+    member = {"memberId": reader.string()}
+    if version >= 3:
+        member["groupInstanceId"] = reader.string(nullable=True)
+    member["clientId"] = reader.string()
+    member["clientHost"] = reader.string()
+    if version >= 1:
+        member["rebalanceTimeout"] = reader.int32()
+    member["sessionTimeout"] = reader.int32()
+    member["subscription"] = reader.bytes()
+    member["assignment"] = reader.bytes()
+    reader.no_tags()
+    return member
+
+
+def read_group_metadata_value(value: bytes, version: int):
+    """A type 2 value of ``version`` 0-4 (its int16 already read): a dict, or None."""
+    if not 0 <= version <= 4:
+        return None
+    reader = _Reader(value, 2, version >= 4)
+    try:
+        out = {"protocolType": reader.string(), "generation": reader.int32(),
+               "protocol": reader.string(nullable=True), "leader": reader.string(nullable=True)}
+        if version >= 2:
+            out["currentStateTimestamp"] = reader.int64()
+        out["members"] = [_member(reader, version) for _ in range(reader.count())]
+        reader.no_tags()
+    except (_Unsure, IndexError, struct_error):
+        return None
+    return out
+
+
+def _topic_partitions(reader: _Reader) -> list:
+    return [{"topic": reader.string(), "partitions": reader.int32s()} for _ in range(reader.count())]
+
+
+def read_consumer_subscription(data: bytes):
+    """ConsumerProtocolSubscription v0-3 (int16 version first): (version, dict), or None."""
+    reader = _Reader(data, 2, False)
+    try:
+        version = _INT16.unpack_from(data)[0]
+        if not 0 <= version <= 3:
+            return None
+        out = {"topics": [reader.string() for _ in range(reader.count())], "userData": reader.bytes(nullable=True)}
+        if version >= 1:
+            out["ownedPartitions"] = _topic_partitions(reader)
+        if version >= 2:
+            out["generationId"] = reader.int32()
+        if version >= 3:
+            out["rackId"] = reader.string(nullable=True)
+    except (_Unsure, IndexError, struct_error):
+        return None
+    return version, out
+
+
+def read_consumer_assignment(data: bytes):
+    """ConsumerProtocolAssignment v0-3 (int16 version first): (version, dict), or None."""
+    reader = _Reader(data, 2, False)
+    try:
+        version = _INT16.unpack_from(data)[0]
+        if not 0 <= version <= 3:
+            return None
+        out = {"assignedPartitions": _topic_partitions(reader), "userData": reader.bytes(nullable=True)}
+    except (_Unsure, IndexError, struct_error):
+        return None
+    return version, out
+
+
+__all__ = ["read_consumer_assignment", "read_consumer_subscription", "read_group_key",
+           "read_group_metadata_value", "read_legacy_offset_commit_value", "read_offset_commit_key",
            "read_offset_commit_value"]

@@ -6,8 +6,9 @@ null value is a tombstone. :func:`read_coordinator_record` returns a
 :class:`CoordinatorRecord` whose ``key``/``value`` are dicts in schema order (strings decoded
 as Java does, uuids as :class:`formats.kafka_message.RawUuid`, bytes as ``bytes``, tagged
 fields with their defaults when absent). Failures raise :class:`CoordinatorRecordError` (or
-its subclass :class:`UnknownRecordType`) carrying Kafka's own message. Offset commits and group
-metadata keys, which fill ``__consumer_offsets``, are read by the hand-written readers of
+its subclass :class:`UnknownRecordType`) carrying Kafka's own message. Offset commits and classic
+group metadata (with its embedded consumer-protocol messages), which fill ``__consumer_offsets``,
+are read by the hand-written readers of
 :mod:`seglog_cli.storage.coordinator_fast` first; whatever they are not sure of goes through the
 construct schemas (tests/storage/test_coordinator_fast.py holds the two paths to the same result).
 """
@@ -22,7 +23,10 @@ from construct import ConstructError
 from formats import group_coordinator, transaction_log
 from formats.kafka_message import TAGGED, ArrayOf, KafkaReadError, Message, RawString, versions
 from seglog_cli.storage.coordinator_fast import (
+    read_consumer_assignment,
+    read_consumer_subscription,
     read_group_key,
+    read_group_metadata_value,
     read_legacy_offset_commit_value,
     read_offset_commit_key,
     read_offset_commit_value,
@@ -90,13 +94,21 @@ def read_coordinator_record(key: bytes, value: bytes | None, record_types: dict)
 _FAST_READERS = {
     0: (GROUP_RECORD_TYPES[0], read_offset_commit_key, read_legacy_offset_commit_value),
     1: (GROUP_RECORD_TYPES[1], read_offset_commit_key, read_offset_commit_value),
-    2: (GROUP_RECORD_TYPES[2], read_group_key, None),
+    2: (GROUP_RECORD_TYPES[2], read_group_key, read_group_metadata_value),
 }
 
 
 def read_versioned(message: Message, data: bytes) -> tuple[int, dict]:
     """An int16-version-prefixed message (the consumer protocol's embedded bytes); the fields
     of whatever version is stored, as Kafka's generated readers do (no range check)."""
+    if message is group_coordinator.CONSUMER_PROTOCOL_SUBSCRIPTION:
+        fast = read_consumer_subscription(data)
+    elif message is group_coordinator.CONSUMER_PROTOCOL_ASSIGNMENT:
+        fast = read_consumer_assignment(data)
+    else:
+        fast = None
+    if fast is not None:
+        return fast
     version = _read_version(data, "value")
     return version, read_message(message, version, data[2:], "value")
 

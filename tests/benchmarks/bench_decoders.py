@@ -4,16 +4,17 @@ same run.
 The records are what a group coordinator writes (generated, deterministic): offset commits of
 many groups, topics and partitions, one batch per OffsetCommit request (1-8 records, the
 partitions of one topic), uncompressed like ``offsets.topic.compression.codec=0``; value
-versions 3 (85 %), 4 (8 %) and 1 with an expire timestamp (4 %); about 1 % classic
-GroupMetadata records (type 2, v3 value with consumer-protocol members), 1 % tombstones and
-0.5 % legacy type-0 commits. Keys and values are encoded from the message specs by
+versions 3 (about 87 %), 4 (8 %) and 1 with an expire timestamp (4 %), 1 % tombstones; one batch
+in 100 is a classic GroupMetadata record (type 2, v3 value, 1-4 members with consumer-protocol
+subscriptions and assignments: 0.2 % of the records) and one in 200 a legacy type-0 commit. Keys and values are encoded from the message specs by
 ``tests/coordinator_bytes.py`` (independent of the readers measured). Steps:
 
     parser            records/s of ``offsets_parser()`` (the key/payload texts) in process, on the
                       generated records
     parser_schema     the same with the hand-written readers off (a record-type table of new
-                      tuples: every record read through the construct schemas), the way every
-                      record was read before them
+                      tuples, and the consumer-protocol readers patched out: every record read
+                      through the construct schemas), the way every record was read before them
+    group_metadata    both parsers on the type-2 records alone (records/s)
     dump_offsets      ``seglog dump --offsets-decoder FILE > /dev/null``, wall, on a segment of
                       those records (default 200,000)
     dump_deep         ``seglog dump --deep-iteration --print-data-log FILE > /dev/null`` on the
@@ -37,12 +38,15 @@ import os
 import random
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from unittest import mock
 
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from seglog_cli.render.coordinator_json import CoordinatorRecordParser, offsets_parser  # noqa: E402
+from seglog_cli.storage import coordinator_records  # noqa: E402
 from seglog_cli.storage.builder import NewRecord, build_batch  # noqa: E402
 from seglog_cli.storage.coordinator_records import GROUP_RECORD_TYPES  # noqa: E402
 from seglog_cli.storage.records import Record  # noqa: E402
@@ -170,12 +174,26 @@ def time_parser(parser, records: list[Record], repeat: int) -> dict:
     return {"seconds": best, "records": len(records), "records_per_s": len(records) / best}
 
 
+@contextmanager
+def schemas_only():
+    """The embedded consumer-protocol messages read through the schemas too."""
+    with mock.patch.object(coordinator_records, "read_consumer_subscription", lambda data: None), \
+            mock.patch.object(coordinator_records, "read_consumer_assignment", lambda data: None):
+        yield
+
+
 def parser_steps(count: int, seed: int, repeat: int) -> dict:
     records = _records(count, seed)
+    group_metadata = [r for r in records if r.key[:2] == b"\x00\x02" and r.value is not None]
     fast, schema = offsets_parser(), schema_only_parser()
-    mismatched = sum(fast(r) != schema(r) for r in records)  # both paths print the same lines
-    return {"parser": time_parser(fast, records, repeat), "parser_schema": time_parser(schema, records, repeat),
-            "lines_differing": mismatched}
+    lines = [fast(r) for r in records]
+    with schemas_only():
+        mismatched = sum(line != schema(r) for line, r in zip(lines, records))  # the same lines both ways
+        schema_all = time_parser(schema, records, repeat)
+        schema_group = time_parser(schema, group_metadata, repeat) if group_metadata else None
+    return {"parser": time_parser(fast, records, repeat), "parser_schema": schema_all,
+            "group_metadata": time_parser(fast, group_metadata, repeat) if group_metadata else None,
+            "group_metadata_schema": schema_group, "lines_differing": mismatched}
 
 
 def cli_steps(path: str, repeat: int) -> dict:
@@ -212,6 +230,10 @@ def print_report(report: dict, file=sys.stdout) -> None:
     print(f"parser (schemas only)  {steps['parser_schema']['records_per_s']:>10,.0f} records/s   "
           f"fast/schema {report['ratios']['parser_vs_schema']:.2f}x, lines differing: {steps['lines_differing']}",
           file=file)
+    if steps.get("group_metadata"):
+        print(f"group metadata only    {steps['group_metadata']['records_per_s']:>10,.0f} records/s   "
+              f"schemas only {steps['group_metadata_schema']['records_per_s']:,.0f} records/s "
+              f"({steps['group_metadata']['records']} records)", file=file)
     for step in CLI_STEPS:
         print(f"{step:<22} {steps[step]['records_per_s']:>10,.0f} records/s   wall {steps[step]['wall']:.2f} s, "
               f"peak RSS {steps[step]['peak_rss_mb']:.0f} MB", file=file)

@@ -6,19 +6,29 @@ from __future__ import annotations
 
 import collections
 import struct
+from unittest import mock
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from formats import group_coordinator as gc
 from seglog_cli.render.coordinator_json import CoordinatorRecordParser, offsets_parser
+from seglog_cli.storage import coordinator_records
 from seglog_cli.storage.coordinator_fast import (
+    read_consumer_assignment,
+    read_consumer_subscription,
     read_group_key,
+    read_group_metadata_value,
     read_legacy_offset_commit_value,
     read_offset_commit_key,
     read_offset_commit_value,
 )
-from seglog_cli.storage.coordinator_records import GROUP_RECORD_TYPES, CoordinatorRecordError, read_coordinator_record
+from seglog_cli.storage.coordinator_records import (
+    GROUP_RECORD_TYPES,
+    CoordinatorRecordError,
+    read_coordinator_record,
+    read_message,
+)
 from seglog_cli.storage.coordinator_log import partition_entries
 from seglog_cli.storage.records import Record
 from tests.conftest import requires_corpus
@@ -169,8 +179,7 @@ def test_every_corpus_record_reads_alike(corpus):
     directories = sorted(corpus.glob("kafka-4.2.0/data*/__consumer_offsets-*")) + sorted(
         corpus.glob("public/**/__consumer_offsets-*"))
     assert directories
-    problems, types, fast_parser, schema_parser = [], collections.Counter(), offsets_parser(), \
-        CoordinatorRecordParser(SCHEMA_ONLY)
+    problems, types, fast_parser = [], collections.Counter(), offsets_parser()
     for directory in directories:
         for entry in partition_entries(directory, problems):
             record = entry.record
@@ -178,7 +187,112 @@ def test_every_corpus_record_reads_alike(corpus):
                 continue
             result = outcome(record.key, record.value, GROUP_RECORD_TYPES)
             assert result == outcome(record.key, record.value, SCHEMA_ONLY)
-            assert fast_parser(record) == schema_parser(record)
+            assert fast_parser(record) == schema_lines(record)
             types[result[0]] += 1
     assert problems == []
     assert types[1] > 0 and types[2] > 0
+
+
+# -- classic group metadata and the consumer protocol ----------------------------------------------
+
+NULLABLE_TEXT = st.one_of(st.none(), TEXT)
+TOPIC_PARTITIONS = st.lists(st.fixed_dictionaries({"topic": TEXT, "partitions": st.lists(INT32, max_size=4)}),
+                            max_size=3)
+
+
+@st.composite
+def subscriptions(draw):
+    version = draw(st.integers(0, 3))
+    fields = {"topics": draw(st.lists(TEXT, max_size=3)), "userData": draw(st.one_of(st.none(), st.binary(max_size=8))),
+              "ownedPartitions": draw(TOPIC_PARTITIONS), "generationId": draw(INT32), "rackId": draw(NULLABLE_TEXT)}
+    return struct.pack(">h", version) + gc.CONSUMER_PROTOCOL_SUBSCRIPTION.struct(version).build(fields)
+
+
+@st.composite
+def assignments(draw):
+    version = draw(st.integers(0, 3))
+    fields = {"assignedPartitions": draw(TOPIC_PARTITIONS), "userData": draw(st.one_of(st.none(), st.binary(max_size=8)))}
+    return struct.pack(">h", version) + gc.CONSUMER_PROTOCOL_ASSIGNMENT.struct(version).build(fields)
+
+
+@st.composite
+def group_metadata_values(draw):
+    """(version, value bytes) of GroupMetadataValue v0-v4 built by the layer's build side, members'
+    subscription and assignment either consumer-protocol bytes or arbitrary ones."""
+    version = draw(st.integers(0, 4))
+    members = [{"memberId": draw(TEXT), "groupInstanceId": draw(NULLABLE_TEXT), "clientId": draw(TEXT),
+                "clientHost": draw(TEXT), "rebalanceTimeout": draw(INT32), "sessionTimeout": draw(INT32),
+                "subscription": draw(st.one_of(subscriptions(), st.binary(max_size=6))),
+                "assignment": draw(st.one_of(assignments(), st.binary(max_size=6))), "tagged_fields": {}}
+               for _ in range(draw(st.integers(0, 3)))]
+    fields = {"protocolType": draw(st.sampled_from(["consumer", "connect", ""])), "generation": draw(INT32),
+              "protocol": draw(NULLABLE_TEXT), "leader": draw(NULLABLE_TEXT), "currentStateTimestamp": draw(INT64),
+              "members": members, "tagged_fields": {}}
+    return version, struct.pack(">h", version) + gc.GROUP_METADATA_VALUE.struct(version).build(fields)
+
+
+def schema_lines(record: Record):
+    """The decoder's lines with every message, embedded ones too, read through the schemas."""
+    with mock.patch.object(coordinator_records, "read_consumer_subscription", lambda data: None), \
+            mock.patch.object(coordinator_records, "read_consumer_assignment", lambda data: None):
+        return CoordinatorRecordParser(SCHEMA_ONLY)(record)
+
+
+def schema_versioned(message, data: bytes):
+    try:
+        version = struct.unpack_from(">h", data)[0]
+        return version, read_message(message, version, data[2:], "value")
+    except (CoordinatorRecordError, struct.error):
+        return "error"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(group_metadata_values(), TEXT)
+def test_group_metadata_values_decode_alike(case, group):
+    version, value = case
+    fast = read_group_metadata_value(value, version)
+    assert fast is not None and fast == read_message(gc.GROUP_METADATA_VALUE, version, value[2:], "value")
+    key = struct.pack(">h", 2) + gc.RECORD_TYPES[2][0].struct(0).build({"group": group})
+    record = Record(3, 0, 0, key, value, (), 0, 0)
+    assert outcome(key, value, GROUP_RECORD_TYPES) == outcome(key, value, SCHEMA_ONLY)
+    # the whole line, consumer-protocol expansion included, against the schemas alone
+    assert offsets_parser()(record) == schema_lines(record)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(subscriptions().map(lambda d: (gc.CONSUMER_PROTOCOL_SUBSCRIPTION, d)),
+                 assignments().map(lambda d: (gc.CONSUMER_PROTOCOL_ASSIGNMENT, d))), st.data())
+def test_consumer_protocol_messages_decode_alike(case, data):
+    message, raw = case
+    reader = read_consumer_subscription if message is gc.CONSUMER_PROTOCOL_SUBSCRIPTION else read_consumer_assignment
+    assert reader(raw) == schema_versioned(message, raw)
+    damaged = _damage(raw, data)
+    fast = reader(damaged)
+    assert fast is None or fast == schema_versioned(message, damaged)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(group_metadata_values(), st.data())
+def test_cut_or_changed_group_metadata_reads_like_the_schemas(case, data):
+    version, value = case
+    damaged = _damage(value, data)
+    fast = read_group_metadata_value(damaged, version)
+    if fast is not None:
+        assert fast == read_message(gc.GROUP_METADATA_VALUE, version, damaged[2:], "value")
+    key = struct.pack(">hh", 2, 1) + b"g"
+    assert outcome(key, damaged, GROUP_RECORD_TYPES) == outcome(key, damaged, SCHEMA_ONLY)
+
+
+def test_group_metadata_reader_leaves_tagged_fields_and_odd_versions_to_the_schemas():
+    fields = {"protocolType": "consumer", "generation": 1, "protocol": None, "leader": None,
+              "currentStateTimestamp": -1, "members": [], "tagged_fields": {}}
+    v4 = struct.pack(">h", 4) + gc.GROUP_METADATA_VALUE.struct(4).build(fields)
+    assert read_group_metadata_value(v4, 4) == {k: v for k, v in fields.items() if k != "tagged_fields"}
+    tagged = v4[:-1] + b"\x01\x05\x01\xee"  # one unknown tagged field (tag 5, 1 byte)
+    assert read_group_metadata_value(tagged, 4) is None
+    assert outcome(struct.pack(">hh", 2, 1) + b"g", tagged, GROUP_RECORD_TYPES)[3]["members"] == []
+    assert read_group_metadata_value(v4, 5) is None
+    later = struct.pack(">hii", 4, 0, -1)  # a version 4 assignment: [] and null userData
+    assert read_consumer_assignment(later) is None
+    assert schema_versioned(gc.CONSUMER_PROTOCOL_ASSIGNMENT, later) == (4, {"assignedPartitions": [],
+                                                                             "userData": None})

@@ -7,7 +7,9 @@ from __future__ import annotations
 import struct
 
 from formats.varint import encode_unsigned
+from seglog_cli.render.coordinator_json import offsets_parser
 from seglog_cli.storage.builder import NewRecord, build_batch, build_end_txn_marker
+from seglog_cli.storage.records import Record
 
 
 def i8(v): return struct.pack(">b", v)
@@ -86,3 +88,31 @@ def batch(offset, key, value, *, producer_id=-1, transactional=False, timestamp=
 def marker(offset, producer_id, commit, timestamp=2_000):
     return build_end_txn_marker(commit=commit, base_offset=offset, producer_id=producer_id, producer_epoch=0,
                                 timestamp=timestamp)
+
+
+# -- shared by the schema tests (tests/formats) and the decoder-line tests (tests/render) ----------
+
+def hex_bytes(*parts: str) -> bytes:
+    """Bytes from hex literals written field by field."""
+    return bytes.fromhex("".join(parts))
+
+
+def round_trip(message, data: bytes, value: dict):
+    """Parse ``data`` with ``message`` (version 0), and build ``value`` (plain Python values) and
+    the parsed container back into exactly ``data``; the parsed container."""
+    schema = message.struct(0)
+    parsed = schema.parse(data)
+    assert schema.build(value) == data
+    assert schema.build(parsed) == data
+    return parsed
+
+
+def type_key(record_type, *strings):
+    """A group-coordinator key: int16 record type, then classic strings."""
+    return i16(record_type) + b"".join(s(text) for text in strings)
+
+
+def offsets_line(key, value, offset=7):
+    """The --offsets-decoder (key, payload) texts of one record."""
+    return offsets_parser()(Record(offset, 0, 0, key, value, (), 0, 0))
+

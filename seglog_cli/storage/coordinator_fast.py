@@ -257,36 +257,40 @@ def _topic_partitions(reader: _Reader) -> list:
     return [{"topic": reader.string(), "partitions": reader.int32s()} for _ in range(reader.count())]
 
 
-def read_consumer_subscription(data: bytes):
-    """ConsumerProtocolSubscription v0-3 (int16 version first): (version, dict), or None."""
-    reader = _Reader(data, 2, False)
+def _subscription_fields(reader: _Reader, version: int) -> dict:
+    out = {"topics": [reader.string() for _ in range(reader.count())], "userData": reader.bytes(nullable=True)}
+    if version >= 1:
+        out["ownedPartitions"] = _topic_partitions(reader)
+    if version >= 2:
+        out["generationId"] = reader.int32()
+    if version >= 3:
+        out["rackId"] = reader.string(nullable=True)
+    return out
+
+
+def _assignment_fields(reader: _Reader, version: int) -> dict:
+    return {"assignedPartitions": _topic_partitions(reader), "userData": reader.bytes(nullable=True)}
+
+
+def _consumer_protocol(data: bytes, fields):
+    """An int16 version 0-3, then ``fields(reader, version)``: (version, dict), or None."""
     try:
         version = _INT16.unpack_from(data)[0]
         if not 0 <= version <= 3:
             return None
-        out = {"topics": [reader.string() for _ in range(reader.count())], "userData": reader.bytes(nullable=True)}
-        if version >= 1:
-            out["ownedPartitions"] = _topic_partitions(reader)
-        if version >= 2:
-            out["generationId"] = reader.int32()
-        if version >= 3:
-            out["rackId"] = reader.string(nullable=True)
+        return version, fields(_Reader(data, 2, False), version)
     except (_Unsure, IndexError, struct_error):
         return None
-    return version, out
+
+
+def read_consumer_subscription(data: bytes):
+    """ConsumerProtocolSubscription v0-3 (int16 version first): (version, dict), or None."""
+    return _consumer_protocol(data, _subscription_fields)
 
 
 def read_consumer_assignment(data: bytes):
     """ConsumerProtocolAssignment v0-3 (int16 version first): (version, dict), or None."""
-    reader = _Reader(data, 2, False)
-    try:
-        version = _INT16.unpack_from(data)[0]
-        if not 0 <= version <= 3:
-            return None
-        out = {"assignedPartitions": _topic_partitions(reader), "userData": reader.bytes(nullable=True)}
-    except (_Unsure, IndexError, struct_error):
-        return None
-    return version, out
+    return _consumer_protocol(data, _assignment_fields)
 
 
 __all__ = ["read_consumer_assignment", "read_consumer_subscription", "read_group_key",

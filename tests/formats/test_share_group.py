@@ -9,23 +9,12 @@ from construct import ConstructError
 
 from formats import group_coordinator as gc
 from formats.kafka_message import KafkaReadError, RawString, RawUuid
+from tests.coordinator_bytes import hex_bytes as _hex
+from tests.coordinator_bytes import round_trip as _round_trip
 
 NO_TAGS = "00"
 TOPIC_ID = "00000000000000000000000000000001"  # Uuid.ONE_UUID
 OTHER_ID = "0f" * 16
-
-
-def _hex(*parts: str) -> bytes:
-    return bytes.fromhex("".join(parts))
-
-
-def _round_trip(message, data: bytes, value: dict):
-    """Parse ``data``, and build ``value`` (plain Python values) back into exactly ``data``."""
-    schema = message.struct(0)
-    parsed = schema.parse(data)
-    assert schema.build(value) == data
-    assert schema.build(parsed) == data
-    return parsed
 
 
 @pytest.mark.parametrize(("record_type", "name", "fields"), [

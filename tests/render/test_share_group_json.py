@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from seglog_cli.render.coordinator_json import offsets_fields, offsets_parser
+from seglog_cli.render.coordinator_json import offsets_fields
 from seglog_cli.storage.records import Record
-from tests.coordinator_bytes import NO_TAGS, carr, cs, i8, i16, i32, i64, s, tags
+from tests.coordinator_bytes import NO_TAGS, carr, cs, i8, i16, i32, i64, tags
+from tests.coordinator_bytes import offsets_line as parse
+from tests.coordinator_bytes import type_key as key
 
 ONE_UUID = bytes(15) + b"\x01"
 ONE_UUID_TEXT = "AAAAAAAAAAAAAAAAAAAAAQ"
@@ -20,14 +22,6 @@ ONE_UUID_TEXT = "AAAAAAAAAAAAAAAAAAAAAQ"
 
 def record(key, value, offset=7):
     return Record(offset, 0, 0, key, value, (), 0, 0)
-
-
-def parse(key, value):
-    return offsets_parser()(record(key, value))
-
-
-def key(record_type, *strings):
-    return i16(record_type) + b"".join(s(text) for text in strings)
 
 
 def topic_partitions(topic_id, partitions):

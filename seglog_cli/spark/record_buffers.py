@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from seglog_cli.storage import native
 from seglog_cli.storage.batches import BatchHeader
 from seglog_cli.storage.codecs import decompress
-from seglog_cli.storage.errors import SeglogError
+from seglog_cli.storage.errors import DecompressionError, SeglogError
 
 BUFFERS = 14  # the order of columns_v2's bytearrays
 (OFFSET, TIMESTAMP, KEY_END, KEY_DATA, KEY_VALID, VALUE_END, VALUE_DATA, VALUE_VALID, HEADERS_END, HKEY_END,
@@ -54,8 +54,8 @@ class RecordBuffers:
             if codec:
                 try:
                     data = decompress(codec, section, 2)
-                except SeglogError:
-                    return None
+                except (DecompressionError, SeglogError):
+                    return None  # the general decoder reports it as the dump does
             else:
                 data = section
             if not self.columns_v2(data, batch[13], batch[1], batch[8], log_append_time, bool(codec),

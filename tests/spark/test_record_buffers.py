@@ -110,3 +110,22 @@ def test_pure_python_engine_agrees(tmp_path, monkeypatch):
     finally:
         native.set_enabled(True)
     assert fast.to_pylist() == pure.to_pylist()
+
+
+def test_a_batch_that_does_not_decompress_goes_to_the_general_decoder(tmp_path, monkeypatch):
+    """lz4 bytes under a gzip codec (CRC recomputed, so only the decompression fails): no
+    exception from the compiled path, and the same rows as the general decoder (none for it)."""
+    import struct
+
+    from crc32c import crc32c
+
+    good = build_batch([NewRecord(b"k", b"v" * 40, timestamp=1_700_000_000_000)], base_offset=0)
+    bad = bytearray(build_batch([NewRecord(b"k", b"v" * 40, timestamp=1_700_000_000_001)], base_offset=1,
+                                compression=LZ4))
+    struct.pack_into(">h", bad, 21, (struct.unpack_from(">h", bad, 21)[0] & ~7) | GZIP)
+    struct.pack_into(">I", bad, 17, crc32c(bytes(bad[21:])))
+    after = build_batch([NewRecord(b"k2", b"w", timestamp=1_700_000_000_002)], base_offset=2)
+    (tmp_path / "t-0").mkdir()
+    (tmp_path / "t-0" / "00000000000000000000.log").write_bytes(good + bytes(bad) + after)
+    table = _same([tmp_path / "t-0"], ScanOptions(), monkeypatch)
+    assert table.column("offset").to_pylist() == [0, 2]

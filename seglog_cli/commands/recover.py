@@ -31,9 +31,9 @@ seglog recover --undo DIR or seglog undo --apply DIR).
 Example: seglog recover --mode kafka /var/lib/kafka/data/orders-0
 
 Exit status: 0 nothing to do, or applied; 1 a plan (not applied); 2 usage error; 3 a partition
-was refused (Kafka itself would not load it as recovery does: an offset-overflow segment that
-needs a split, an index the configured size cannot hold; the other partitions are planned and,
-with --apply, applied); 4 an input could not be read; 5 a broker holds the log dir's .lock.
+was refused (Kafka itself would not load it as recovery does: a damaged segment whose offsets
+overflow its base, an index the configured size cannot hold; the other partitions are planned
+and, with --apply, applied); 4 an input could not be read; 5 a broker holds the log dir's .lock.
 """
 
 

@@ -11,7 +11,8 @@ Per partition, in Kafka's order (``LogLoader.load``):
 3. without ``.kafka_cleanshutdown`` in the log dir, every segment from the one holding the
    recovery point on is recovered (``LogSegment.recover``: indexes rebuilt batch by batch, the
    ``.txnindex`` from the producer state, the ``.log`` truncated at the first invalid batch);
-   when a segment loses bytes, every later segment is removed;
+   when a segment loses bytes, every later segment is removed; a segment whose offsets overflow
+   its base is split (``segment_split``) and the pieces recovered as Kafka's second load does;
 4. the log end offset, the log start offset (``max(checkpoint, first base)``), the
    leader-epoch-checkpoint cut to the log end and the log start, producer snapshots (one at the
    end of each recovered segment, strays removed, one at the log end offset), the recovery point
@@ -28,7 +29,9 @@ in ``seglog-backups/`` beside the log dir), under the log dir's lock.
 from __future__ import annotations
 
 import bisect
+import shutil
 import struct
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +51,7 @@ from seglog_cli.storage.producer_state import (ProducerStateManager, rebuild_pro
                                               replay_positions, replay_segment)
 from seglog_cli.storage.rebuild_index import RebuildError, recover_indexes
 from seglog_cli.storage.safety import ChangeSet, held_log_dir
+from seglog_cli.storage.segment_split import split_overflowed
 from seglog_cli.storage.segments import LogSegment
 from seglog_cli.storage.topic_config import TopicConfig
 from seglog_cli.storage.writer import SegmentIndexer
@@ -188,6 +192,12 @@ class _Work:
     salvaged_from: int | None = None  # base of the first salvaged segment
     snapshot_data: dict[int, bytes] = field(default_factory=dict)  # producer state at a recovered segment's end
     clear_epochs: bool = False  # every segment deleted: the leader epochs go too
+    scratch_dir: Path | None = None  # split pieces, read while planning (removed at the end)
+
+    def scratch(self) -> Path:
+        if self.scratch_dir is None:
+            self.scratch_dir = Path(tempfile.mkdtemp(prefix="seglog-split-"))
+        return self.scratch_dir
 
     def log(self, segments: list[LogSegment]) -> PartitionLog:
         """The partition as the plan leaves it, for the producer-state replay."""
@@ -216,10 +226,13 @@ def plan_partition(directory: Path, state: _LogDirState, mode: str, config: Topi
         # point, or after a clean shutdown): they are walked, and recovered only when damaged
         extra = {s.base_offset for s in segments} - must if mode == SALVAGE else set()
         kept = _recover_segments(work, segments, sorted(must | extra), extra)
+        _finish(work, kept, log_start_checkpoint)
     except _Refused as exc:
         out.refused, out.steps, out.offsets_lost, out.bytes_truncated = str(exc), [], [], 0
         return out
-    _finish(work, kept, log_start_checkpoint)
+    finally:
+        if work.scratch_dir is not None:
+            shutil.rmtree(work.scratch_dir, ignore_errors=True)
     out.steps = [step for step in out.steps if not _no_op(step)]
     return out
 
@@ -323,7 +336,9 @@ def _recover_segments(work: _Work, segments: list[LogSegment], recover: list[int
     log = work.log(segments)
     kept = list(segments)
     manager, previous = None, None
-    for base in recover:
+    queue = list(recover)
+    while queue:
+        base = queue.pop(0)
         segment = next((s for s in kept if s.base_offset == base), None)
         if segment is None:
             continue  # removed after an earlier truncation
@@ -343,7 +358,14 @@ def _recover_segments(work: _Work, segments: list[LogSegment], recover: list[int
             manager = rebuild_producer_state(log, up_to_offset=base).manager
         previous = base
         work.snapshots.rebuild_to(base, [s.base_offset for s in kept])
-        truncated = _recover_one(work, segment, manager)
+        try:
+            truncated = _recover_one(work, segment, manager)
+        except _NeedsSplit:
+            out.recovered_segments.remove(base)  # its pieces are listed as Kafka's second load recovers them
+            kept, again = _split(work, segment, kept)
+            queue[:0] = again  # Kafka loads again after the split: the pieces it recovers come next
+            previous = None
+            continue
         if truncated and out.mode == KAFKA:
             for victim in [s for s in kept if s.base_offset > base]:
                 first, last = victim.base_offset, victim.read_next_offset() - 1
@@ -391,6 +413,8 @@ def _recover_one(work: _Work, segment: LogSegment, manager: ProducerStateManager
         try:
             recovered = recover_indexes(mapped, segment.base_offset, work.config)
         except RebuildError as exc:
+            if "does not fit segment" in exc.message:
+                raise _NeedsSplit() from None
             if not exc.message.startswith("Attempt to append an offset"):
                 raise _Refused(_refusal(exc, segment)) from None
             # InvalidOffsetException from the index: Kafka truncates the segment to its base offset
@@ -481,15 +505,60 @@ def _salvage(work: _Work, segment: LogSegment, valid: int | None, manager: Produ
     return False
 
 
+class _NeedsSplit(Exception):
+    """``LogSegmentOffsetOverflowException``: Kafka splits the segment and loads again."""
+
+
+def _split(work: _Work, segment: LogSegment, kept: list[LogSegment]) -> tuple[list[LogSegment], list[int]]:
+    """``splitOverflowedSegment``: the steps that replace ``segment`` by its pieces; the segments
+    kept (the pieces in its place, read from a scratch copy while planning) and the pieces
+    Kafka's second load recovers (from the one holding the recovery point on, after an unclean
+    shutdown)."""
+    out, directory = work.out, work.directory
+    with MappedFile(segment.log_path) as mapped:
+        try:
+            pieces = split_overflowed(mapped, work.config)
+        except SeglogError as exc:
+            raise _Refused(f"segment {segment.base_offset}: offsets past base + 2^31 - 1, which Kafka splits "
+                           f"(KAFKA-6264), but {exc.message}; nothing is planned for this partition") from None
+    segment.close()
+    names = {format_offset(p.base_offset) + suffix for p in pieces for suffix in (".log", ".index", ".timeindex")}
+    for path in _segment_files(work.files, segment):
+        if path.name not in names:
+            out.steps.append(Step("remove", path, f"segment {segment.base_offset} is split: its offsets overflow "
+                                                  "its base (Kafka's splitOverflowedSegment)"))
+        del work.files[path.name]
+    scratch = work.scratch()
+    new_segments = []
+    for piece in pieces:
+        stem = format_offset(piece.base_offset)
+        why = (f"split of segment {segment.base_offset}: offsets {piece.first_offset}..{piece.last_offset} "
+               "(Kafka's splitOverflowedSegment)")
+        for suffix, data in ((".log", piece.data), (".index", piece.offset_index), (".timeindex", piece.time_index)):
+            out.steps.append(Step("replace", directory / (stem + suffix), why, data=data))
+        copy = scratch / (stem + ".log")
+        copy.write_bytes(piece.data)
+        work.files[stem + ".log"] = copy
+        part = LogSegment(copy, piece.base_offset)
+        part.index_path, part.time_index_path = scratch / (stem + ".index"), scratch / (stem + ".timeindex")
+        part.txn_index_path = scratch / (stem + ".txnindex")
+        work.ends[copy] = piece.last_offset + 1
+        new_segments.append(part)
+    kept = sorted([s for s in kept if s is not segment] + new_segments, key=lambda s: s.base_offset)
+    out.notes.append(f"segment {segment.base_offset} split into {len(pieces)} segment(s) at "
+                     f"{', '.join(str(p.base_offset) for p in pieces)} (KAFKA-6264)")
+    if out.clean_shutdown:
+        return kept, []
+    bases = [s.base_offset for s in kept]
+    floor = bases[max(0, bisect.bisect_right(bases, out.recovery_point) - 1)]
+    return kept, [p.base_offset for p in pieces if p.base_offset >= floor]
+
+
 class _Refused(Exception):
     """A partition Kafka's loader would not load as recovery does (the reason is the message)."""
 
 
 def _refusal(exc: RebuildError, segment: LogSegment) -> str:
-    if "does not fit segment" in exc.message:
-        return (f"segment {segment.base_offset}: {exc.message}. Kafka splits such a legacy segment (KAFKA-6264) "
-                "into segments whose offsets fit and then recovers them; seglog does not split segments, so "
-                "nothing is planned for this partition")
     return (f"segment {segment.base_offset}: {exc.message} (Kafka's recovery throws here and the log dir goes "
             "offline; raise segment.index.bytes with --config to rebuild it); nothing is planned for this partition")
 

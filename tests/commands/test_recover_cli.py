@@ -63,17 +63,20 @@ def test_jobs_give_the_same_plan(corpus):
     assert one == two and len(one["partitions"]) == 110
 
 
-def test_an_overflowed_segment_is_refused_and_the_rest_planned(corpus, tmp_path):
-    """A segment holding an offset past base + 2^31 - 1: Kafka splits it (KAFKA-6264); seglog
-    refuses that partition (exit 3, nothing written there) and still plans the others."""
+def test_an_overflowed_segment_seglog_cannot_split_is_refused_and_the_rest_planned(corpus, tmp_path):
+    """A segment holding an offset past base + 2^31 - 1 and a damaged batch: Kafka would split it
+    (KAFKA-6264) and truncate a piece; seglog refuses that partition (exit 3, nothing written
+    there) and still plans the others."""
     from seglog_cli.storage.builder import NewRecord, build_batch
 
     data = _data(corpus, tmp_path)
     odd = data / "odd-0"
     odd.mkdir()
+    damaged = bytearray(build_batch([NewRecord(b"k", b"v" * 30, timestamp=3)], base_offset=2**31 + 6))
+    damaged[-3] ^= 0xFF
     (odd / "00000000000000000000.log").write_bytes(
         build_batch([NewRecord(b"k", b"v", timestamp=1)], base_offset=0)
-        + build_batch([NewRecord(b"k", b"v", timestamp=2)], base_offset=2**31 + 5))
+        + build_batch([NewRecord(b"k", b"v", timestamp=2)], base_offset=2**31 + 5) + bytes(damaged))
     before = (odd / "00000000000000000000.log").read_bytes()
     result = run_seglog("recover", "--apply", "--backup-dir", str(tmp_path / "b"), str(data))
     assert result.exit_code == 3, result.err

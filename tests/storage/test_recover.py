@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import textwrap
@@ -275,3 +276,66 @@ def test_salvage_cuts_damage_out_where_kafka_does_not_look(corpus, tmp_path):
     assert len(offsets) == partition.log_end_offset - (lost[1] - lost[0] + 1)
     undo(result.backup_dir)
     assert _tree(data / "plain-0") == before
+
+
+def _overflowed_partition(root: Path, segment: bytes) -> Path:
+    directory = root / "data" / "old-0"
+    directory.mkdir(parents=True)
+    (directory / "00000000000000000000.log").write_bytes(segment)
+    return directory
+
+
+def test_an_overflowed_segment_is_split_as_kafka_splits_it(tmp_path):
+    """KAFKA-6264: offsets past base + 2^31 - 1 in one segment. Kafka splits it at the batches
+    whose offsets no longer fit, names each piece by its first batch, and recovers the pieces
+    on its second load; nothing is lost, and a second run plans nothing."""
+    from seglog_cli.storage.builder import NewRecord, build_batch
+
+    high = 2**31 + 5
+    batches = [build_batch([NewRecord(b"k%d" % i, b"v" * 200, timestamp=1_700_000_000_000 + i)], base_offset=i)
+               for i in range(40)]
+    batches += [build_batch([NewRecord(b"h%d" % i, b"w" * 200, timestamp=1_700_000_100_000 + i)], base_offset=high + i)
+                for i in range(30)]
+    directory = _overflowed_partition(tmp_path, b"".join(batches))
+    before = _tree(directory)
+    plan = plan_recover([directory])
+    partition = plan.partitions[0]
+    assert partition.refused is None and partition.offsets_lost == [] and partition.bytes_truncated == 0
+    assert partition.recovered_segments == [0, high]
+    assert partition.log_end_offset == high + 30
+    result = apply_recover(plan, backup_root=tmp_path / "backups")
+    names = sorted(p.name for p in directory.iterdir() if not p.name.endswith(".snapshot"))
+    assert names == [f"{base:020d}{suffix}" for base in (0, high) for suffix in (".index", ".log", ".timeindex")]
+    assert (directory / "00000000000000000000.log").read_bytes() == b"".join(batches[:40])
+    assert (directory / f"{high:020d}.log").read_bytes() == b"".join(batches[40:])
+    assert [f for f in verify([str(directory)]).all_findings() if f.severity.value == "error"] == []
+    assert _records(directory) == list(range(40)) + list(range(high, high + 30))
+    assert plan_recover([directory]).partitions[0].steps == []
+    undo(result.backup_dir)
+    assert _tree(directory) == before
+
+
+def test_a_legacy_piece_is_named_by_its_first_inner_message(tmp_path):
+    """A compressed v1 wrapper carries its last inner offset; the piece it starts is named by
+    its first (``AbstractLegacyRecordBatch.baseOffset``), and a clean shutdown keeps the split's
+    own indexes (one entry per appended chunk) because no second recovery runs."""
+    from seglog_cli.storage.builder import NewRecord, build_legacy_entry, build_legacy_wrapper
+
+    first = 2**31 + 10
+    segment = b"".join(build_legacy_entry(i, b"k", b"v" * 100, timestamp=1_600_000_000_000 + i) for i in range(5))
+    segment += build_legacy_wrapper([NewRecord(b"k", b"x" * 100, timestamp=1_600_000_001_000 + i) for i in range(3)],
+                                    last_offset=first + 2)
+    directory = _overflowed_partition(tmp_path, segment)  # no .index: recovered despite the clean shutdown
+    (tmp_path / "data" / ".kafka_cleanshutdown").write_text("")
+    plan = plan_recover([directory])
+    partition = plan.partitions[0]
+    assert partition.refused is None
+    created = {s.path.name: s.data for s in plan.steps if s.op == "replace"}
+    assert f"{first:020d}.log" in created and f"{first + 2:020d}.log" not in created
+    assert partition.recovered_segments == []  # clean shutdown: Kafka's second load recovers nothing
+    assert partition.log_end_offset == first + 3
+    # the split's own indexes: one append of the whole (small) chunk, so no offset entry, and the
+    # final time index entry of onBecomeInactiveSegment (largest timestamp, its offset)
+    assert created["00000000000000000000.index"] == b""
+    assert created["00000000000000000000.timeindex"] == struct.pack(">qi", 1_600_000_000_004, 4)
+    assert created[f"{first:020d}.timeindex"] == struct.pack(">qi", 1_600_000_001_002, 2)

@@ -51,9 +51,7 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-[ ${#paths[@]} -gt 0 ] || rb_usage_error "give the log dir (or partition dirs) of the stopped broker"
-rb_check_tools
-rb_require_paths "${paths[@]}"
+rb_inputs "give the log dir (or partition dirs) of the stopped broker" ${paths[@]+"${paths[@]}"}
 
 # 1. find the damage
 rb_verify "${paths[@]}"

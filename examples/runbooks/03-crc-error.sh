@@ -49,9 +49,7 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-[ ${#paths[@]} -gt 0 ] || rb_usage_error "give the replica's log dir or partition dirs"
-rb_check_tools
-rb_require_paths "${paths[@]}"
+rb_inputs "give the replica's log dir or partition dirs" ${paths[@]+"${paths[@]}"}
 if [ -n "$out" ] && [ -e "$out" ]; then
     rb_finish $RB_BAD_INPUT "--out $out exists: choose a new file name (nothing is overwritten)"
 fi

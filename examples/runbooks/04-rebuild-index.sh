@@ -45,9 +45,7 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-[ ${#paths[@]} -gt 0 ] || rb_usage_error "give the log dir, partition dirs or segment files"
-rb_check_tools
-rb_require_paths "${paths[@]}"
+rb_inputs "give the log dir, partition dirs or segment files" ${paths[@]+"${paths[@]}"}
 
 # 1. what verify says about the indexes
 rb_verify "${paths[@]}"

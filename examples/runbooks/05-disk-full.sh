@@ -67,8 +67,7 @@ if [ -n "$need" ]; then
     case "$num" in '' | *[!0-9]*) rb_usage_error "--need takes bytes or a size with K, M, G or T, not '$need'" ;; esac
     need_bytes=$((num * mult))
 fi
-rb_check_tools
-rb_require_paths "${paths[@]}"
+rb_inputs "give the log dir (or partition dirs) on the full disk" ${paths[@]+"${paths[@]}"}
 
 # the partitions: given partition dirs as they are; a log dir's partitions but the internal ones
 rb_partitions "${paths[@]}"

@@ -51,9 +51,7 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-[ ${#paths[@]} -gt 0 ] || rb_usage_error "give the topic's partition dirs (or a log dir)"
-rb_check_tools
-rb_require_paths "${paths[@]}"
+rb_inputs "give the topic's partition dirs (or a log dir)" ${paths[@]+"${paths[@]}"}
 
 rb_partitions "${paths[@]}"
 if [ ${#RB_PARTITIONS[@]} -eq 0 ]; then

@@ -47,9 +47,7 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-[ -n "$log_dir" ] || rb_usage_error "give the broker's log dir"
-rb_check_tools
-rb_require_paths "$log_dir"
+rb_inputs "give the broker's log dir" ${log_dir:+"$log_dir"}
 
 rb_seglog txns transactions --format json ${args[@]+"${args[@]}"} "$log_dir"
 txn_rc=$RB_RC

@@ -48,9 +48,7 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-[ -n "$log_dir" ] || rb_usage_error "give the broker's log dir"
-rb_check_tools
-rb_require_paths "$log_dir"
+rb_inputs "give the broker's log dir" ${log_dir:+"$log_dir"}
 if [ -n "$out" ] && [ -e "$out" ]; then
     rb_finish $RB_BAD_INPUT "--out $out exists: choose a new file name (nothing is overwritten)"
 fi

@@ -61,9 +61,7 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$topic" ] || rb_usage_error "give the topic with --topic"
 [ -n "$out" ] || rb_usage_error "give a new output directory with --out"
-[ ${#log_dirs[@]} -gt 0 ] || rb_usage_error "give the log dir(s) holding the topic"
-rb_check_tools
-rb_require_paths "${log_dirs[@]}"
+rb_inputs "give the log dir(s) holding the topic" ${log_dirs[@]+"${log_dirs[@]}"}
 if [ -e "$out" ]; then
     rb_finish $RB_BAD_INPUT "--out $out exists: give a new directory (nothing is overwritten)"
 fi

@@ -184,6 +184,17 @@ rb_partitions() {
     done
 }
 
+rb_inputs() {
+    # rb_inputs MESSAGE PATH...: once the options are read (so -h always works): no PATH is a
+    # usage error saying MESSAGE; then seglog and python3 must run and every PATH must exist
+    # (callers pass an array as ${a[@]+"${a[@]}"}: bash 3.2 with set -u refuses an empty "${a[@]}")
+    local message=$1
+    shift
+    [ $# -gt 0 ] || rb_usage_error "$message"
+    rb_check_tools
+    rb_require_paths "$@"
+}
+
 rb_require_paths() {
     # every argument must exist
     local p

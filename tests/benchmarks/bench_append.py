@@ -185,16 +185,7 @@ def _scratch(variant: dict) -> tempfile.TemporaryDirectory:
 def measure_once(step: str, variant: dict) -> dict:
     if step == "cli":
         return measure_cli(variant)
-    argv = [sys.executable, str(Path(__file__).resolve()), "--step", step, json.dumps(variant)]
-    with tempfile.TemporaryFile() as out:
-        run = bench_dump.run_process(argv, stdout=out)
-        if run["returncode"] != 0:
-            raise RuntimeError(f"{step} failed ({run['returncode']}): {run['stderr'][-2000:]}")
-        out.seek(0)
-        result = json.loads(out.read())
-    own = result.pop("own_peak_rss_mb", None)
-    result.update(wall=run["wall"], peak_rss_mb=own if own is not None else run["peak_rss_mb"])
-    return result
+    return bench_verify.measure_step(__file__, step, json.dumps(variant))
 
 
 def measure_cli(variant: dict) -> dict:

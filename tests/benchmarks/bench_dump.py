@@ -380,22 +380,28 @@ def print_table(results: list[dict], goal_status: dict, file=sys.stdout) -> None
 # -- command line ---------------------------------------------------------------------------
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="256", help="segment sizes in MiB, comma-separated (default 256)")
-    parser.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
-                        help="<multi|one>-<codec>, comma-separated (default %(default)s)")
+    parser = segment_parser(__doc__, "256", DEFAULT_VARIANTS, PY_STEPS + ("dump_batches", "dump_deep"), "FILE")
     parser.add_argument("--segment", action="append", default=[], help="benchmark this .log instead")
+    return segment_args(parser, parser.parse_args(argv), PY_STEPS + tuple(CLI_STEPS))
+
+
+def segment_parser(doc: str, sizes: str, variants: tuple, steps: tuple, step_argument: str = "PATH"):
+    """A parser with the options the segment benchmarks share (checked by :func:`segment_args`);
+    ``--step NAME ARGUMENT`` runs one step in a child process."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--sizes", default=sizes, help="segment sizes in MiB, comma-separated (default %(default)s)")
+    parser.add_argument("--variants", default=",".join(variants),
+                        help="<multi|one>-<codec>, comma-separated (default %(default)s)")
     parser.add_argument("--cache-dir", default=os.environ.get("SEGLOG_BENCH_DIR", "/tmp/seglog-bench"))
     parser.add_argument("--seed", type=int, default=20250101)
     parser.add_argument("--repeat", type=int, default=3, help="runs per step; the best is kept")
-    parser.add_argument("--steps", default=",".join(PY_STEPS + ("dump_batches", "dump_deep")),
-                        help="steps to run (default: all)")
+    parser.add_argument("--steps", default=",".join(steps), help="steps to run (default: all)")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--allow-small", action="store_true",
                         help=f"allow segments under {MIN_SEGMENT_MIB} MiB (smoke tests; not valid for the goals)")
     parser.add_argument("--quiet", action="store_true")
-    parser.add_argument("--step", nargs=2, metavar=("NAME", "FILE"), help=argparse.SUPPRESS)
-    return segment_args(parser, parser.parse_args(argv), PY_STEPS + tuple(CLI_STEPS))
+    parser.add_argument("--step", nargs=2, metavar=("NAME", step_argument), help=argparse.SUPPRESS)
+    return parser
 
 
 def segment_args(parser: argparse.ArgumentParser, args: argparse.Namespace, steps: tuple) -> argparse.Namespace:

@@ -36,7 +36,6 @@ import json
 import os
 import pstats
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -209,33 +208,16 @@ def print_table(results: list[dict], goal_status: dict, file=sys.stdout) -> None
 # -- command line ----------------------------------------------------------------------------------------
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="256", help="segment sizes in MiB, comma-separated (default 256)")
-    parser.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
-                        help="<multi|one>-<codec>, comma-separated (default %(default)s)")
-    parser.add_argument("--cache-dir", default=os.environ.get("SEGLOG_BENCH_DIR", "/tmp/seglog-bench"))
-    parser.add_argument("--seed", type=int, default=20250101)
-    parser.add_argument("--repeat", type=int, default=3, help="runs per step; the best is kept")
-    parser.add_argument("--steps", default=",".join(ALL_STEPS), help="steps to run (default: all)")
+    parser = bench_dump.segment_parser(__doc__, "256", DEFAULT_VARIANTS, ALL_STEPS)
     parser.add_argument("--profile", action="store_true", help="add a cProfile of the plan step (top functions)")
-    parser.add_argument("--json", help="write the results here")
-    parser.add_argument("--allow-small", action="store_true",
-                        help=f"allow segments under {MIN_SEGMENT_MIB} MiB (smoke tests; not valid for the goal)")
-    parser.add_argument("--quiet", action="store_true")
-    parser.add_argument("--step", nargs=2, metavar=("NAME", "PATH"), help=argparse.SUPPRESS)
     parser.add_argument("--profile-step", metavar="PATH", help=argparse.SUPPRESS)
     return bench_dump.segment_args(parser, parser.parse_args(argv), ALL_STEPS)
 
 
 def profiled(partition: str) -> dict:
     """:func:`profile_plan` in a fresh process (its pages and imports stay out of the others)."""
-    with tempfile.TemporaryFile() as out:
-        run = bench_dump.run_process([sys.executable, str(Path(__file__).resolve()), "--profile-step", partition],
-                                     stdout=out)
-        if run["returncode"] != 0:
-            raise RuntimeError(f"profile failed ({run['returncode']}): {run['stderr'][-2000:]}")
-        out.seek(0)
-        return json.loads(out.read())
+    return bench_verify.run_json([sys.executable, str(Path(__file__).resolve()), "--profile-step", partition],
+                                 "profile")[0]
 
 
 def main(argv=None) -> dict:

@@ -190,15 +190,20 @@ def measure_once(step: str, path: str) -> dict:
     return measure_step(__file__, step, path)
 
 
-def measure_step(script: str, step: str, path: str) -> dict:
-    """``script --step STEP PATH`` in a fresh process: its JSON result, wall time and own peak RSS."""
-    argv = [sys.executable, str(Path(script).resolve()), "--step", step, path]
+def run_json(argv: list[str], what: str) -> tuple[dict, dict]:
+    """``argv`` in a fresh process that prints one JSON document: (the document, the run)."""
     with tempfile.TemporaryFile() as out:
         run = bench_dump.run_process(argv, stdout=out)
         if run["returncode"] != 0:
-            raise RuntimeError(f"{step} failed ({run['returncode']}): {run['stderr'][-2000:]}")
+            raise RuntimeError(f"{what} failed ({run['returncode']}): {run['stderr'][-2000:]}")
         out.seek(0)
-        result = json.loads(out.read())
+        return json.loads(out.read()), run
+
+
+def measure_step(script: str, step: str, argument: str) -> dict:
+    """``script --step STEP ARGUMENT`` in a fresh process: its JSON result, wall time and own
+    peak RSS."""
+    result, run = run_json([sys.executable, str(Path(script).resolve()), "--step", step, argument], step)
     own = result.pop("own_peak_rss_mb", None)
     result.update(wall=run["wall"], peak_rss_mb=own if own is not None else run["peak_rss_mb"])
     return result
@@ -372,19 +377,7 @@ def print_table(results: list[dict], goal_status: dict, file=sys.stdout) -> None
 # -- command line ----------------------------------------------------------------------------
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="256,1024", help="segment sizes in MiB, comma-separated")
-    parser.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
-                        help="<multi|one>-<codec>, comma-separated (default %(default)s)")
-    parser.add_argument("--cache-dir", default=os.environ.get("SEGLOG_BENCH_DIR", "/tmp/seglog-bench"))
-    parser.add_argument("--seed", type=int, default=20250101)
-    parser.add_argument("--repeat", type=int, default=3, help="runs per step; the best is kept")
-    parser.add_argument("--steps", default=",".join(ALL_STEPS), help="steps to run (default: all)")
-    parser.add_argument("--json", help="write the results here")
-    parser.add_argument("--allow-small", action="store_true",
-                        help=f"allow segments under {MIN_SEGMENT_MIB} MiB (smoke tests; not valid for the goals)")
-    parser.add_argument("--quiet", action="store_true")
-    parser.add_argument("--step", nargs=2, metavar=("NAME", "PATH"), help=argparse.SUPPRESS)
+    parser = bench_dump.segment_parser(__doc__, "256,1024", DEFAULT_VARIANTS, ALL_STEPS)
     parser.add_argument("--prepare", metavar="META_JSON", help=argparse.SUPPRESS)
     return bench_dump.segment_args(parser, parser.parse_args(argv), ALL_STEPS)
 

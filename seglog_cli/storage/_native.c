@@ -1521,8 +1521,7 @@ static PyObject *native_recover_walk(PyObject *self, PyObject *args) {
             int32_t epoch = be16(b + 51);
             if (ok && control) {
                 ok = append_position(positions, pos);
-                run = run_find(&runs, pid);  /* (append_position cannot move it, but stay safe) */
-                run->flags = -1;
+                run->flags = -1;  /* the producer's next data batch starts a new run */
             } else if (ok && run->flags == transactional && run->epoch == epoch) {
                 if (run->last_slot < 0) {
                     run->last_slot = PyList_GET_SIZE(positions);

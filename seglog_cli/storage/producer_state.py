@@ -443,12 +443,7 @@ def replay_positions(manager: ProducerStateManager, segment: LogSegment, positio
         return None
     aborted: list[AbortedTxn] = []
     for batch in batches:
-        completed = manager.update(batch, markers.get(batch.position))
-        if completed is not None:
-            if completed.is_aborted:
-                aborted.append(AbortedTxn(0, completed.producer_id, completed.first_offset, completed.last_offset,
-                                          manager.last_stable_offset(completed)))
-            manager.complete_txn(completed)
+        _update(manager, batch, markers.get(batch.position), aborted)
     return SegmentReplay(segment.base_offset, tuple(aborted), valid_bytes, None, None, manager.entries())
 
 
@@ -458,6 +453,11 @@ def recover_batch(manager: ProducerStateManager, buf, batch: BatchHeader, path: 
     marker = None
     if batch.is_control and batch.producer_id >= 0:
         marker = read_end_txn_marker(buf, batch, path)
+    _update(manager, batch, marker, aborted)
+
+
+def _update(manager: ProducerStateManager, batch: BatchHeader, marker: EndTransactionMarker | None,
+            aborted: list[AbortedTxn]) -> None:
     completed = manager.update(batch, marker)
     if completed is not None:
         if completed.is_aborted:

@@ -133,26 +133,18 @@ def step_engine_decode(path: str) -> dict:
             "payload_bytes": payload}
 
 
-def step_kafka_python(path: str, window: int = MIB) -> dict:
-    """kafka-python's parser, as its consumer uses it on a fetch response of whole batches."""
+def kafka_python_batches(path: str, window: int = MIB):
+    """kafka-python's batches of the file, read as its consumer reads a fetch response of whole
+    batches (``window`` bytes at a time, doubled for a batch larger than the window)."""
     from kafka.record import MemoryRecords
 
-    started = time.perf_counter()
-    batches = records = payload = 0
-    crc_ok = True
     fd = os.open(path, os.O_RDONLY)
     try:
         size = os.fstat(fd).st_size
         position = 0
         while position < size:
             memory_records = MemoryRecords(os.pread(fd, window, position))
-            for batch in memory_records:
-                crc_ok &= batch.validate_crc()
-                batches += 1
-                for record in batch:
-                    key, value, headers = record.key, record.value, record.headers
-                    records += 1
-                    payload += (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
+            yield from memory_records
             used = memory_records.valid_bytes()
             if used == 0:
                 if position + window >= size:
@@ -161,6 +153,20 @@ def step_kafka_python(path: str, window: int = MIB) -> dict:
             position += used
     finally:
         os.close(fd)
+
+
+def step_kafka_python(path: str, window: int = MIB) -> dict:
+    """kafka-python's parser, as its consumer uses it on a fetch response of whole batches."""
+    started = time.perf_counter()
+    batches = records = payload = 0
+    crc_ok = True
+    for batch in kafka_python_batches(path, window):
+        crc_ok &= batch.validate_crc()
+        batches += 1
+        for record in batch:
+            key, value, headers = record.key, record.value, record.headers
+            records += 1
+            payload += (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
     return {"seconds": time.perf_counter() - started, "batches": batches, "records": records,
             "payload_bytes": payload, "crc_ok": crc_ok}
 

@@ -80,28 +80,12 @@ def step_kafka_python(path: str) -> dict:
 
 def step_kafka_python_crc(path: str, window: int = MIB) -> dict:
     """kafka-python's CRC validation of every batch (what its consumer's check_crcs does)."""
-    from kafka.record import MemoryRecords
-
     started = time.perf_counter()
     batches = 0
     crc_ok = True
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        size = os.fstat(fd).st_size
-        position = 0
-        while position < size:
-            memory_records = MemoryRecords(os.pread(fd, window, position))
-            for batch in memory_records:
-                crc_ok &= batch.validate_crc()
-                batches += 1
-            used = memory_records.valid_bytes()
-            if used == 0:
-                if position + window >= size:
-                    break
-                window *= 2
-            position += used
-    finally:
-        os.close(fd)
+    for batch in bench_dump.kafka_python_batches(path, window):
+        crc_ok &= batch.validate_crc()
+        batches += 1
     return {"seconds": time.perf_counter() - started, "batches": batches, "crc_ok": crc_ok}
 
 

@@ -152,12 +152,7 @@ case "$apply_rc" in
     5) rb_say_file "$RB_TMP/apply.err"; rb_finish $RB_LOCKED "a broker holds the .lock: stop it first" ;;
     *) rb_say_file "$RB_TMP/apply.err"; rb_finish $RB_BAD_INPUT "seglog recover --apply failed (exit $apply_rc)" ;;
 esac
-backup=$(rb_py "$RB_TMP/apply.out" <<'PY'
-import json, sys
-print((json.load(open(sys.argv[1]))["applied"] or {}).get("backupDir") or "")
-PY
-)
-if [ -n "$backup" ]; then rb_applied "$backup"; fi
+rb_applied_from "$RB_TMP/apply.out"
 rb_seglog replan recover --mode kafka --format json "${paths[@]}"
 rb_py "$RB_TMP/plan.json" "$RB_TMP/replan.out" >"$RB_TMP/skip.txt" <<'PY'
 import json, sys

@@ -139,12 +139,7 @@ case "$RB_RC" in
     5) rb_say_file "$RB_TMP/apply.err"; rb_finish $RB_LOCKED "a broker holds the .lock: stop it first" ;;
     *) rb_say_file "$RB_TMP/apply.err"; rb_finish $RB_HUMAN "seglog recover --apply stopped with exit $RB_RC" ;;
 esac
-backup=$(rb_py "$RB_TMP/apply.out" <<'PY'
-import json, sys
-print((json.load(open(sys.argv[1]))["applied"] or {}).get("backupDir") or "")
-PY
-)
-if [ -n "$backup" ]; then rb_applied "$backup"; fi
+rb_applied_from "$RB_TMP/apply.out"
 rb_seglog after verify --format json "${paths[@]}"
 rb_say "verify after the repair: exit $RB_RC (0 clean, 1 warnings only)"
 rb_finish $RB_ACTION "repaired with --mode $mode; start the broker (undo: $RB_UNDO)"

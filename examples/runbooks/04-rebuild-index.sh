@@ -128,12 +128,7 @@ case "$RB_RC" in
     5) rb_say_file "$RB_TMP/apply.err"; rb_finish $RB_LOCKED "a broker holds the .lock: stop it first" ;;
     *) rb_say_file "$RB_TMP/apply.err"; rb_finish $RB_HUMAN "seglog rebuild-index --apply stopped with exit $RB_RC" ;;
 esac
-backup=$(rb_py "$RB_TMP/apply.out" <<'PY'
-import json, sys
-print((json.load(open(sys.argv[1]))["applied"] or {}).get("backupDir") or "")
-PY
-)
-if [ -n "$backup" ]; then rb_applied "$backup"; fi
+rb_applied_from "$RB_TMP/apply.out"
 rb_seglog after rebuild-index --format json ${config_args[@]+"${config_args[@]}"} "${segments[@]}"
 rb_say "rebuild-index plan after the change: exit $RB_RC (0: nothing left to write)"
 rb_finish $RB_ACTION "index files rebuilt (undo: $RB_UNDO)"

@@ -121,6 +121,18 @@ rb_applied() {
     rb_say "UNDO: $RB_UNDO"
 }
 
+rb_applied_from() {
+    # rb_applied_from JSON: rb_applied with the backup directory of a seglog --apply --format json
+    # document (nothing when the command changed nothing)
+    local backup
+    backup=$(rb_py "$1" <<'PY'
+import json, sys
+print((json.load(open(sys.argv[1]))["applied"] or {}).get("backupDir") or "")
+PY
+)
+    if [ -n "$backup" ]; then rb_applied "$backup"; fi
+}
+
 rb_details() {
     # rb_details FILE: the runbook-specific part of the --json document
     cp -- "$1" "$RB_TMP/details.json"

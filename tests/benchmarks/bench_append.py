@@ -205,16 +205,7 @@ def measure_cli(variant: dict) -> dict:
 
 def measure(steps: tuple[str, ...], variant: dict, repeat: int) -> dict:
     """Best of ``repeat`` runs of each step; rounds interleave the steps."""
-    best: dict = {}
-    for _ in range(repeat):
-        for step in steps:
-            result = measure_once(step, variant)
-            previous = best.get(step)
-            peak = max(result["peak_rss_mb"], previous["peak_rss_mb"] if previous else 0.0)
-            if previous is None or result["seconds"] < previous["seconds"]:
-                best[step] = result
-            best[step]["peak_rss_mb"] = peak
-    return best
+    return bench_dump.best_of([(step, variant) for step in steps], repeat, measure_once)
 
 
 # -- variants and results ------------------------------------------------------------------------

@@ -216,19 +216,26 @@ def measure_once(step: str, path: str) -> dict:
 
 
 def measure(steps: tuple[str, ...], path: str, repeat: int) -> dict:
-    """Best of ``repeat`` runs of each step. Rounds interleave the steps, so a machine that is
-    busier for a while slows every step alike; the peak RSS is the highest of all runs."""
+    """Best of ``repeat`` runs of each step (:func:`best_of`)."""
+    best = best_of([(step, path) for step in steps], repeat, measure_once)
+    for result in best.values():
+        result["runs"] = repeat
+    return best
+
+
+def best_of(plan: list[tuple[str, object]], repeat: int, once) -> dict:
+    """The fastest of ``repeat`` runs of each (step, argument) by ``once(step, argument)``.
+    Rounds interleave the steps, so a machine that is busier for a while slows every step
+    alike; the peak RSS kept is the highest of all runs."""
     best: dict = {}
     for _ in range(repeat):
-        for step in steps:
-            result = measure_once(step, path)
+        for step, argument in plan:
+            result = once(step, argument)
             previous = best.get(step)
             peak = max(result["peak_rss_mb"], previous["peak_rss_mb"] if previous else 0.0)
             if previous is None or result["seconds"] < previous["seconds"]:
                 best[step] = result
             best[step]["peak_rss_mb"] = peak
-    for result in best.values():
-        result["runs"] = repeat
     return best
 
 

@@ -194,19 +194,8 @@ def measure_step(script: str, step: str, argument: str) -> dict:
 
 
 def measure(plan: list[tuple[str, str]], repeat: int, once=None) -> dict:
-    """Best of ``repeat`` runs of each (step, path) by ``once`` (default :func:`measure_once`);
-    rounds interleave the steps."""
-    once = once or measure_once
-    best: dict = {}
-    for _ in range(repeat):
-        for step, path in plan:
-            result = once(step, path)
-            previous = best.get(step)
-            peak = max(result["peak_rss_mb"], previous["peak_rss_mb"] if previous else 0.0)
-            if previous is None or result["seconds"] < previous["seconds"]:
-                best[step] = result
-            best[step]["peak_rss_mb"] = peak
-    return best
+    """Best of ``repeat`` runs of each (step, path) by ``once`` (default :func:`measure_once`)."""
+    return bench_dump.best_of(plan, repeat, once or measure_once)
 
 
 # -- partition directories -----------------------------------------------------------------------

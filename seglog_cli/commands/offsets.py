@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import sys
-from enum import Enum
 from typing import Optional
 
 import typer
 
+from seglog_cli.commands.options import TableFormat
 from seglog_cli.render import offsets_report
 from seglog_cli.status import ExitStatus, guarded
 from seglog_cli.storage.offsets import read_committed_offsets
@@ -25,18 +25,13 @@ Exit status: 0 read cleanly; 1 some records could not be decoded; 3 a partition 
 """
 
 
-class Format(str, Enum):
-    table = "table"
-    json = "json"
-    jsonl = "jsonl"
-    csv = "csv"
 
 
 def offsets_command(
     log_dir: str = typer.Argument(..., help="A Kafka log dir (or a tree of them, or one __consumer_offsets-N dir)."),
     group: Optional[str] = typer.Option(None, "--group", help="Only this consumer group."),
     topic: Optional[str] = typer.Option(None, "--topic", help="Only this topic."),
-    output_format: Format = typer.Option(Format.table, "--format", help="table, json, jsonl or csv."),
+    output_format: TableFormat = typer.Option(TableFormat.table, "--format", help="table, json, jsonl or csv."),
 ) -> None:
     arguments = dict(locals())
     raise typer.Exit(guarded(lambda: _run(**arguments)))

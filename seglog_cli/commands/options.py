@@ -4,8 +4,18 @@ from __future__ import annotations
 
 import glob
 from datetime import datetime, timezone
+from enum import Enum
 
 from seglog_cli.status import UsageError
+
+
+class TableFormat(str, Enum):
+    """``--format`` of the commands that print records as a table (offsets, transactions)."""
+
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+    csv = "csv"
 
 
 def parse_timestamp(text: str | None, option: str) -> int | None:

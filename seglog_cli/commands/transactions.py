@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from seglog_cli.commands.options import parse_timestamp
+from seglog_cli.commands.options import TableFormat, parse_timestamp
 from seglog_cli.render import transactions_report
 from seglog_cli.status import ExitStatus, guarded
 from seglog_cli.storage.transactions import DEFAULT_TIMEOUT_MS, read_transactions
@@ -29,11 +29,6 @@ partition dir under the path, or unreadable input.
 """
 
 
-class Format(str, Enum):
-    table = "table"
-    json = "json"
-    jsonl = "jsonl"
-    csv = "csv"
 
 
 class State(str, Enum):
@@ -48,7 +43,7 @@ def transactions_command(
     state: Optional[State] = typer.Option(None, "--state", help="Only open, committed or aborted transactions."),
     now: Optional[str] = typer.Option(None, "--now", help="The time ages are measured to (epoch ms or ISO-8601; default: now)."),
     timeout_ms: int = typer.Option(DEFAULT_TIMEOUT_MS, "--timeout-ms", min=0, help="Timeout for open transactions the coordinator does not know."),
-    output_format: Format = typer.Option(Format.table, "--format", help="table, json, jsonl or csv."),
+    output_format: TableFormat = typer.Option(TableFormat.table, "--format", help="table, json, jsonl or csv."),
 ) -> None:
     arguments = dict(locals())
     raise typer.Exit(guarded(lambda: _run(**arguments)))

@@ -13,10 +13,21 @@ A log dir with one partition holding one big segment (``--segment-mb``, default 
     parquet[N]   the same rows written once to Parquet and read back with the noop sink in the
                  same session: what the JVM alone spends on these rows (a floor no Python
                  source can go under)
+    passthrough[N]  the same rows (``plan_splits`` + ``columns.record_batches`` with the default
+                 ``ScanOptions``, so the source's own Arrow batch sizes) written once, before the
+                 Spark steps, to Arrow IPC files, one per input split, then read in the same
+                 session through a minimal Python Data Source (``passthrough_source.py``) whose
+                 partitions are those files and whose ``read()`` memory-maps one and yields its
+                 batches unchanged, with the noop sink as spark[N]: what any Python source with
+                 seglog's record schema pays in Spark whatever its decoder (the Python source
+                 floor); spark[N] minus this is what seglog's own reading adds
 
 CPU-seconds are the whole process tree's (the JVM, the Python driver and the Python workers,
 from /proc/<pid>/stat before and after the query; plain steps: the process's own rusage).
-The CPU goal compares CPU-seconds per million records (spark[2] / engine, goal <= 1.3); the
+The CPU goal compares CPU-seconds per million records (spark[2] / engine, goal <= 1.3);
+``adapter_cpu_per_record_vs_engine`` is (spark[2] - passthrough[2]) / engine in CPU-seconds per
+million records: what seglog's reading adds over the Python source floor. The IPC files live in
+a temporary directory under ``<--cache-dir>/tmp`` (``SEGLOG_BENCH_DIR``), removed afterwards. The
 scaling line compares spark[1] and spark[2] wall times. Each Python worker's peak RSS
 (VmHWM) is read after the query, with the number of input partitions the segment was cut
 into (goal: more than one; worker memory under 400 MB).
@@ -35,6 +46,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -95,6 +107,27 @@ def step_reader(log_dir: str) -> dict:
             "splits": len(splits)}
 
 
+def write_passthrough_files(log_dir: str, directory: str) -> dict:
+    """The rows the ``seglog`` source returns for ``log_dir`` (default options), as Arrow IPC files
+    in ``directory``: one per input split, holding that split's record batches as the reader cut
+    them. Read back by ``passthrough_source.py``."""
+    import pyarrow as pa
+
+    from seglog_cli.spark.columns import RECORD_SCHEMA, record_batches
+    from seglog_cli.spark.plan import ScanOptions, plan_splits
+
+    options = ScanOptions()
+    splits = plan_splits([log_dir], options)
+    records = 0
+    for index, split in enumerate(splits):
+        with pa.OSFile(str(Path(directory) / f"split-{index:05d}.arrow"), "wb") as sink, \
+                pa.ipc.new_file(sink, RECORD_SCHEMA) as writer:
+            for batch in record_batches(split, options):
+                writer.write_batch(batch)
+                records += batch.num_rows
+    return {"files": len(splits), "records": records}
+
+
 def _tree(root: int) -> list[int]:
     """``root`` and every process below it."""
     children: dict[int, list[int]] = {}
@@ -138,11 +171,15 @@ def _python_workers(root: int) -> list[dict]:
     return workers
 
 
-def step_spark(log_dir: str, cores: int, repeat: int) -> dict:
+def step_spark(log_dir: str, cores: int, repeat: int, passthrough: str | None = None) -> dict:
     os.environ["PYSPARK_PYTHON"] = sys.executable
+    # the Python workers import tests.benchmarks.passthrough_source: the repository root on their path
+    root = str(Path(__file__).resolve().parents[2])
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
     from pyspark.sql import SparkSession
 
     from seglog_cli.spark import register
+    from tests.benchmarks.passthrough_source import PassthroughDataSource
 
     spark = (SparkSession.builder.master(f"local[{cores}]").appName("seglog-bench")
              .config("spark.ui.enabled", "false").config("spark.driver.memory", "2g").getOrCreate())
@@ -157,11 +194,19 @@ def step_spark(log_dir: str, cores: int, repeat: int) -> dict:
         with tempfile.TemporaryDirectory(dir=os.environ.get("SEGLOG_BENCH_DIR", "/tmp")) as parquet:
             frame.write.mode("overwrite").parquet(parquet)  # the same rows, for the JVM-only floor
             floor = _best_noop(spark.read.parquet(parquet), repeat)
+        if passthrough:  # the same rows from IPC files through a Python source that only hands them on
+            spark.dataSource.register(PassthroughDataSource)
+            files = spark.read.format("seglog-passthrough").load(passthrough)
+            through = {"partitions": files.rdd.getNumPartitions(), "records": files.count()}  # + warm-up
+            through.update(_best_noop(files, repeat))
     finally:
         spark.stop()
-    return {**best, "records": records, "partitions": partitions, "cores": cores,
-            "worker_peak_rss_mb": max((w["peak_rss_mb"] for w in workers), default=None),
-            "workers": len(workers), "parquet_floor": floor}
+    result = {**best, "records": records, "partitions": partitions, "cores": cores,
+              "worker_peak_rss_mb": max((w["peak_rss_mb"] for w in workers), default=None),
+              "workers": len(workers), "parquet_floor": floor}
+    if passthrough:
+        result["passthrough"] = through
+    return result
 
 
 def _best_noop(frame, repeat: int) -> dict:
@@ -213,14 +258,27 @@ def report(args) -> dict:
             run = run_step(["--step", name, str(log_dir)])
             if name not in steps or run["seconds"] < steps[name]["seconds"]:
                 steps[name] = run
-    for cores in (1, 2):
-        log(f"spark local[{cores}] ...")
-        steps[f"spark{cores}"] = run_step(["--step", "spark", str(log_dir), "--cores", str(cores),
-                                           "--repeat", str(args.repeat)])
+    tmp = Path(args.cache_dir) / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    ipc_dir = tempfile.mkdtemp(prefix="passthrough-", dir=tmp)
+    try:
+        log("passthrough IPC files ...")
+        written = write_passthrough_files(str(log_dir), ipc_dir)
+        for cores in (1, 2):
+            log(f"spark local[{cores}] ...")
+            steps[f"spark{cores}"] = run_step(["--step", "spark", str(log_dir), "--cores", str(cores),
+                                               "--repeat", str(args.repeat), "--passthrough", ipc_dir])
+    finally:
+        shutil.rmtree(ipc_dir, ignore_errors=True)
     for cores in (1, 2):  # the same rows read from Parquet by the JVM alone, in the same session
         steps[f"parquet{cores}"] = {**steps[f"spark{cores}"].pop("parquet_floor"),
                                     "records": steps[f"spark{cores}"]["records"]}
-    counts = {name: step["records"] for name, step in steps.items()}
+    for cores in (1, 2):  # the same rows through a Python source that decodes nothing, same session
+        steps[f"passthrough{cores}"] = steps[f"spark{cores}"].pop("passthrough")
+        if steps[f"passthrough{cores}"]["partitions"] != written["files"]:
+            raise RuntimeError(f"passthrough{cores}: {steps[f'passthrough{cores}']['partitions']} "
+                               f"input partitions for {written['files']} IPC files")
+    counts = {**{name: step["records"] for name, step in steps.items()}, "passthrough_files": written["records"]}
     if len(set(counts.values())) != 1:
         raise RuntimeError(f"record counts differ: {counts}")
     engine = steps["engine"]
@@ -234,6 +292,12 @@ def report(args) -> dict:
             per_million(steps["spark2"]) / (per_million(engine) + per_million(steps["parquet2"])),
         "records_per_s_spark2_vs_engine": (engine["seconds"] / steps["spark2"]["seconds"]),
         "speedup_local2_vs_local1": steps["spark1"]["seconds"] / steps["spark2"]["seconds"],
+        # what any Python source with this schema costs (IPC batches handed on unchanged), vs the engine
+        "cpu_per_record_passthrough2_vs_engine": per_million(steps["passthrough2"]) / per_million(engine),
+        "cpu_per_record_spark2_vs_passthrough2": per_million(steps["spark2"]) / per_million(steps["passthrough2"]),
+        # what seglog's own reading adds over that floor, in units of the plain engine
+        "adapter_cpu_per_record_vs_engine":
+            (per_million(steps["spark2"]) - per_million(steps["passthrough2"])) / per_million(engine),
     }
     goals = {
         "cpu_per_record": {"goal": GOAL_CPU_RATIO, "worst": ratios["cpu_per_record_spark2_vs_engine"],
@@ -245,7 +309,7 @@ def report(args) -> dict:
                           < GOAL_WORKER_RSS_MB},
     }
     result = {"machine": machine_info(), "segment_mb": args.segment_mb, "log_dir": str(log_dir),
-              "steps": steps, "ratios": ratios, "goals": goals}
+              "passthrough_files": written, "steps": steps, "ratios": ratios, "goals": goals}
     if not args.quiet:
         print_table(result)
     if args.json:
@@ -257,9 +321,9 @@ def print_table(result: dict) -> None:
     steps = result["steps"]
     print(f"segment {result['segment_mb']:g} MiB, {steps['engine']['records']} records, "
           f"{steps['spark2']['partitions']} input partitions; load average {result['machine']['load_average']}")
-    print(f"{'step':<10}{'wall s':>9}{'records/s':>12}{'CPU s':>8}{'CPU s/M rec':>13}{'worker RSS MB':>15}")
+    print(f"{'step':<13}{'wall s':>9}{'records/s':>12}{'CPU s':>8}{'CPU s/M rec':>13}{'worker RSS MB':>15}")
     for name, step in steps.items():
-        print(f"{name:<10}{fmt(step['seconds']):>9}{step['records'] / step['seconds']:>12,.0f}{fmt(step['cpu']):>8}"
+        print(f"{name:<13}{fmt(step['seconds']):>9}{step['records'] / step['seconds']:>12,.0f}{fmt(step['cpu']):>8}"
               f"{fmt(per_million(step)):>13}{fmt(step.get('worker_peak_rss_mb'), digits=0):>15}")
     for name, value in result["ratios"].items():
         print(f"{name}: {value:.2f}")
@@ -277,6 +341,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--step", nargs=1, metavar="LOG_DIR", help=argparse.SUPPRESS)
     parser.add_argument("step_dir", nargs="?", help=argparse.SUPPRESS)
     parser.add_argument("--cores", type=int, default=2, help=argparse.SUPPRESS)
+    parser.add_argument("--passthrough", help=argparse.SUPPRESS)  # the spark step's IPC file dir
     return parser.parse_args(argv)
 
 
@@ -285,7 +350,7 @@ def main(argv=None) -> dict:
     if args.step:
         name, log_dir = args.step[0], args.step_dir
         if name == "spark":
-            result = step_spark(log_dir, args.cores, args.repeat)
+            result = step_spark(log_dir, args.cores, args.repeat, args.passthrough)
         else:
             result = {"engine": step_engine, "reader": step_reader}[name](log_dir)
         print(json.dumps(result))

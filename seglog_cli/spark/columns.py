@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from seglog_cli.spark.plan import FAIL, KEEP, ScanOptions, Split
-from seglog_cli.spark.record_buffers import RecordBuffers, compiled_columns
+from seglog_cli.spark.record_buffers import RUN_CHUNK, RUN_END, RUN_FULL, RecordBuffers, compiled_columns
 from seglog_cli.storage.batches import LogScan
 from seglog_cli.storage.codecs import CODEC_NAMES
 from seglog_cli.storage.control import parse_control_record
@@ -82,30 +82,48 @@ def codec_name(codec: int) -> str:
 
 # -- walking a split ----------------------------------------------------------------------------
 
-def _split_batches(mapped: MappedFile, split: Split, options: ScanOptions) -> Iterator:
-    """The batches starting in the split, filtered by offset range and CRC policy."""
+def _split_chunks(mapped: MappedFile, split: Split, options: ScanOptions) -> Iterator[list]:
+    """The scan's chunks of batch headers from the split's start (with ``failOnDamage``, damage
+    found so far stops the read before each chunk and at the end)."""
     scan = LogScan(mapped, split.start, check_crc=options.check_crc)
-    from_offset, to_offset = split.from_offset, split.to_offset
     reported = 0
     for chunk in scan.chunks():
         if options.fail_on_damage and len(scan.findings) != reported:
             _raise_damage(scan.findings[reported:], split)
             reported = len(scan.findings)
-        for batch in chunk:
-            if batch.position >= split.end:
-                return
-            if from_offset is not None and batch.last_offset < from_offset:
-                continue
-            if to_offset is not None and batch.magic >= 2 and batch.base_offset > to_offset:
-                return
-            if options.on_crc_mismatch != KEEP and not batch.is_valid:
-                if options.on_crc_mismatch == FAIL:
-                    raise SeglogError(f"batch fails its CRC (stored {batch.crc}, computed {batch.computed_crc})",
-                                      split.path, batch.position, batch.base_offset)
-                continue
-            yield batch
+        yield chunk
     if options.fail_on_damage:
         _raise_damage(scan.findings[reported:], split)
+
+
+_TAKE, _SKIP, _STOP = range(3)
+
+
+def _wanted(batch, split: Split, options: ScanOptions) -> int:
+    """Whether the split reads ``batch`` (offset range, CRC policy), skips it or ends before it."""
+    if batch.position >= split.end:
+        return _STOP
+    if split.from_offset is not None and batch.last_offset < split.from_offset:
+        return _SKIP
+    if split.to_offset is not None and batch.magic >= 2 and batch.base_offset > split.to_offset:
+        return _STOP
+    if options.on_crc_mismatch != KEEP and not batch.is_valid:
+        if options.on_crc_mismatch == FAIL:
+            raise SeglogError(f"batch fails its CRC (stored {batch.crc}, computed {batch.computed_crc})",
+                              split.path, batch.position, batch.base_offset)
+        return _SKIP
+    return _TAKE
+
+
+def _split_batches(mapped: MappedFile, split: Split, options: ScanOptions) -> Iterator:
+    """The batches starting in the split, filtered by offset range and CRC policy."""
+    for chunk in _split_chunks(mapped, split, options):
+        for batch in chunk:
+            wanted = _wanted(batch, split, options)
+            if wanted == _STOP:
+                return
+            if wanted == _TAKE:
+                yield batch
 
 
 def _raise_damage(findings, split: Split) -> None:
@@ -143,58 +161,90 @@ def _control_records(records: list, batch, path: str, fail: bool) -> list:
 # -- records ------------------------------------------------------------------------------------
 
 def record_batches(split: Split, options: ScanOptions) -> Iterator[pa.RecordBatch]:
-    """Arrow batches of the split's records (schema :data:`RECORD_SCHEMA`)."""
+    """Arrow batches of the split's records (schema :data:`RECORD_SCHEMA`).
+
+    Clean v2 data batches go through the compiled :class:`RecordBuffers` a chunk at a time;
+    every other batch (and every batch without the compiled module, or in an offset range)
+    through :class:`_General`. Rows keep the file's order: whichever holds the earlier rows is
+    emptied first."""
     limit = options.max_records_per_batch
     with MappedFile(split.path) as mapped:
         buf = mapped.buffer
-        records: list = []
-        batches: list = []
-        counts: list = []
-        payload = 0
-        compiled = native.module
-        decode = compiled.decode_v2_batch if compiled is not None else None
-        columns_v2 = compiled_columns()
+        general = _General(split, options, buf)
+        columns_run = compiled_columns()
         ranged = split.from_offset is not None or split.to_offset is not None
-        fast = RecordBuffers(columns_v2) if columns_v2 is not None and not ranged else None
-        for batch in _split_batches(mapped, split, options):
-            if fast is not None:
-                added = fast.add(buf, batch)
-                if added is not None:  # records straight into column buffers
-                    if records:  # what the general decoder read so far goes first
-                        yield from _sliced(_record_columns(split, records, batches, counts, options.check_crc), limit)
-                        records, batches, counts, payload = [], [], [], 0
-                    batches.append(batch)
-                    counts.append(added)
-                    payload += batch[2]
-                    if len(fast) >= limit or payload >= MAX_BATCH_BYTES:
-                        yield from _sliced(_buffer_columns(split, fast, batches, counts, options.check_crc), limit)
-                        batches, counts, payload = [], [], 0
-                    continue
-                if len(fast):
-                    yield from _sliced(_buffer_columns(split, fast, batches, counts, options.check_crc), limit)
-                    batches, counts, payload = [], [], 0
-            # the compiled decoder straight away for an uncompressed v2 batch (what read_records
-            # does first); None (compressed, legacy, anything unclean) takes read_records' path
-            decoded = decode(Record, buf, batch) if decode is not None else None
-            if decoded is None:
-                decoded = _records(buf, batch, split.path, options.fail_on_damage)
-            if batch[6] & 0x20 and batch[4] >= 2:  # a control batch: its records must parse as such
-                decoded = _control_records(decoded, batch, split.path, options.fail_on_damage)
-            if split.from_offset is not None or split.to_offset is not None:
-                decoded = _in_range(decoded, split.from_offset, split.to_offset)
-            if not decoded:
-                continue
-            records.extend(decoded)
-            batches.append(batch)
-            counts.append(len(decoded))
-            payload += batch[2]
-            if len(records) >= limit or payload >= MAX_BATCH_BYTES:
-                yield from _sliced(_record_columns(split, records, batches, counts, options.check_crc), limit)
-                records, batches, counts, payload = [], [], [], 0
-        if records:
-            yield from _sliced(_record_columns(split, records, batches, counts, options.check_crc), limit)
-        elif fast is not None and len(fast):
-            yield from _sliced(_buffer_columns(split, fast, batches, counts, options.check_crc), limit)
+        fast = None
+        if columns_run is not None and not ranged:
+            fast = RecordBuffers(columns_run, max_rows=limit, max_payload=MAX_BATCH_BYTES,
+                                 skip_invalid=options.on_crc_mismatch != KEEP)
+        for chunk in _split_chunks(mapped, split, options):
+            index = 0
+            while index < len(chunk):
+                if fast is not None:
+                    index, reason = fast.run(buf, chunk, index, split.end)
+                    if len(fast) and general.records:  # the general decoder's rows came first
+                        yield from general.flush()
+                    if reason == RUN_CHUNK:
+                        break
+                    if len(fast):  # full, or what it holds comes before chunk[index]
+                        yield from _sliced(_buffer_columns(split, fast, options.check_crc), limit)
+                    if reason == RUN_FULL:
+                        continue
+                    if reason == RUN_END:
+                        yield from general.flush()
+                        return
+                batch = chunk[index]
+                index += 1
+                wanted = _wanted(batch, split, options)
+                if wanted == _STOP:
+                    yield from general.flush()
+                    return
+                if wanted == _TAKE:
+                    yield from general.add(batch)
+        if fast is not None and len(fast):
+            yield from _sliced(_buffer_columns(split, fast, options.check_crc), limit)
+        yield from general.flush()
+
+
+class _General:
+    """Batches read through the general decoder (``read_records`` and its compiled
+    ``decode_v2_batch``), gathered into Arrow batches."""
+
+    def __init__(self, split: Split, options: ScanOptions, buf):
+        self.split, self.options, self.buf = split, options, buf
+        compiled = native.module
+        self.decode = compiled.decode_v2_batch if compiled is not None else None
+        self.ranged = split.from_offset is not None or split.to_offset is not None
+        self.records: list = []
+        self.batches: list = []
+        self.counts: list = []
+        self.payload = 0
+
+    def add(self, batch) -> Iterator[pa.RecordBatch]:
+        split, options = self.split, self.options
+        # the compiled decoder straight away for an uncompressed v2 batch (what read_records
+        # does first); None (compressed, legacy, anything unclean) takes read_records' path
+        decoded = self.decode(Record, self.buf, batch) if self.decode is not None else None
+        if decoded is None:
+            decoded = _records(self.buf, batch, split.path, options.fail_on_damage)
+        if batch[6] & 0x20 and batch[4] >= 2:  # a control batch: its records must parse as such
+            decoded = _control_records(decoded, batch, split.path, options.fail_on_damage)
+        if self.ranged:
+            decoded = _in_range(decoded, split.from_offset, split.to_offset)
+        if not decoded:
+            return
+        self.records.extend(decoded)
+        self.batches.append(batch)
+        self.counts.append(len(decoded))
+        self.payload += batch[2]
+        if len(self.records) >= options.max_records_per_batch or self.payload >= MAX_BATCH_BYTES:
+            yield from self.flush()
+
+    def flush(self) -> Iterator[pa.RecordBatch]:
+        if self.records:
+            batch = _record_columns(self.split, self.records, self.batches, self.counts, self.options.check_crc)
+            self.records, self.batches, self.counts, self.payload = [], [], [], 0
+            yield from _sliced(batch, self.options.max_records_per_batch)
 
 
 def _sliced(batch: pa.RecordBatch, limit: int) -> Iterator[pa.RecordBatch]:
@@ -227,13 +277,16 @@ def _record_columns(split: Split, records: list, batches: list, counts: list, ch
     return _columns(split, len(records), values, batches, counts, check_crc)
 
 
-def _buffer_columns(split: Split, fast: RecordBuffers, batches: list, counts: list,
-                    check_crc: bool) -> pa.RecordBatch:
+def _buffer_columns(split: Split, fast: RecordBuffers, check_crc: bool) -> pa.RecordBatch:
     n = len(fast)
-    values = fast.arrays()
+    values = fast.arrays(check_crc)
     offsets, entries = values["headers"]
     values["headers"] = pa.ListArray.from_arrays(offsets, entries, type=RECORD_SCHEMA.field("headers").type)
-    return _columns(split, n, values, batches, counts, check_crc)
+    values["timestamp"] = _spark_timestamps(values["timestamp"])
+    values["topic"] = pa.repeat(pa.scalar(split.topic, pa.string()), n)
+    values["partition"] = pa.repeat(pa.scalar(split.partition, pa.int32()), n)
+    values["segment"] = pa.repeat(pa.scalar(split.segment or None, pa.string()), n)
+    return pa.RecordBatch.from_arrays([values[name] for name in RECORD_SCHEMA.names], schema=RECORD_SCHEMA)
 
 
 def _columns(split: Split, n: int, values: dict, batches: list, counts: list, check_crc: bool) -> pa.RecordBatch:

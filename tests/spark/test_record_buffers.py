@@ -1,4 +1,4 @@
-"""The compiled column buffers (``columns_v2``) against the general decoder they stand in for.
+"""The compiled column buffers (``columns_run``) against the general decoder they stand in for.
 
 The reader takes clean v2 data batches through ``RecordBuffers``; switched off, every batch
 goes through ``read_records``. Both must give the same Arrow table, column for column, on the
@@ -37,18 +37,24 @@ def _table(paths, options: ScanOptions, monkeypatch, compiled: bool) -> pa.Table
 
 
 def _same(paths, options, monkeypatch) -> pa.Table:
-    taken = []
-    add = record_buffers.RecordBuffers.add
+    taken = {"fast": 0, "general": 0}
+    run, add = record_buffers.RecordBuffers.run, columns._General.add
 
-    def counting(self, buf, batch):
-        count = add(self, buf, batch)
-        taken.append(count is not None)
-        return count
+    def counting_run(self, buf, chunk, index, split_end):
+        before = len(self)
+        out = run(self, buf, chunk, index, split_end)
+        taken["fast"] += len(self) - before
+        return out
+
+    def counting_add(self, batch):
+        taken["general"] += 1
+        return add(self, batch)
 
     with monkeypatch.context() as patch:
-        patch.setattr(record_buffers.RecordBuffers, "add", counting)
+        patch.setattr(record_buffers.RecordBuffers, "run", counting_run)
+        patch.setattr(columns._General, "add", counting_add)
         fast = _table(paths, options, monkeypatch, True)
-    assert any(taken) and not all(taken)  # both paths were used
+    assert taken["fast"] and taken["general"]  # both paths were used
     general = _table(paths, options, monkeypatch, False)
     assert fast.num_rows == general.num_rows
     for name in columns.RECORD_SCHEMA.names:

@@ -1,7 +1,8 @@
 """The ``seglog`` Spark data source against the plain engine, on the same files, in the same run.
 
 A log dir with one partition holding one big segment (``--segment-mb``, default 600, from
-``make_segment.py``, with the indexes Kafka's recovery writes) is read by:
+``make_segment.py``, uncompressed batches unless ``--compression`` names a codec, with the
+indexes Kafka's recovery writes) is read by:
 
     engine       one plain Python process: LogScan + read_records over the segment, touching
                  key, value and headers (the engine's own record loop; records/s)
@@ -35,6 +36,7 @@ into (goal: more than one; worker memory under 400 MB).
 Usage (from the repository root, with the spark extra installed and Java 17+)::
 
     python tests/benchmarks/bench_spark.py --segment-mb 600 --json bench-spark.json
+    python tests/benchmarks/bench_spark.py --segment-mb 600 --compression zstd
 
 Not a test: nothing asserts a time. Numbers on a shared machine are noisy: ratios are within
 one run and every step is the best of ``--repeat``.
@@ -231,14 +233,16 @@ def run_step(argv: list[str]) -> dict:
         return json.loads(out.read().decode().strip().splitlines()[-1])
 
 
-def prepare(cache_dir: Path, size_mib: float) -> Path:
-    """A log dir with one partition, one ``size_mib`` segment and its indexes (cached)."""
+def prepare(cache_dir: Path, size_mib: float, compression: str = "none") -> Path:
+    """A log dir with one partition, one ``size_mib`` segment of ``compression`` batches and its
+    indexes (cached)."""
     from tests.benchmarks.make_segment import write_segment
 
-    log_dir = cache_dir / f"spark-{size_mib:g}mib" / "logdir"
+    codec = "" if compression == "none" else f"-{compression}"
+    log_dir = cache_dir / f"spark-{size_mib:g}mib{codec}" / "logdir"
     partition = log_dir / "events-0"
     if not (partition / "00000000000000000000.index").is_file():
-        write_segment(partition / "00000000000000000000.log", int(size_mib * MIB))
+        write_segment(partition / "00000000000000000000.log", int(size_mib * MIB), compression=compression)
         subprocess.run([sys.executable, "-m", "seglog_cli", "rebuild-index", "--apply", "--backup-dir",
                         str(cache_dir / "backups"), str(partition)], check=True, stdout=subprocess.DEVNULL)
     return log_dir
@@ -249,7 +253,7 @@ def per_million(step: dict) -> float:
 
 
 def report(args) -> dict:
-    log_dir = prepare(Path(args.cache_dir), args.segment_mb)
+    log_dir = prepare(Path(args.cache_dir), args.segment_mb, args.compression)
     log = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))
     steps: dict = {}
     for _ in range(args.repeat):  # rounds interleave the plain steps; best of each
@@ -308,7 +312,8 @@ def report(args) -> dict:
                           "met": max(steps[s]["worker_peak_rss_mb"] or 0 for s in ("spark1", "spark2"))
                           < GOAL_WORKER_RSS_MB},
     }
-    result = {"machine": machine_info(), "segment_mb": args.segment_mb, "log_dir": str(log_dir),
+    result = {"machine": machine_info(), "segment_mb": args.segment_mb, "compression": args.compression,
+              "log_dir": str(log_dir),
               "passthrough_files": written, "steps": steps, "ratios": ratios, "goals": goals}
     if not args.quiet:
         print_table(result)
@@ -319,7 +324,7 @@ def report(args) -> dict:
 
 def print_table(result: dict) -> None:
     steps = result["steps"]
-    print(f"segment {result['segment_mb']:g} MiB, {steps['engine']['records']} records, "
+    print(f"segment {result['segment_mb']:g} MiB ({result['compression']}), {steps['engine']['records']} records, "
           f"{steps['spark2']['partitions']} input partitions; load average {result['machine']['load_average']}")
     print(f"{'step':<13}{'wall s':>9}{'records/s':>12}{'CPU s':>8}{'CPU s/M rec':>13}{'worker RSS MB':>15}")
     for name, step in steps.items():
@@ -334,6 +339,8 @@ def print_table(result: dict) -> None:
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--segment-mb", type=float, default=600.0, help="segment size in MiB (default 600)")
+    parser.add_argument("--compression", default="none", choices=["none", "gzip", "snappy", "lz4", "zstd"],
+                        help="the batches' codec (default none)")
     parser.add_argument("--cache-dir", default=os.environ.get("SEGLOG_BENCH_DIR", "/tmp/seglog-bench"))
     parser.add_argument("--repeat", type=int, default=2, help="runs per step; the best is kept")
     parser.add_argument("--json", help="write the report here")

@@ -24,16 +24,14 @@ handled as the dump handles it:
 With ``failOnDamage`` the last two raise a :class:`SeglogError` naming the file, position and
 offset instead (Spark then fails the task).
 
-Columns are built a whole Arrow batch at a time: integers through ``array.array`` buffers,
-per-batch values taken once per batch and spread with ``take``; nothing is converted per
-record in Python except what the decoder already made (key, value and header bytes).
+Rows gather in :class:`~seglog_cli.spark.record_buffers.RecordBuffers` (Arrow-ready column
+buffers, filled by the compiled ``columns_run`` for clean v2 data batches and from the general
+decoder's records for the rest) and become an Arrow batch at ``maxRecordsPerBatch`` rows or
+:data:`MAX_BATCH_BYTES` of batches, never splitting a Kafka batch unless it alone is bigger.
 """
 
 from __future__ import annotations
 
-import array
-from itertools import accumulate, chain, repeat
-from operator import itemgetter
 from typing import Iterator
 
 import pyarrow as pa
@@ -49,7 +47,6 @@ from seglog_cli.storage.files import MappedFile
 from seglog_cli.storage.findings import Severity
 from seglog_cli.storage import native
 from seglog_cli.storage.records import Record, read_records
-from seglog_cli.storage.text import java_utf8
 
 HEADER = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
 RECORD_SCHEMA = pa.schema([
@@ -71,9 +68,6 @@ BATCH_SCHEMA = pa.schema([
 ])
 MAX_BATCH_BYTES = 32 * 1024 * 1024  # payload bytes per Arrow batch: bounds a worker's memory
 
-_OFFSET, _TIMESTAMP, _KEY, _VALUE, _HEADERS = (itemgetter(i) for i in (0, 1, 3, 4, 5))  # Record fields
-_POSITION, _OFFSET_FIELD, _PRODUCER_ID, _PRODUCER_EPOCH = (itemgetter(i) for i in (0, 1, 10, 11))  # BatchHeader
-_CODEC_NAMES = dict(CODEC_NAMES)
 
 
 def codec_name(codec: int) -> str:
@@ -163,93 +157,76 @@ def _control_records(records: list, batch, path: str, fail: bool) -> list:
 def record_batches(split: Split, options: ScanOptions) -> Iterator[pa.RecordBatch]:
     """Arrow batches of the split's records (schema :data:`RECORD_SCHEMA`).
 
-    Clean v2 data batches go through the compiled :class:`RecordBuffers` a chunk at a time;
-    every other batch (and every batch without the compiled module, or in an offset range)
-    through :class:`_General`. Rows keep the file's order: whichever holds the earlier rows is
-    emptied first."""
-    limit = options.max_records_per_batch
+    Clean v2 data batches go through the compiled ``columns_run`` a chunk at a time; every
+    other batch (and every batch without the compiled module, or in an offset range) through
+    the general decoder (:func:`_decoded`). Both fill the same :class:`RecordBuffers`, in file
+    order."""
     with MappedFile(split.path) as mapped:
-        buf = mapped.buffer
-        general = _General(split, options, buf)
-        columns_run = compiled_columns()
         ranged = split.from_offset is not None or split.to_offset is not None
-        fast = None
-        if columns_run is not None and not ranged:
-            fast = RecordBuffers(columns_run, max_rows=limit, max_payload=MAX_BATCH_BYTES,
-                                 skip_invalid=options.on_crc_mismatch != KEEP)
-        for chunk in _split_chunks(mapped, split, options):
-            index = 0
-            while index < len(chunk):
-                if fast is not None:
-                    index, reason = fast.run(buf, chunk, index, split.end)
-                    if len(fast) and general.records:  # the general decoder's rows came first
-                        yield from general.flush()
-                    if reason == RUN_CHUNK:
-                        break
-                    if len(fast):  # full, or what it holds comes before chunk[index]
-                        yield from _sliced(_buffer_columns(split, fast, options.check_crc), limit)
-                    if reason == RUN_FULL:
-                        continue
-                    if reason == RUN_END:
-                        yield from general.flush()
-                        return
-                batch = chunk[index]
-                index += 1
-                wanted = _wanted(batch, split, options)
-                if wanted == _STOP:
-                    yield from general.flush()
+        rows = RecordBuffers(None if ranged else compiled_columns(), max_rows=options.max_records_per_batch,
+                             max_payload=MAX_BATCH_BYTES, skip_invalid=options.on_crc_mismatch != KEEP)
+        yield from _fill(rows, mapped, split, options)
+        yield from _flush(rows, split, options)
+
+
+def _fill(rows: RecordBuffers, mapped: MappedFile, split: Split, options: ScanOptions) -> Iterator[pa.RecordBatch]:
+    """Read the split into ``rows``, yielding an Arrow batch whenever they hold one."""
+    buf = mapped.buffer
+    limit = options.max_records_per_batch
+    decode = native.module.decode_v2_batch if native.module is not None else None
+    for chunk in _split_chunks(mapped, split, options):
+        index = 0
+        while index < len(chunk):
+            if rows.columns_run is not None:
+                index, reason = rows.run(buf, chunk, index, split.end)
+                if reason == RUN_CHUNK:
+                    break
+                if reason == RUN_FULL:
+                    yield from _flush(rows, split, options)
+                    continue
+                if reason == RUN_END:
                     return
-                if wanted == _TAKE:
-                    yield from general.add(batch)
-        if fast is not None and len(fast):
-            yield from _sliced(_buffer_columns(split, fast, options.check_crc), limit)
-        yield from general.flush()
+            batch = chunk[index]  # for the general decoder
+            index += 1
+            wanted = _wanted(batch, split, options)
+            if wanted == _STOP:
+                return
+            if wanted == _SKIP:
+                continue
+            records = _decoded(buf, batch, split, options, decode)
+            if not records:
+                continue
+            if len(rows) and len(rows) + len(records) > limit:
+                yield from _flush(rows, split, options)  # full Arrow batches, not one slightly over and a sliver
+            rows.add_records(batch, records, options.check_crc and batch[5] == batch[14]
+                             and batch[2] >= (49 if batch[4] >= 2 else 14))
+            if len(rows) >= limit or rows.payload >= MAX_BATCH_BYTES:
+                yield from _flush(rows, split, options)
 
 
-class _General:
-    """Batches read through the general decoder (``read_records`` and its compiled
-    ``decode_v2_batch``), gathered into Arrow batches."""
+def _decoded(buf, batch, split: Split, options: ScanOptions, decode) -> list:
+    """The records of ``batch`` through the general decoder, as ``seglog dump`` reads them."""
+    # the compiled decoder straight away for an uncompressed v2 batch (what read_records does
+    # first); None (compressed, legacy, anything unclean) takes read_records' path
+    records = decode(Record, buf, batch) if decode is not None else None
+    if records is None:
+        records = _records(buf, batch, split.path, options.fail_on_damage)
+    if batch[6] & 0x20 and batch[4] >= 2:  # a control batch: its records must parse as such
+        records = _control_records(records, batch, split.path, options.fail_on_damage)
+    if split.from_offset is not None or split.to_offset is not None:
+        records = _in_range(records, split.from_offset, split.to_offset)
+    return records
 
-    def __init__(self, split: Split, options: ScanOptions, buf):
-        self.split, self.options, self.buf = split, options, buf
-        compiled = native.module
-        self.decode = compiled.decode_v2_batch if compiled is not None else None
-        self.ranged = split.from_offset is not None or split.to_offset is not None
-        self.records: list = []
-        self.batches: list = []
-        self.counts: list = []
-        self.payload = 0
 
-    def add(self, batch) -> Iterator[pa.RecordBatch]:
-        split, options = self.split, self.options
-        # the compiled decoder straight away for an uncompressed v2 batch (what read_records
-        # does first); None (compressed, legacy, anything unclean) takes read_records' path
-        decoded = self.decode(Record, self.buf, batch) if self.decode is not None else None
-        if decoded is None:
-            decoded = _records(self.buf, batch, split.path, options.fail_on_damage)
-        if batch[6] & 0x20 and batch[4] >= 2:  # a control batch: its records must parse as such
-            decoded = _control_records(decoded, batch, split.path, options.fail_on_damage)
-        if self.ranged:
-            decoded = _in_range(decoded, split.from_offset, split.to_offset)
-        if not decoded:
-            return
-        self.records.extend(decoded)
-        self.batches.append(batch)
-        self.counts.append(len(decoded))
-        self.payload += batch[2]
-        if len(self.records) >= options.max_records_per_batch or self.payload >= MAX_BATCH_BYTES:
-            yield from self.flush()
-
-    def flush(self) -> Iterator[pa.RecordBatch]:
-        if self.records:
-            batch = _record_columns(self.split, self.records, self.batches, self.counts, self.options.check_crc)
-            self.records, self.batches, self.counts, self.payload = [], [], [], 0
-            yield from _sliced(batch, self.options.max_records_per_batch)
+def _flush(rows: RecordBuffers, split: Split, options: ScanOptions) -> Iterator[pa.RecordBatch]:
+    if len(rows):
+        yield from _sliced(_buffer_columns(split, rows, options.check_crc), options.max_records_per_batch)
 
 
 def _sliced(batch: pa.RecordBatch, limit: int) -> Iterator[pa.RecordBatch]:
-    """At most ``limit`` rows each (a Kafka batch is never split across two reads, so the
-    last one read may overshoot; slices share the buffers)."""
+    """At most ``limit`` rows each. Rows are gathered a Kafka batch at a time and an Arrow batch
+    is closed before a Kafka batch that would take it past ``limit``, so only a Kafka batch of
+    more than ``limit`` records read alone is sliced here (slices share the buffers)."""
     if batch.num_rows <= limit:
         yield batch
         return
@@ -261,20 +238,6 @@ def _in_range(records: list, from_offset, to_offset) -> list:
     low = -2**63 if from_offset is None else from_offset
     high = 2**63 if to_offset is None else to_offset
     return [r for r in records if low <= r[0] <= high]
-
-
-def _int_array(typecode: str, values, pa_type) -> pa.Array:
-    data = array.array(typecode, values)
-    return pa.Array.from_buffers(pa_type, len(data), [None, pa.py_buffer(data)])
-
-
-def _record_columns(split: Split, records: list, batches: list, counts: list, check_crc: bool) -> pa.RecordBatch:
-    values = {"key": pa.array(list(map(_KEY, records)), pa.binary()),
-              "value": pa.array(list(map(_VALUE, records)), pa.binary()),
-              "offset": _int_array("q", map(_OFFSET, records), pa.int64()),
-              "timestamp": _int_array("q", map(_TIMESTAMP, records), pa.int64()),
-              "headers": _headers(list(map(_HEADERS, records)))}
-    return _columns(split, len(records), values, batches, counts, check_crc)
 
 
 def _buffer_columns(split: Split, fast: RecordBuffers, check_crc: bool) -> pa.RecordBatch:
@@ -289,27 +252,6 @@ def _buffer_columns(split: Split, fast: RecordBuffers, check_crc: bool) -> pa.Re
     return pa.RecordBatch.from_arrays([values[name] for name in RECORD_SCHEMA.names], schema=RECORD_SCHEMA)
 
 
-def _columns(split: Split, n: int, values: dict, batches: list, counts: list, check_crc: bool) -> pa.RecordBatch:
-    which = _int_array("i", chain.from_iterable(map(repeat, range(len(batches)), counts)), pa.int32())
-    per_batch = _batch_values(batches, check_crc)
-    columns = [
-        values["key"],
-        values["value"],
-        pa.repeat(pa.scalar(split.topic, pa.string()), n),
-        pa.repeat(pa.scalar(split.partition, pa.int32()), n),
-        values["offset"],
-        _spark_timestamps(values["timestamp"]),
-        per_batch["timestampType"].take(which),
-        values["headers"],
-        *(per_batch[name].take(which) for name in ("baseOffset", "producerId", "producerEpoch",
-                                                    "isTransactional", "isControl", "compression")),
-        pa.repeat(pa.scalar(split.segment or None, pa.string()), n),
-        per_batch["position"].take(which),
-        per_batch["isValid"].take(which),
-    ]
-    return pa.RecordBatch.from_arrays(columns, schema=RECORD_SCHEMA)
-
-
 MAX_TIMESTAMP_MS = (2**63 - 1) // 1000  # Spark timestamps are int64 microseconds
 
 
@@ -321,50 +263,6 @@ def _spark_timestamps(millis: pa.Array) -> pa.Array:
         in_range = pc.and_(pc.greater_equal(millis, -MAX_TIMESTAMP_MS), pc.less_equal(millis, MAX_TIMESTAMP_MS))
         millis = pc.if_else(in_range, millis, pa.scalar(None, pa.int64()))
     return pc.multiply(millis, 1000).cast(pa.timestamp("us", tz="UTC"))
-
-
-def _batch_values(batches: list, check_crc: bool) -> dict[str, pa.Array]:
-    """Per-batch values, from the header tuples' fields (position 0, base offset 1, length 2,
-    magic 4, crc 5, attributes 6, producer id 10, producer epoch 11, computed crc 14)."""
-    magics = [b[4] for b in batches]
-    attributes = [b[6] for b in batches]
-    v2 = all(magic >= 2 for magic in magics)
-    if check_crc:
-        valid = [b[5] == b[14] and b[2] >= (49 if b[4] >= 2 else 14) for b in batches]
-    else:
-        valid = [None] * len(batches)
-    if v2:
-        timestamp_types = [(a >> 3) & 1 for a in attributes]
-        transactional = [bool(a & 0x10) for a in attributes]
-        control = [bool(a & 0x20) for a in attributes]
-        base_offsets = _int_array("q", map(_OFFSET_FIELD, batches), pa.int64())
-    else:
-        timestamp_types = [b.timestamp_type for b in batches]
-        transactional = [b.is_transactional for b in batches]
-        control = [b.is_control for b in batches]
-        base_offsets = pa.array([b[1] if b[4] >= 2 else None for b in batches], pa.int64())
-    return {
-        "timestampType": pa.array(timestamp_types, pa.int32()),
-        "baseOffset": base_offsets,
-        "producerId": _int_array("q", map(_PRODUCER_ID, batches), pa.int64()),
-        "producerEpoch": _int_array("i", map(_PRODUCER_EPOCH, batches), pa.int32()),
-        "isTransactional": pa.array(transactional, pa.bool_()),
-        "isControl": pa.array(control, pa.bool_()),
-        "compression": pa.array([_CODEC_NAMES.get(a & 7) or codec_name(a & 7) for a in attributes], pa.string()),
-        "position": _int_array("q", map(_POSITION, batches), pa.int64()),
-        "isValid": pa.array(valid, pa.bool_()),
-    }
-
-
-def _headers(headers: list) -> pa.Array:
-    """list<struct<key string, value binary>>; header keys as Java decodes them."""
-    offsets = _int_array("i", chain((0,), accumulate(map(len, headers))), pa.int32())
-    flat = list(chain.from_iterable(headers))
-    entries = pa.StructArray.from_arrays(
-        [pa.array([java_utf8(key) for key, _ in flat], pa.string()),
-         pa.array([value for _, value in flat], pa.binary())],
-        fields=list(HEADER))
-    return pa.ListArray.from_arrays(offsets, entries, type=RECORD_SCHEMA.field("headers").type)
 
 
 # -- batches ------------------------------------------------------------------------------------

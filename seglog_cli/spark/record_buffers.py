@@ -1,34 +1,45 @@
-"""Record columns straight from the bytes: the compiled ``columns_run`` (``_native.c``) walks a
-chunk of batch headers and appends each v2 data batch's records to Arrow-ready buffers, with the
-batch's values repeated per record, so no Python object is made per batch, record, key, value
-or header.
+"""The Spark reader's rows as Arrow-ready column buffers, filled two ways in file order.
 
-It takes the batches the plain decoder would read cleanly (uncompressed, or decompressed by
-:func:`~seglog_cli.storage.codecs.decompress`, v2 data batches whose records parse without
-complaint and whose header keys are UTF-8), and stops at anything else (legacy messages, control
-batches, damage, header keys Java would decode with replacement characters, a batch failing
-its CRC when those are skipped): :mod:`seglog_cli.spark.columns` reads that one through
-:func:`~seglog_cli.storage.records.read_records` as before and calls it again for the rest.
-Both give the same values: ``tests/spark/test_record_buffers.py`` compares them.
+* The compiled ``columns_run`` (``_native.c``) walks a chunk of batch headers and appends each
+  v2 data batch's records, with the batch's values repeated per record, so no Python object is
+  made per batch, record, key, value or header. It takes the batches the plain decoder would
+  read cleanly (uncompressed, or decompressed by :func:`~seglog_cli.storage.codecs.decompress`,
+  v2 data batches whose records parse without complaint and whose header keys are UTF-8) and
+  stops at anything else (legacy messages, control batches, damage, header keys Java would
+  decode with replacement characters, a batch failing its CRC when those are skipped).
+* :meth:`RecordBuffers.add_records` appends the records the general decoder
+  (:func:`~seglog_cli.storage.records.read_records`) made of such a batch, and is the only way
+  in without the compiled module.
+
+Both give the same values (``tests/spark/test_record_buffers.py`` compares them), and because
+both fill the same buffers, Arrow batches stay full however the two kinds of batches alternate.
 """
 
 from __future__ import annotations
+
+from array import array
+from itertools import accumulate, chain
+from operator import itemgetter
+from struct import Struct
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from seglog_cli.storage import native
-from seglog_cli.storage.codecs import CODEC_NAMES, decompress
+from seglog_cli.storage.codecs import decompress
 from seglog_cli.storage.errors import DecompressionError, SeglogError
+from seglog_cli.storage.text import java_utf8
 
-BUFFERS = 20  # the order of columns_run's bytearrays
+BUFFERS = 21  # the order of columns_run's bytearrays
 (OFFSET, TIMESTAMP, KEY_END, KEY_DATA, KEY_VALID, VALUE_END, VALUE_DATA, VALUE_VALID, HEADERS_END, HKEY_END,
  HKEY_DATA, HVALUE_END, HVALUE_DATA, HVALUE_VALID,
- BASE_OFFSET, PRODUCER_ID, PRODUCER_EPOCH, POSITION, ATTRIBUTES, CRC_VALID) = range(BUFFERS)
+ BASE_OFFSET, PRODUCER_ID, PRODUCER_EPOCH, POSITION, ATTRIBUTES, CRC_VALID, MAGIC) = range(BUFFERS)
 RUN_CHUNK, RUN_FULL, RUN_GENERAL, RUN_END = range(4)  # why columns_run returned
 _ZERO_INT32 = bytes(4)
 _EXPECTED = (DecompressionError, SeglogError)  # what the general decoder reports as the dump does
-_CODECS = pa.array([CODEC_NAMES[codec] for codec in range(5)], pa.string())  # the only ones it decompresses
+_CODECS = pa.array(["none", "gzip", "snappy", "lz4", "zstd", "unknown(5)", "unknown(6)", "unknown(7)"], pa.string())
+_OFFSET_OF, _TIMESTAMP_OF, _KEY_OF, _VALUE_OF, _HEADERS_OF = (itemgetter(i) for i in (0, 1, 3, 4, 5))  # Record
+_INT64, _INT32 = Struct("=q"), Struct("=i")
 
 
 def compiled_columns():
@@ -39,7 +50,7 @@ def compiled_columns():
 class RecordBuffers:
     """The records of the clean v2 data batches read so far, as column buffers."""
 
-    def __init__(self, columns_run, *, max_rows: int, max_payload: int, skip_invalid: bool):
+    def __init__(self, columns_run=None, *, max_rows: int, max_payload: int, skip_invalid: bool):
         self.columns_run = columns_run
         self.max_rows, self.max_payload, self.skip_invalid = max_rows, max_payload, skip_invalid
         self.buffers = [bytearray() for _ in range(BUFFERS)]
@@ -58,6 +69,29 @@ class RecordBuffers:
             self.buffers, decompress, _EXPECTED)
         return index, reason
 
+    def add_records(self, batch, records: list, crc_valid: bool) -> None:
+        """Append the general decoder's records of ``batch`` (a BatchHeader), with its values."""
+        b, n = self.buffers, len(records)
+        b[OFFSET] += array("q", map(_OFFSET_OF, records))
+        b[TIMESTAMP] += array("q", map(_TIMESTAMP_OF, records))
+        _append_binary(b, KEY_END, KEY_DATA, KEY_VALID, list(map(_KEY_OF, records)))
+        _append_binary(b, VALUE_END, VALUE_DATA, VALUE_VALID, list(map(_VALUE_OF, records)))
+        headers = list(map(_HEADERS_OF, records))
+        flat = list(chain.from_iterable(headers))
+        b[HEADERS_END] += array("i", accumulate(map(len, headers), initial=len(b[HKEY_END]) // 4))[1:]
+        _append_binary(b, HKEY_END, HKEY_DATA, None, [java_utf8(key).encode() for key, _ in flat])
+        _append_binary(b, HVALUE_END, HVALUE_DATA, HVALUE_VALID, [value for _, value in flat])
+        magic = batch[4]
+        legacy = magic < 2
+        b[BASE_OFFSET] += _INT64.pack(0 if legacy else batch[1]) * n
+        b[PRODUCER_ID] += _INT64.pack(batch[10]) * n
+        b[PRODUCER_EPOCH] += _INT32.pack(batch[11]) * n
+        b[POSITION] += _INT64.pack(batch[0]) * n
+        b[ATTRIBUTES] += bytes((batch[6] & (0x0f if legacy else 0xff),)) * n  # legacy: codec, timestamp type
+        b[CRC_VALID] += (b"\x01" if crc_valid else b"\x00") * n
+        b[MAGIC] += (b"\x02" if magic >= 2 else b"\x00" if magic == 0 else b"\x01") * n  # 1: v1 and damaged
+        self.payload += batch[2]
+
     def arrays(self, check_crc: bool) -> dict[str, pa.Array]:
         """The columns read so far (by name; ``headers`` as its list offsets and entries), and a
         fresh set of buffers for what comes next."""
@@ -69,20 +103,22 @@ class RecordBuffers:
              _binary(pa.binary(), headers, b[HVALUE_END], b[HVALUE_DATA], b[HVALUE_VALID])],
             names=["key", "value"])
         attributes = _fixed(pa.uint8(), n, b[ATTRIBUTES])
+        magic = _fixed(pa.uint8(), n, b[MAGIC])
+        v2 = pc.equal(magic, 2)
         return {
             "offset": _fixed(pa.int64(), n, b[OFFSET]),
             "timestamp": _fixed(pa.int64(), n, b[TIMESTAMP]),
             "key": _binary(pa.binary(), n, b[KEY_END], b[KEY_DATA], b[KEY_VALID]),
             "value": _binary(pa.binary(), n, b[VALUE_END], b[VALUE_DATA], b[VALUE_VALID]),
             "headers": (_fixed(pa.int32(), n + 1, _ZERO_INT32 + b[HEADERS_END]), entries),
-            "baseOffset": _fixed(pa.int64(), n, b[BASE_OFFSET]),
+            "baseOffset": pc.if_else(v2, _fixed(pa.int64(), n, b[BASE_OFFSET]), pa.scalar(None, pa.int64())),  # null for legacy
             "producerId": _fixed(pa.int64(), n, b[PRODUCER_ID]),
             "producerEpoch": _fixed(pa.int32(), n, b[PRODUCER_EPOCH]),
             "position": _fixed(pa.int64(), n, b[POSITION]),
-            "timestampType": _flag(attributes, 0x08).cast(pa.int32()),
+            "timestampType": pc.if_else(pc.equal(magic, 0), pa.scalar(-1, pa.int32()), _flag(attributes, 0x08).cast(pa.int32())),
             "isTransactional": _flag(attributes, 0x10),
             "isControl": _flag(attributes, 0x20),
-            "compression": _CODECS.take(pc.bit_wise_and(attributes, 7)),
+            "compression": _CODECS.take(pc.bit_wise_and(attributes, 7)),  # legacy: the same low bits
             "isValid": (_fixed(pa.uint8(), n, b[CRC_VALID]).cast(pa.bool_()) if check_crc
                         else pa.nulls(n, pa.bool_())),
         }
@@ -94,6 +130,17 @@ def _fixed(kind, n: int, data) -> pa.Array:
 
 def _flag(attributes: pa.Array, bit: int) -> pa.Array:
     return pc.not_equal(pc.bit_wise_and(attributes, bit), 0)
+
+
+def _append_binary(b: list, ends: int, data: int, valid: int | None, items: list) -> None:
+    """Append items (bytes, or None for null) to a binary column's end positions, bytes and
+    validity bytes."""
+    buffer = b[data]
+    b[ends] += array("i", accumulate((len(item) if item is not None else 0 for item in items),
+                                     initial=len(buffer)))[1:]
+    buffer += b"".join(item for item in items if item is not None)
+    if valid is not None:
+        b[valid] += bytes(item is not None for item in items)
 
 
 def _binary(kind, n: int, ends: bytearray, data: bytearray, valid: bytearray | None) -> pa.Array:

@@ -1648,20 +1648,21 @@ static int col_fill(PyObject *array, const void *value, Py_ssize_t n, Py_ssize_t
 
 enum { RUN_CHUNK, RUN_FULL, RUN_GENERAL, RUN_END };  /* why columns_run returned */
 enum { COL_BASE_OFFSET = COL_COUNT, COL_PRODUCER_ID, COL_PRODUCER_EPOCH, COL_POSITION, COL_ATTRIBUTES,
-       COL_CRC_VALID, COL_ALL };
+       COL_CRC_VALID, COL_MAGIC, COL_ALL };
 
 /* columns_run(buffer, chunk, index, split_end, skip_invalid, max_rows, payload, max_payload, columns,
  *             decompress, expected) -> (next_index, reason, payload)
  * The Spark reader's loop over a chunk of BatchHeaders (LogScan.chunks()) from index: each v2
  * data batch (uncompressed, or decompressed by calling decompress(codec, section, 2)) has its
- * records appended to the first 14 of the 20 bytearrays in columns (see append_records) and,
+ * records appended to the first 14 of the 21 bytearrays in columns (see append_records) and,
  * per record, its batch's base offset (int64), producer id (int64), producer epoch (int32),
- * position (int64), attributes' low byte and CRC verdict (a byte each; 1 when the CRC matched
- * or was not computed). payload adds up the batches' length fields. It returns at the first
+ * position (int64), attributes' low byte, CRC verdict (1 when the CRC matched or was not
+ * computed) and magic (a byte each). payload adds up the batches' length fields. It returns at the first
  * batch starting at or past split_end (RUN_END), at one the Python path must read (RUN_GENERAL:
  * legacy, control, empty, failing its CRC when skip_invalid, decompression raising one of the
  * exception classes in expected, records not clean), after the batch that brings the records
- * to max_rows or payload to max_payload (RUN_FULL), or at the chunk's end (RUN_CHUNK). */
+ * to max_rows or payload to max_payload, or before one whose records would take the buffers past
+ * max_rows (RUN_FULL: only a batch read alone can exceed it), or at the chunk's end (RUN_CHUNK). */
 static PyObject *native_columns_run(PyObject *self, PyObject *args) {
     Py_buffer view;
     PyObject *chunk, *columns, *decompress, *expected;
@@ -1674,7 +1675,7 @@ static PyObject *native_columns_run(PyObject *self, PyObject *args) {
     PyObject *col[COL_ALL];
     int reason = RUN_CHUNK, failed = 0;
     if (PyList_GET_SIZE(columns) != COL_ALL) {
-        PyErr_SetString(PyExc_ValueError, "columns_run needs 20 bytearrays");
+        PyErr_SetString(PyExc_ValueError, "columns_run needs 21 bytearrays");
         failed = 1;
     }
     for (int i = 0; i < COL_ALL && !failed; i++) {
@@ -1697,6 +1698,8 @@ static PyObject *native_columns_run(PyObject *self, PyObject *args) {
             reason = RUN_GENERAL;
             break;
         }
+        Py_ssize_t rows = PyByteArray_GET_SIZE(col[COL_OFFSET]) / 8;
+        if (rows && rows + (Py_ssize_t)h.count > max_rows) { reason = RUN_FULL; break; }  /* no overshoot */
         int codec = (int)(h.attributes & 7);
         BatchContext c = {h.base_offset, h.base_ts, (h.attributes & 0x08) ? h.max_ts : 0, -1,
                           (h.attributes & 0x08) != 0, codec != 0};
@@ -1723,13 +1726,14 @@ static PyObject *native_columns_run(PyObject *self, PyObject *args) {
         if (!appended) { reason = RUN_GENERAL; break; }
         int64_t base_offset = h.base_offset, pid = h.pid, position = h.position;
         int32_t epoch = (int32_t)h.pepoch;
-        uint8_t attributes = (uint8_t)h.attributes, verdict = (uint8_t)crc_valid;
+        uint8_t attributes = (uint8_t)h.attributes, verdict = (uint8_t)crc_valid, magic = 2;
         Py_ssize_t count = (Py_ssize_t)h.count;
         if (!(col_fill(col[COL_BASE_OFFSET], &base_offset, 8, count) && col_fill(col[COL_PRODUCER_ID], &pid, 8, count)
               && col_fill(col[COL_PRODUCER_EPOCH], &epoch, 4, count)
               && col_fill(col[COL_POSITION], &position, 8, count)
               && col_fill(col[COL_ATTRIBUTES], &attributes, 1, count)
-              && col_fill(col[COL_CRC_VALID], &verdict, 1, count))) { failed = 1; break; }
+              && col_fill(col[COL_CRC_VALID], &verdict, 1, count)
+              && col_fill(col[COL_MAGIC], &magic, 1, count))) { failed = 1; break; }
         payload += h.length;
         if (PyByteArray_GET_SIZE(col[COL_OFFSET]) / 8 >= max_rows || payload >= max_payload) {
             index++;

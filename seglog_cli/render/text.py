@@ -10,7 +10,7 @@ from seglog_cli.render.kafka_json import to_kafka_json
 from seglog_cli.render.output import LineOutput
 from seglog_cli.storage import native
 from seglog_cli.storage.batches import BatchHeader, BatchRun
-from seglog_cli.storage.codecs import CODEC_NAMES
+from seglog_cli.storage.codecs import codec_label as codec_text
 from seglog_cli.storage.control import ControlRecord
 from seglog_cli.storage.errors import DecodeError
 from seglog_cli.storage.dump_events import (
@@ -39,10 +39,6 @@ CONTROL_LABELS = {3: "SnapshotHeader", 4: "SnapshotFooter", 5: "KRaftVersion", 6
 
 def optional_long(value: int | None) -> str:
     return "OptionalLong.empty" if value is None else f"OptionalLong[{value}]"
-
-
-def codec_text(codec: int) -> str:
-    return CODEC_NAMES.get(codec, f"unknown({codec})")
 
 
 def batch_line(batch: BatchHeader) -> str:

@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 from seglog_cli.spark.plan import FAIL, KEEP, ScanOptions, Split
 from seglog_cli.spark.record_buffers import RUN_CHUNK, RUN_END, RUN_FULL, RecordBuffers, compiled_columns
 from seglog_cli.storage.batches import LogScan
-from seglog_cli.storage.codecs import CODEC_NAMES
+from seglog_cli.storage.codecs import codec_label
 from seglog_cli.storage.control import parse_control_record
 from seglog_cli.storage.errors import SeglogError
 from seglog_cli.storage.files import MappedFile
@@ -67,11 +67,6 @@ BATCH_SCHEMA = pa.schema([
     ("crc", pa.int64()), ("isValid", pa.bool_()),
 ])
 MAX_BATCH_BYTES = 32 * 1024 * 1024  # payload bytes per Arrow batch: bounds a worker's memory
-
-
-
-def codec_name(codec: int) -> str:
-    return CODEC_NAMES.get(codec, f"unknown({codec})")
 
 
 # -- walking a split ----------------------------------------------------------------------------
@@ -162,8 +157,7 @@ def record_batches(split: Split, options: ScanOptions) -> Iterator[pa.RecordBatc
     the general decoder (:func:`_decoded`). Both fill the same :class:`RecordBuffers`, in file
     order."""
     with MappedFile(split.path) as mapped:
-        ranged = split.from_offset is not None or split.to_offset is not None
-        rows = RecordBuffers(None if ranged else compiled_columns(), max_rows=options.max_records_per_batch,
+        rows = RecordBuffers(None if split.ranged else compiled_columns(), max_rows=options.max_records_per_batch,
                              max_payload=MAX_BATCH_BYTES, skip_invalid=options.on_crc_mismatch != KEEP)
         yield from _fill(rows, mapped, split, options)
         yield from _flush(rows, split, options)
@@ -198,8 +192,7 @@ def _fill(rows: RecordBuffers, mapped: MappedFile, split: Split, options: ScanOp
                 continue
             if len(rows) and len(rows) + len(records) > limit:
                 yield from _flush(rows, split, options)  # full Arrow batches, not one slightly over and a sliver
-            rows.add_records(batch, records, options.check_crc and batch[5] == batch[14]
-                             and batch[2] >= (49 if batch[4] >= 2 else 14))
+            rows.add_records(batch, records, options.check_crc and batch.is_valid)
             if len(rows) >= limit or rows.payload >= MAX_BATCH_BYTES:
                 yield from _flush(rows, split, options)
 
@@ -213,7 +206,7 @@ def _decoded(buf, batch, split: Split, options: ScanOptions, decode) -> list:
         records = _records(buf, batch, split.path, options.fail_on_damage)
     if batch[6] & 0x20 and batch[4] >= 2:  # a control batch: its records must parse as such
         records = _control_records(records, batch, split.path, options.fail_on_damage)
-    if split.from_offset is not None or split.to_offset is not None:
+    if split.ranged:
         records = _in_range(records, split.from_offset, split.to_offset)
     return records
 
@@ -304,7 +297,7 @@ def _batch_columns(split: Split, batches: list, check_crc: bool) -> pa.RecordBat
         "maxTimestamp": [b.max_timestamp for b in batches],
         "size": [b.size for b in batches],
         "magic": [b.magic for b in batches],
-        "compression": [codec_name(b.compression) for b in batches],
+        "compression": [codec_label(b.compression) for b in batches],
         "crc": [b.crc for b in batches],
         "isValid": [b.is_valid if check_crc else None for b in batches],
     }

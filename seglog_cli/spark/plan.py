@@ -93,6 +93,11 @@ class Split:
     def size(self) -> int:
         return self.end - self.start
 
+    @property
+    def ranged(self) -> bool:
+        """Whether an offset range limits the split's records."""
+        return self.from_offset is not None or self.to_offset is not None
+
 
 # -- options ------------------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from seglog_cli.storage import native
-from seglog_cli.storage.codecs import decompress
+from seglog_cli.storage.codecs import codec_label, decompress
 from seglog_cli.storage.errors import DecompressionError, SeglogError
 from seglog_cli.storage.text import java_utf8
 
@@ -37,7 +37,7 @@ BUFFERS = 21  # the order of columns_run's bytearrays
 RUN_CHUNK, RUN_FULL, RUN_GENERAL, RUN_END = range(4)  # why columns_run returned
 _ZERO_INT32 = bytes(4)
 _EXPECTED = (DecompressionError, SeglogError)  # what the general decoder reports as the dump does
-_CODECS = pa.array(["none", "gzip", "snappy", "lz4", "zstd", "unknown(5)", "unknown(6)", "unknown(7)"], pa.string())
+_CODECS = pa.array([codec_label(codec) for codec in range(8)], pa.string())  # by the attributes' low 3 bits
 _OFFSET_OF, _TIMESTAMP_OF, _KEY_OF, _VALUE_OF, _HEADERS_OF = (itemgetter(i) for i in (0, 1, 3, 4, 5))  # Record
 _INT64, _INT32 = Struct("=q"), Struct("=i")
 

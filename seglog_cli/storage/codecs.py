@@ -34,6 +34,11 @@ CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "
 DEFAULT_MAX_OUTPUT = 256 * 1024 * 1024
 
 
+def codec_label(codec: int) -> str:
+    """The name DumpLogSegments prints for a codec id: Kafka's, or ``unknown(id)`` for 5-7."""
+    return CODEC_NAMES.get(codec, f"unknown({codec})")
+
+
 def codec_name(codec: int) -> str:
     """Kafka's ``CompressionType.name`` for a codec id; raises for ids 5-7 like Kafka does."""
     try:

@@ -326,7 +326,7 @@ def main(argv=None) -> dict:
         return bench_verify.print_step(STEP_FUNCTIONS[name], json.loads(variant))
     cache_dir = Path(args.cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    log = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))
+    log = bench_dump.progress(args.quiet)
     results = []
     for value_size in args.value_sizes:
         for codec in args.codecs:

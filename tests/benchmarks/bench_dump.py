@@ -341,6 +341,11 @@ def goals(results: list[dict]) -> dict:
 
 # -- report ------------------------------------------------------------------------------------
 
+def progress(quiet: bool):
+    """Where a benchmark's progress lines go: stderr as they happen, nowhere with ``--quiet``."""
+    return (lambda *a: None) if quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))
+
+
 def fmt(value, scale=1.0, digits=2):
     return "-" if value is None else f"{value / scale:.{digits}f}"
 
@@ -460,7 +465,7 @@ def main(argv=None) -> dict:
         return {}
     cache_dir = Path(args.cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    log = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))
+    log = progress(args.quiet)
     startup = measure(("startup",), empty_log(cache_dir), args.repeat)["startup"]
     log(f"seglog start-up: {startup['wall']:.3f} s, {startup['peak_rss_mb']:.0f} MB")
     segments = [external_segment(p) for p in args.segment] or [

@@ -230,7 +230,7 @@ def main(argv=None) -> dict:
         return {}
     cache_dir = Path(args.cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    log = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))
+    log = bench_dump.progress(args.quiet)
     results = []
     for size in args.sizes:
         for variant in args.variants:

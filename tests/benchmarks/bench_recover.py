@@ -242,7 +242,7 @@ def main(argv=None) -> dict:
         return {}
     cache_dir = Path(args.cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    log = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))
+    log = bench_dump.progress(args.quiet)
     results = []
     for variant in args.variants:
         meta = cached_log_dir(cache_dir, variant, args.partitions, args.segments, args.segment_mb, args.seed)

@@ -58,7 +58,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.benchmarks.bench_dump import fmt, machine_info  # noqa: E402
+from tests.benchmarks.bench_dump import fmt, machine_info, progress  # noqa: E402
 
 MIB = 1024 * 1024
 GOAL_CPU_RATIO = 1.3
@@ -257,7 +257,7 @@ def per_million(step: dict) -> float:
 
 def report(args) -> dict:
     log_dir = prepare(Path(args.cache_dir), args.segment_mb, args.compression)
-    log = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))
+    log = progress(args.quiet)
     steps: dict = {}
     for _ in range(args.repeat):  # rounds interleave the plain steps; best of each
         for name in ("engine", "reader"):

@@ -10,6 +10,7 @@ import sys
 from enum import IntEnum
 
 from seglog_cli.storage.errors import SeglogError, UnreadableInputError
+from seglog_cli.storage.durable import CannotWriteError
 from seglog_cli.storage.safety import LogDirLockedError
 
 
@@ -20,6 +21,7 @@ class ExitStatus(IntEnum):
     DAMAGE = 3  # verify / recover: damage found
     UNREADABLE = 4  # an input could not be read at all (missing, unreadable, not a log)
     LOCKED = 5  # a command that writes found the log dir locked by a running broker; nothing written
+    CANNOT_WRITE = 6  # read-only file system, permission, disk full, a symlink: the message says what changed
     INTERRUPTED = 130
     INTERNAL = 70  # a bug in seglog; the message says so
 
@@ -44,6 +46,9 @@ def guarded(action) -> int:
     except LogDirLockedError as exc:
         print(f"seglog: {exc}", file=sys.stderr)
         return ExitStatus.LOCKED
+    except CannotWriteError as exc:
+        print(f"seglog: {exc}", file=sys.stderr)
+        return ExitStatus.CANNOT_WRITE
     except UnreadableInputError as exc:
         print(f"seglog: {exc}", file=sys.stderr)
         return ExitStatus.UNREADABLE

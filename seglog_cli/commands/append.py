@@ -15,7 +15,7 @@ from typing import Iterator, List, Optional
 
 import typer
 
-from seglog_cli.commands.options import parse_timestamp
+from seglog_cli.commands.options import parse_timestamp, writing
 from seglog_cli.commands.record_input import DECODERS, read_input, value_records
 from seglog_cli.render import append_report
 from seglog_cli.status import ExitStatus, UsageError, guarded
@@ -24,6 +24,7 @@ from seglog_cli.storage.builder import group_batches
 from seglog_cli.storage.checkpoints import decode_uuid
 from seglog_cli.storage.errors import UnreadableInputError
 from seglog_cli.storage.naming import parse_partition_dir_name
+from seglog_cli.storage.safety import log_dir_of
 from seglog_cli.storage.topic_config import ConfigError, parse_config_args
 
 HELP = """Append records to a partition directory as a leader broker would (one produce request per batch).
@@ -46,7 +47,10 @@ Example (a copy of a partition): seglog dump --deep-iteration --format jsonl --p
 Exit status: 0 written (--apply); 1 planned, nothing written; 2 usage error (bad options,
 configs or input lines); 3 refused, as Kafka would refuse it (a torn tail, a fenced epoch, a
 sequence gap, a batch too large...), nothing written; 4 the input file or the partition
-directory could not be read; 5 a broker holds the log dir's .lock (nothing written).
+directory could not be read; 5 a broker holds the log dir's .lock (nothing written); 6 cannot write
+here (read-only file system, permission, disk full, a symlink): the message says what, if anything,
+was changed. A partition a broker would recover first (no clean shutdown, recovery point below
+the log end) is refused with 3: run seglog recover first.
 """
 
 
@@ -147,8 +151,9 @@ def _run(partition_dir, value, key, header, input_path, input_format, key_separa
                                  transactional, coordinator_epoch),
         end_transaction=end_txn.value if end_txn else None, create=create, topic_id=topic_id,
         update_recovery_point=not no_recovery_point)
-    plan = plan_append(partition_dir, batches, topic_config, options)
-    applied = apply_append(plan, backup_dir) if apply else None
+    with writing(apply, [log_dir_of(partition_dir)], "append", backup_dir) as session:
+        plan = plan_append(partition_dir, batches, topic_config, options)
+        applied = apply_append(plan, backup_dir, session) if apply else None
     if output_format == Format.json:
         append_report.render_json(plan, sys.stdout, applied)
     else:

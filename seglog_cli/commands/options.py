@@ -44,3 +44,43 @@ def command_paths(paths, what: str = "file, partition directory or log dir", inp
     if not inputs:
         raise UsageError(f"give at least one {what}")
     return inputs
+
+
+def log_dirs_of(inputs: list[str]) -> list:
+    """The real log dirs that writing to ``inputs`` (segment files, partition dirs, log dirs,
+    trees of them) changes: the locks to take before planning."""
+    from pathlib import Path
+
+    from seglog_cli.storage.partition_log import partition_dirs_under
+    from seglog_cli.storage.safety import log_dir_of
+
+    out = []
+    for raw in inputs:
+        path = Path(raw)
+        if path.is_file():
+            dirs = [log_dir_of(path.parent)]
+        elif path.is_dir():
+            dirs = [log_dir_of(partition) for partition in partition_dirs_under(path)]
+        else:
+            continue
+        out.extend(d for d in dirs if d not in out)
+    return out
+
+
+def writing(apply: bool, log_dirs, command: str, backup_dir: str | None):
+    """The write session of a command: its log dirs locked (and anything an interrupted run
+    left finished) before it plans; a no-op context when it only plans (no --apply)."""
+    import contextlib
+    import sys
+
+    if not apply:
+        return contextlib.nullcontext(None)
+    from seglog_cli.storage.write_session import WriteSession
+
+    @contextlib.contextmanager
+    def session():
+        with WriteSession(log_dirs, command, backup_dir) as held:
+            for note in held.notes:
+                sys.stderr.write(f"seglog: {note}\n")
+            yield held
+    return session()

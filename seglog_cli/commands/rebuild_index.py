@@ -8,7 +8,7 @@ from typing import List, Optional
 
 import typer
 
-from seglog_cli.commands.options import command_paths
+from seglog_cli.commands.options import command_paths, log_dirs_of, writing
 from seglog_cli.render import rebuild_report
 from seglog_cli.status import ExitStatus, UsageError, guarded
 from seglog_cli.storage.rebuild_index import apply_rebuild, plan_rebuild
@@ -56,10 +56,11 @@ def _run(paths, apply, config, config_file, no_txn_index, backup_dir, output_for
         topic_config = parse_config_args(config, config_file)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    plan = plan_rebuild(inputs, topic_config, txn_index=not no_txn_index)
-    applied = None
-    if apply and not plan.refused and not plan.unreadable and plan.changes:
-        applied = apply_rebuild(plan, backup_dir)
+    with writing(apply, log_dirs_of(inputs), "rebuild-index", backup_dir) as session:
+        plan = plan_rebuild(inputs, topic_config, txn_index=not no_txn_index)
+        applied = None
+        if apply and not plan.refused and not plan.unreadable and plan.changes:
+            applied = apply_rebuild(plan, backup_dir, session)
     if output_format == Format.json:
         rebuild_report.render_json(plan, sys.stdout, applied)
     else:

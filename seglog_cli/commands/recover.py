@@ -9,13 +9,13 @@ from typing import List, Optional
 
 import typer
 
-from seglog_cli.commands.options import command_paths
+from seglog_cli.commands.options import command_paths, writing
 from seglog_cli.render import recover_report
 from seglog_cli.status import ExitStatus, UsageError, guarded
 from seglog_cli.storage.errors import UnreadableInputError
 from seglog_cli.storage.partition_log import partition_dirs_under
 from seglog_cli.storage.recover import apply_recover, plan_recover
-from seglog_cli.storage.safety import undo_under_lock
+from seglog_cli.storage.safety import log_dir_of
 from seglog_cli.storage.topic_config import ConfigError, parse_config_args
 
 HELP = """Run Kafka's start-up log recovery offline: plan it, then apply it with backups.
@@ -25,15 +25,18 @@ Takes partition directories and log dirs. --mode kafka does what the broker woul
 log dir has no .kafka_cleanshutdown, truncation at the first invalid batch and removal of every
 later segment, indexes and .txnindex rebuilt, producer snapshots, leader epochs and checkpoints),
 so a start-up can be previewed. Without --apply it prints the plan; with --apply it takes the log
-dir's .lock and keeps every removed byte in seglog-backups/ beside the log dir (undo with
-seglog recover --undo DIR or seglog undo --apply DIR).
+dir's .lock before it plans, journals every step and keeps every removed byte in seglog-backups/
+beside the log dir (undo with seglog undo --apply DIR; an interrupted run is rolled back by the
+next writing seglog command on the log dir).
 
 Example: seglog recover --mode kafka /var/lib/kafka/data/orders-0
 
 Exit status: 0 nothing to do, or applied; 1 a plan (not applied); 2 usage error; 3 a partition
 was refused (Kafka itself would not load it as recovery does: a damaged segment whose offsets
 overflow its base, an index the configured size cannot hold; the other partitions are planned
-and, with --apply, applied); 4 an input could not be read; 5 a broker holds the log dir's .lock.
+and, with --apply, applied); 4 an input could not be read; 5 a broker holds the log dir's .lock;
+6 cannot write here (read-only file system, permission, disk full, a symlink): the message says
+what, if anything, was changed.
 """
 
 
@@ -54,7 +57,6 @@ def recover_command(
     config: Optional[List[str]] = typer.Option(None, "--config", help="Topic config key=value (index.interval.bytes, segment.index.bytes)."),
     backup_dir: Optional[str] = typer.Option(None, "--backup-dir", help="Where removed bytes and the manifest go."),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Partitions planned in parallel processes (num.recovery.threads.per.data.dir)."),
-    undo: Optional[str] = typer.Option(None, "--undo", help="Restore what an earlier recover --apply changed, from its backup directory."),
     output_format: Format = typer.Option(Format.text, "--format", help="text or json."),
     progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress on stderr (default: when stderr is a terminal)."),
 ) -> None:
@@ -62,23 +64,20 @@ def recover_command(
     raise typer.Exit(guarded(lambda: _run(**arguments)))
 
 
-def _run(paths, mode, apply, config, backup_dir, jobs, undo, output_format, progress) -> int:
-    if undo is not None:
-        for line in undo_under_lock(undo):
-            sys.stdout.write(line + "\n")
-        return ExitStatus.OK
+def _run(paths, mode, apply, config, backup_dir, jobs, output_format, progress) -> int:
     try:
         topic_config = parse_config_args(config)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     partitions = _partitions(command_paths(paths, "partition directory or log dir"))
-    if progress if progress is not None else sys.stderr.isatty():
-        from seglog_cli.render.progress import recover_progress
-        with recover_progress(len(partitions)) as advance:
-            plan = plan_recover(partitions, mode.value, topic_config, jobs, on_partition=advance)
-    else:
-        plan = plan_recover(partitions, mode.value, topic_config, jobs)
-    applied = apply_recover(plan, backup_dir) if apply and plan.steps else None
+    with writing(apply, [log_dir_of(p) for p in partitions], "recover", backup_dir) as session:
+        if progress if progress is not None else sys.stderr.isatty():
+            from seglog_cli.render.progress import recover_progress
+            with recover_progress(len(partitions)) as advance:
+                plan = plan_recover(partitions, mode.value, topic_config, jobs, on_partition=advance)
+        else:
+            plan = plan_recover(partitions, mode.value, topic_config, jobs)
+        applied = apply_recover(plan, backup_dir, session) if apply and plan.steps else None
     if output_format == Format.json:
         recover_report.render_json(plan, sys.stdout, applied)
     else:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from seglog_cli.commands.options import command_paths, parse_timestamp
+from seglog_cli.commands.options import command_paths, parse_timestamp, writing
 from seglog_cli.render import retention_report
 from seglog_cli.status import ExitStatus, UsageError, guarded
 from seglog_cli.storage.compaction import plan_compaction
@@ -21,6 +21,7 @@ from seglog_cli.storage.naming import METADATA_TOPIC
 from seglog_cli.storage.partition_log import partition_dirs_under
 from seglog_cli.storage.retention import DEFAULT_CHECK_INTERVAL_MS, plan_retention, read_partition_state
 from seglog_cli.storage.retention_apply import apply_retention
+from seglog_cli.storage.safety import log_dir_of
 from seglog_cli.storage.retention_model import ModelError, Producer, model_retention
 from seglog_cli.storage.retention_timeline import build_timeline
 from seglog_cli.storage.broker_config import (
@@ -111,19 +112,23 @@ def _run(paths, config, config_file, now, at, check_interval_ms, high_watermark,
     now_ms = parse_timestamp(now, "--now") if now is not None else int(time.time() * 1000)
     at_ms = [_at(text, now_ms) for text in at or []]
     documents, changes = [], False
-    for partition in _partitions(paths):
-        state = read_partition_state(partition, high_watermark, log_start_offset)
-        if not state.segments:
-            continue
-        plan = plan_retention(state, topic_config, now_ms)
-        timeline = build_timeline(state, topic_config, now_ms, at_ms, check_interval_ms, check_source) if at_ms else None
-        compaction = (plan_compaction(partition, topic_config, now_ms, high_watermark=high_watermark,
-                                      log_start_offset=log_start_offset, cleaner_checkpoint=cleaner_checkpoint,
-                                      producer_id_expiration_ms=expiration_ms)
-                      if topic_config.compact else None)
-        applied = apply_retention(plan, backup_dir) if apply and plan.deleted else None
-        changes = changes or (bool(plan.deleted) and applied is None) or bool(compaction and compaction.removed_offsets)
-        _show(plan, timeline, compaction, applied, fmt, records, documents)
+    partitions = _partitions(paths)
+    with writing(apply, [log_dir_of(p) for p in partitions], "simulate-retention", backup_dir) as session:
+        for partition in partitions:
+            state = read_partition_state(partition, high_watermark, log_start_offset)
+            if not state.segments:
+                continue
+            plan = plan_retention(state, topic_config, now_ms)
+            timeline = (build_timeline(state, topic_config, now_ms, at_ms, check_interval_ms, check_source)
+                        if at_ms else None)
+            compaction = (plan_compaction(partition, topic_config, now_ms, high_watermark=high_watermark,
+                                          log_start_offset=log_start_offset, cleaner_checkpoint=cleaner_checkpoint,
+                                          producer_id_expiration_ms=expiration_ms)
+                          if topic_config.compact else None)
+            applied = apply_retention(plan, backup_dir, session) if apply and plan.deleted else None
+            changes = (changes or (bool(plan.deleted) and applied is None)
+                       or bool(compaction and compaction.removed_offsets))
+            _show(plan, timeline, compaction, applied, fmt, records, documents)
     if fmt == Format.json:
         retention_report.render_json({"partitions": documents}, sys.stdout)
     sys.stdout.flush()

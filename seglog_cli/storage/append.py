@@ -51,7 +51,8 @@ from seglog_cli.storage.partition_log import PartitionLog
 from seglog_cli.storage.producer_state import (ProducerStateManager, read_end_txn_marker, rebuild_producer_state)
 from seglog_cli.storage.rebuild_index import RebuildError, recover_indexes
 from seglog_cli.storage.writer import OFFSET_ENTRY, TIME_ENTRY, SegmentIndexer
-from seglog_cli.storage.safety import ChangeSet, held_log_dir
+from seglog_cli.storage.journal import FileStep
+from seglog_cli.storage.write_session import WriteSession, plan_directories, take_fingerprint
 from seglog_cli.storage.snapshots import increment_sequence
 from seglog_cli.storage.topic_config import TopicConfig
 
@@ -133,6 +134,7 @@ class AppendPlan:
     writes: list[FileWrite] = field(default_factory=list)
     created: bool = False
     warnings: list[str] = field(default_factory=list)
+    fingerprint: dict = field(default_factory=dict)  # the directories as planned (write_session)
 
     @property
     def records(self) -> int:
@@ -234,9 +236,8 @@ class _Segment:
 
     def writes(self) -> list[FileWrite]:
         """This segment's steps, in an order where every intermediate state loads: for a new
-        segment the ``.log`` staged as ``.log.tmp``, then the index files (an index whose
-        ``.log`` is still a ``.tmp`` is an interrupted roll; Kafka deletes it at start-up), then
-        the ``.log`` renamed into place whole; for the reopened
+        segment the index files first (an index without its ``.log`` is an interrupted roll;
+        Kafka deletes it at start-up), then the ``.log`` whole; for the reopened
         active segment the ``.txnindex`` entries first (past the log end until the batches
         land), then the batches, then the indexes."""
         out = []
@@ -248,9 +249,8 @@ class _Segment:
                  FileWrite("replace", self.path(".timeindex"), bytes(indexer.time_index),
                            f"{indexer.time_entries} time index entries")]
         if not self.log_exists:
-            return ([FileWrite("stage", self.path(".log"), bytes(self.new_bytes),
-                               f"a new segment: {len(self.new_bytes)} bytes of batches, in .log.tmp")]
-                    + index + txn + [FileWrite("commit", self.path(".log"), b"", "the new segment's .log into place")])
+            return index + txn + [FileWrite("create", self.path(".log"), bytes(self.new_bytes),
+                                            f"a new segment: {len(self.new_bytes)} bytes of batches")]
         if self.new_bytes:
             out += txn + [FileWrite("append", self.path(".log"), bytes(self.new_bytes),
                                     f"{len(self.new_bytes)} bytes of batches")]
@@ -294,6 +294,7 @@ def plan_append(partition_dir: str | Path, batches: Iterable[Sequence[NewRecord]
     if not created and not directory.is_dir():
         raise AppendError("not a directory", directory)
 
+    fingerprint = take_fingerprint(plan_directories([directory]) if not created else [directory.parent])
     log = None if created else PartitionLog(directory)
     if log is not None and log.segments:
         active = _Segment.reopen(directory, log.segments[-1], config, jitter)
@@ -303,7 +304,9 @@ def plan_append(partition_dir: str | Path, batches: Iterable[Sequence[NewRecord]
     else:
         active = _Segment(directory, 0, config, jitter)
         manager = ProducerStateManager(0)
-    plan = AppendPlan(directory, directory.parent, active.next_offset, created=created)
+    plan = AppendPlan(directory, directory.parent, active.next_offset, created=created, fingerprint=fingerprint)
+    if log is not None and log.segments:
+        _refuse_unrecovered(directory, active.next_offset)
     if config.segment_bytes < 1024 * 1024:
         plan.warnings.append(f"segment.bytes={config.segment_bytes}: Kafka 4.0+ refuses values below 1048576 "
                              "(KIP-1030); the files are what an older broker (or a test config) writes")
@@ -489,6 +492,26 @@ class _ProducerCursor:
                                     partition_leader_epoch=epoch)
 
 
+def _refuse_unrecovered(directory: Path, log_end_offset: int) -> None:
+    """A partition a broker would recover at its next start (no ``.kafka_cleanshutdown`` in the
+    log dir and a recovery point below the log end): appending would move the recovery point
+    past bytes nobody has checked, so recovery must run first."""
+    log_dir = directory.parent
+    if (log_dir / CLEAN_SHUTDOWN).exists():
+        return
+    checkpoint = log_dir / RECOVERY_POINT_CHECKPOINT
+    name = parse_partition_dir_name(directory.name)
+    try:
+        points = read_offset_checkpoint(checkpoint) if checkpoint.is_file() else {}
+    except SeglogError:
+        points = {}  # Kafka reads an unreadable checkpoint as empty
+    point = points.get(TopicPartition(name.topic, name.partition), 0)
+    if point < log_end_offset:
+        raise AppendError(f"the log dir was not shut down cleanly and this partition's recovery point {point} is below "
+                          f"its log end offset {log_end_offset}: a broker would recover it first; run `seglog recover` "
+                          "first (nothing was written)", directory)
+
+
 # -- the file steps ---------------------------------------------------------------------------------
 
 def _writes(plan: AppendPlan, directory: Path, segments: list[_Segment], snapshots: list[tuple[int, bytes]],
@@ -497,11 +520,8 @@ def _writes(plan: AppendPlan, directory: Path, segments: list[_Segment], snapsho
     the clean-shutdown marker goes first (so a crash sends Kafka through its recovery from the
     recovery point, which moves only at the end) and comes back last."""
     writes = plan.writes
-    clean_shutdown = directory.parent / CLEAN_SHUTDOWN
-    marker = clean_shutdown.read_bytes() if clean_shutdown.is_file() else None
-    if marker is not None:
-        writes.append(FileWrite("remove", clean_shutdown, b"", "while writing (a crash then means recovery)"))
     if plan.created:
+        writes.append(FileWrite("mkdir", directory, b"", "a new partition directory"))
         topic_id = options.topic_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         writes.append(FileWrite("replace", directory / PARTITION_METADATA,
                                 format_partition_metadata(PartitionMetadata(0, topic_id)), "a new partition"))
@@ -519,13 +539,11 @@ def _writes(plan: AppendPlan, directory: Path, segments: list[_Segment], snapsho
         writes.append(_snapshot_write(directory, offset, pending[offset]))
     checkpoint = directory.parent / RECOVERY_POINT_CHECKPOINT
     name = parse_partition_dir_name(directory.name)
-    if options.update_recovery_point and checkpoint.exists() and name is not None:
-        offsets = dict(read_offset_checkpoint(checkpoint))
+    if options.update_recovery_point and name is not None:
+        offsets = dict(read_offset_checkpoint(checkpoint)) if checkpoint.exists() else {}
         offsets[TopicPartition(name.topic, name.partition)] = plan.log_end_offset_after
         writes.append(FileWrite("replace", checkpoint, format_offset_checkpoint(offsets),
                                 f"recovery point {plan.log_end_offset_after}"))
-    if marker is not None:
-        writes.append(FileWrite("replace", clean_shutdown, marker, "back, as it was"))
 
 
 def _snapshot_write(directory: Path, offset: int, data: bytes) -> FileWrite:
@@ -541,38 +559,18 @@ class AppendResult:
     written: list[Path]
 
 
-def apply_append(plan: AppendPlan, backup_root: str | Path | None = None) -> AppendResult:
-    """Carry out the plan under the log dir's lock, every step backed up (see the module doc)."""
-    with held_log_dir(plan.log_dir), ChangeSet(plan.log_dir, "append", backup_root) as changes:
-        if plan.created:
-            plan.partition_dir.mkdir(parents=False, exist_ok=False)
-        _check_unchanged(plan)
-        written = []
-        for step in plan.writes:
-            if step.op == "append":
-                changes.append(step.path, step.data)
-            elif step.op == "remove":
-                changes.remove(step.path)
-            elif step.op == "stage":
-                changes.stage(step.path, step.data)
-            elif step.op == "commit":
-                changes.commit(step.path)
-            else:
-                changes.replace(step.path, step.data)
-            written.append(step.path)
-    return AppendResult(changes.backup_dir, written)
-
-
-def _check_unchanged(plan: AppendPlan) -> None:
-    """The partition must still end where the plan started (no broker or seglog wrote since)."""
-    if plan.created:
-        return
-    log = PartitionLog(plan.partition_dir)
-    end = log.segments[-1].read_next_offset() if log.segments else 0
-    log.close()
-    if end != plan.log_end_offset_before:
-        raise AppendError(f"the log end offset moved from {plan.log_end_offset_before} to {end} since the plan; "
-                          "nothing was written", plan.partition_dir)
+def apply_append(plan: AppendPlan, backup_root: str | Path | None = None,
+                 session: WriteSession | None = None) -> AppendResult:
+    """Carry out the plan through the write protocol (see the module doc). ``session``: the
+    command's, taken before it planned; without one the log dir is locked here and the plan
+    re-validated (nothing is written when the partition changed since)."""
+    if session is None:
+        with WriteSession([plan.log_dir], "append", backup_root) as session:
+            return apply_append(plan, backup_root, session)
+    ops = {"replace": "write", "create": "write"}
+    steps = [FileStep(ops.get(step.op, step.op), step.path, step.why, data=step.data) for step in plan.writes]
+    backup_dir = session.apply(steps, plan.fingerprint)
+    return AppendResult(backup_dir, [step.path for step in plan.writes])
 
 
 __all__ = ["AppendError", "AppendOptions", "AppendPlan", "AppendResult", "FileWrite", "PlannedBatch",

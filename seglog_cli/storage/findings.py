@@ -85,6 +85,7 @@ class Code:
     SNAPSHOT_PAST_LOG_END = "SNAPSHOT_PAST_LOG_END"  # beyond the log end offset: Kafka deletes it
     # partition and log dir files
     STRAY_TEMP_FILE = "STRAY_TEMP_FILE"  # .deleted / .cleaned / .swap leftovers
+    INTERRUPTED_SEGLOG_RUN = "INTERRUPTED_SEGLOG_RUN"  # .seglog-journal: rolled back by the next writing command
     CHECKPOINT_UNREADABLE = "CHECKPOINT_UNREADABLE"  # a checkpoint or metadata file Kafka rejects
     CHECKPOINT_PAST_LOG_END = "CHECKPOINT_PAST_LOG_END"  # an offset beyond the log end offset
     CHECKPOINT_BEFORE_LOG_START = "CHECKPOINT_BEFORE_LOG_START"  # an offset below the log start

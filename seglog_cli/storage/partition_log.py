@@ -164,7 +164,8 @@ class LogDir:
         ``remote-log-index-cache`` is skipped, the metadata log included."""
         found = []
         for entry in self.path.iterdir():
-            if not entry.is_dir() or entry.name == REMOTE_LOG_INDEX_CACHE:
+            # only real directories: a symlink (``loop-0 -> .``) is no partition of this log dir
+            if entry.is_symlink() or not entry.is_dir() or entry.name == REMOTE_LOG_INDEX_CACHE:
                 continue
             name = parse_partition_dir_name(entry.name)
             if name is not None:

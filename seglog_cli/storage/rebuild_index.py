@@ -36,7 +36,8 @@ from seglog_cli.storage.indexes import ABORTED_TXN
 from seglog_cli.storage.naming import parse_segment_file_name
 from seglog_cli.storage.producer_state import rebuild_producer_state, replay_segment
 from seglog_cli.storage.partition_log import PartitionLog, partition_dirs_under
-from seglog_cli.storage.safety import ChangeSet, held_log_dir
+from seglog_cli.storage.journal import FileStep
+from seglog_cli.storage.write_session import WriteSession, plan_directories, take_fingerprint
 from seglog_cli.storage.segments import LogSegment
 from seglog_cli.storage.topic_config import TopicConfig
 from seglog_cli.storage.writer import OFFSET_ENTRY, TIME_ENTRY, SegmentIndexer, WriterError
@@ -109,6 +110,7 @@ class RebuildPlan:
     segments: list[SegmentPlan] = field(default_factory=list)
     log_dirs: list[Path] = field(default_factory=list)  # whose .lock must be free to apply
     unreadable: list[str] = field(default_factory=list)
+    fingerprint: dict = field(default_factory=dict)  # the directories as planned (write_session)
 
     @property
     def changes(self) -> list[IndexFilePlan]:
@@ -192,6 +194,8 @@ def plan_rebuild(paths: list[str], config: TopicConfig = TopicConfig(), txn_inde
         for log_dir, segments, partition in _segments_of(path, plan):
             if log_dir not in plan.log_dirs:
                 plan.log_dirs.append(log_dir)
+            if partition is not None:
+                plan.fingerprint.update(take_fingerprint(plan_directories([partition.path])))
             planned = []
             for segment in segments:
                 if any(s.log_path == segment.log_path for s in plan.segments):
@@ -344,30 +348,23 @@ class ApplyResult:
     backup_dir: Path | None
 
 
-def apply_rebuild(plan: RebuildPlan, backup_root: str | Path | None = None) -> ApplyResult:
-    """Write every planned change, each log dir under its ``.lock``, originals backed up.
+def apply_rebuild(plan: RebuildPlan, backup_root: str | Path | None = None,
+                  session: WriteSession | None = None) -> ApplyResult:
+    """Write every planned change through the write protocol (``session``: the command's, taken
+    before it planned; without one the log dirs are locked here and the plan re-validated).
 
     Refuses (raises) when any segment was refused: nothing is written then."""
     if plan.refused:
         raise RebuildError(f"{len(plan.refused)} segment(s) cannot be rebuilt as they are (first: "
                            f"{plan.refused[0].log_path}: {plan.refused[0].refused}); nothing was written",
                            plan.refused[0].log_path)
-    written: list[Path] = []
-    backup_dir = None
-    for log_dir in plan.log_dirs:
-        changes = [c for c in plan.changes if _log_dir_of(c.path) == log_dir]
-        if not changes:
-            continue
-        with held_log_dir(log_dir), ChangeSet(log_dir, "rebuild-index", backup_root) as change_set:
-            for change in changes:
-                change_set.replace(change.path, change.rebuilt)
-                written.append(change.path)
-        backup_dir = change_set.backup_dir
-    return ApplyResult(written, backup_dir)
-
-
-def _log_dir_of(index_path: Path) -> Path:
-    return index_path.absolute().parent.parent
+    steps = [FileStep("write", change.path, f"{change.kind} index: {change.detail}", data=change.rebuilt)
+             for change in plan.changes]
+    if session is None:
+        with WriteSession(plan.log_dirs, "rebuild-index", backup_root) as session:
+            return apply_rebuild(plan, backup_root, session)
+    backup_dir = session.apply(steps, plan.fingerprint) if steps else None
+    return ApplyResult([change.path for change in plan.changes], backup_dir)
 
 
 __all__ = ["ApplyResult", "IndexFilePlan", "RebuildError", "RebuildPlan", "RecoveredIndexes", "SegmentPlan",

@@ -29,6 +29,7 @@ in ``seglog-backups/`` beside the log dir), under the log dir's lock.
 from __future__ import annotations
 
 import bisect
+import os
 import shutil
 import struct
 import tempfile
@@ -50,11 +51,12 @@ from seglog_cli.storage.partition_log import PartitionLog
 from seglog_cli.storage.producer_state import (ProducerStateManager, rebuild_producer_state, recover_batch,
                                               replay_positions, replay_segment)
 from seglog_cli.storage.rebuild_index import RebuildError, recover_indexes
-from seglog_cli.storage.safety import ChangeSet, held_log_dir
+from seglog_cli.storage.journal import FileStep
 from seglog_cli.storage.segment_split import split_overflowed
 from seglog_cli.storage.segments import LogSegment
 from seglog_cli.storage.topic_config import TopicConfig
 from seglog_cli.storage.writer import SegmentIndexer
+from seglog_cli.storage.write_session import WriteSession, plan_directories, take_fingerprint
 
 KAFKA, SALVAGE = "kafka", "salvage"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
@@ -119,6 +121,7 @@ class RecoveryPlan:
     mode: str
     partitions: list[PartitionRecovery] = field(default_factory=list)
     log_dir_steps: dict[Path, list[Step]] = field(default_factory=dict)
+    fingerprint: dict = field(default_factory=dict)  # the directories as planned (write_session)
 
     @property
     def steps(self) -> list[Step]:
@@ -167,6 +170,7 @@ def plan_recover(partition_dirs: list[Path], mode: str = KAFKA, config: TopicCon
     plan = RecoveryPlan(mode)
     states: dict[Path, _LogDirState] = {}
     directories = [Path(d).absolute() for d in partition_dirs]
+    plan.fingerprint = take_fingerprint(plan_directories(directories))
     for directory in directories:
         states.setdefault(directory.parent, _log_dir_state(directory.parent))
     deliver = None if on_partition is None else (lambda _index, result: on_partition(result))
@@ -358,6 +362,7 @@ def _recover_segments(work: _Work, segments: list[LogSegment], recover: list[int
             manager = rebuild_producer_state(log, up_to_offset=base).manager
         previous = base
         work.snapshots.rebuild_to(base, [s.base_offset for s in kept])
+        mark = len(out.steps)
         try:
             truncated = _recover_one(work, segment, manager)
         except _NeedsSplit:
@@ -367,16 +372,20 @@ def _recover_segments(work: _Work, segments: list[LogSegment], recover: list[int
             previous = None
             continue
         if truncated and out.mode == KAFKA:
-            for victim in [s for s in kept if s.base_offset > base]:
+            # the later segments go first, the last one first, so that the log is a valid prefix
+            # of itself at every instant (a truncation before them would leave a hole)
+            removals = []
+            for victim in sorted((s for s in kept if s.base_offset > base), key=lambda s: -s.base_offset):
                 first, last = victim.base_offset, victim.read_next_offset() - 1
                 victim.close()
                 lost = (first, last) if last >= first else None
                 for path in _segment_files(work.files, victim):
-                    out.steps.append(Step("remove", path, f"after the truncation of segment {base} (Kafka deletes "
-                                                          "every later segment)",
-                                          offsets_lost=lost if path.suffix == ".log" else None))
+                    removals.append(Step("remove", path, f"after the truncation of segment {base} (Kafka deletes "
+                                                         "every later segment)",
+                                         offsets_lost=lost if path.suffix == ".log" else None))
                 if lost is not None:
                     out.offsets_lost.append(lost)
+            out.steps[mark:mark] = removals
             kept = [s for s in kept if s.base_offset <= base]
             break
     return kept
@@ -632,16 +641,19 @@ def _delete_all(work: _Work, kept: list[LogSegment], end: int, log_start: int) -
                  if not (step.op in ("replace", "truncate") and step.path.parent == work.directory
                          and step.path.suffix in (".log", ".index", ".timeindex", ".txnindex")
                          and step.path.name.split(".")[0] in doomed)]
+    removals: list[list[Step]] = []
     for segment in kept:
         last = work.ends.get(segment.log_path)
         last = (last if last is not None else segment.read_next_offset()) - 1
         segment.close()
         lost = (segment.base_offset, last) if last >= segment.base_offset else None
-        for path in _segment_files(work.files, segment):
-            out.steps.append(Step("remove", path, f"the log ends below its start offset {log_start} (Kafka deletes "
-                                                  "every segment)", offsets_lost=lost if path.suffix == ".log" else None))
+        removals.append([Step("remove", path, f"the log ends below its start offset {log_start} (Kafka deletes every "
+                                              "segment)", offsets_lost=lost if path.suffix == ".log" else None)
+                         for path in _segment_files(work.files, segment)])
         if lost is not None:
             out.offsets_lost.append(lost)
+    for group in reversed(removals):  # the last segment first: a valid prefix at every instant
+        out.steps.extend(group)
     work.snapshots.present.clear()
     work.snapshots.written.clear()
     work.snapshots.log_start = work.snapshots.last_snap = log_start
@@ -807,29 +819,24 @@ class RecoveryResult:
     steps: int
 
 
-def apply_recover(plan: RecoveryPlan, backup_root: str | Path | None = None) -> RecoveryResult:
-    """Carry out the plan, one log dir at a time under its lock, every byte removed kept in the
-    backup (``seglog undo`` restores it)."""
-    backup_dir, count = None, 0
-    for log_dir in {p.path.parent for p in plan.partitions} | set(plan.log_dir_steps):
-        steps = [s for p in plan.partitions if p.path.parent == log_dir for s in p.steps]
-        steps += plan.log_dir_steps.get(log_dir, [])
-        if not steps:
-            continue
-        with held_log_dir(log_dir), ChangeSet(log_dir, "recover", backup_root) as changes:
-            for step in steps:
-                if step.op == "remove":
-                    if step.path.exists():
-                        changes.remove(step.path, offsets=step.offsets_lost)
-                elif step.op == "rename":
-                    changes.rename(step.path, step.target)
-                elif step.op == "truncate":
-                    changes.truncate(step.path, step.size, offsets=step.offsets_lost)
-                else:
-                    changes.replace(step.path, step.data, offsets=step.offsets_lost)
-                count += 1
-        backup_dir = changes.backup_dir
-    return RecoveryResult(backup_dir, count)
+def apply_recover(plan: RecoveryPlan, backup_root: str | Path | None = None,
+                  session: WriteSession | None = None) -> RecoveryResult:
+    """Carry out the plan through the write protocol, one journal per log dir, every byte
+    removed kept in the backup (``seglog undo`` restores it). ``session``: the command's, taken
+    before it planned; without one the log dirs are locked here and the plan re-validated."""
+    steps = [_file_step(step) for step in plan.steps if step.op != "remove" or os.path.lexists(step.path)]
+    if session is None:
+        log_dirs = {p.path.parent for p in plan.partitions} | set(plan.log_dir_steps)
+        with WriteSession(log_dirs, "recover", backup_root) as session:
+            return apply_recover(plan, backup_root, session)
+    backup_dir = session.apply(steps, plan.fingerprint) if steps else None
+    return RecoveryResult(backup_dir, len(steps))
+
+
+def _file_step(step: Step) -> FileStep:
+    op = {"replace": "write", "cut": "write"}.get(step.op, step.op)
+    return FileStep(op, step.path, step.why, data=step.data, size=step.size, target=step.target,
+                    offsets=step.offsets_lost)
 
 
 __all__ = ["KAFKA", "SALVAGE", "PartitionRecovery", "RecoverError", "RecoveryPlan", "RecoveryResult", "Step",

@@ -7,9 +7,10 @@ same way (``deleteProducerSnapshots``); the log start offset moves to the first 
 segment and reaches ``log-start-offset-checkpoint``. When every segment goes, a new empty active
 segment is rolled first at the log end offset.
 
-Here the same steps run under the log dir's ``.lock`` through one :class:`ChangeSet`: each file is
-renamed to ``.deleted``, then removed with its bytes kept in the backup directory (the quarantine,
-with ``manifest.json``), so ``seglog undo <backup dir>`` puts everything back.
+Here the same deletions run through the write protocol (:mod:`seglog_cli.storage.write_session`):
+each file is removed with its bytes kept in the backup directory (the quarantine, with
+``manifest.json``), the ``.log`` first (a kill then leaves orphan indexes, which Kafka deletes at
+start-up), the log start offset last; ``seglog undo <backup dir>`` puts everything back.
 """
 
 from __future__ import annotations
@@ -18,16 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seglog_cli.storage.checkpoints import TopicPartition, format_offset_checkpoint, read_offset_checkpoint
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.naming import DELETED_SUFFIX, SNAPSHOT_SUFFIX, format_offset, parse_partition_dir_name
+from seglog_cli.storage.naming import SNAPSHOT_SUFFIX, format_offset, parse_partition_dir_name
 from seglog_cli.storage.retention import LOG_START_CHECKPOINT, RetentionPlan, read_partition_state
-from seglog_cli.storage.safety import ChangeSet, held_log_dir
+from seglog_cli.storage.journal import FileStep
+from seglog_cli.storage.safety import PlanOutdatedError
+from seglog_cli.storage.write_session import WriteSession
 
 SEGMENT_FILE_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", SNAPSHOT_SUFFIX)
 
-
-class PlanOutdatedError(SeglogError):
-    """The partition changed between planning and applying: nothing was written."""
+__all__ = ["PlanOutdatedError", "RetentionApplied", "apply_retention"]
 
 
 @dataclass(frozen=True)
@@ -38,40 +38,46 @@ class RetentionApplied:
     backup_dir: Path | None
 
 
-def apply_retention(plan: RetentionPlan, backup_root: str | Path | None = None) -> RetentionApplied:
+def apply_retention(plan: RetentionPlan, backup_root: str | Path | None = None,
+                    session: WriteSession | None = None) -> RetentionApplied:
+    """Carry out the plan through the write protocol. ``session``: the command's, taken before it
+    planned; without one the log dir is locked here. Either way the partition must still hold
+    the segments the plan saw (else :class:`PlanOutdatedError`, nothing written)."""
     partition = plan.state.path
-    log_dir = partition.parent
-    with held_log_dir(log_dir):
-        _check_unchanged(plan)
-        with ChangeSet(log_dir, "simulate-retention", Path(backup_root) if backup_root else None) as changes:
-            if plan.rolled is not None:
-                for suffix in (".log", ".index", ".timeindex"):
-                    changes.replace(partition / (format_offset(plan.rolled.base_offset) + suffix), b"")
-            removed = []
-            for verdict in plan.deleted:
-                for suffix in SEGMENT_FILE_SUFFIXES:
-                    path = partition / (format_offset(verdict.segment.base_offset) + suffix)
-                    if path.is_file():
-                        renamed = path.with_name(path.name + DELETED_SUFFIX)
-                        changes.rename(path, renamed)
-                        changes.remove(renamed)
-                        removed.append(path)
-            _write_log_start(changes, partition, plan.new_log_start_offset)
-        return RetentionApplied([v.segment.base_offset for v in plan.deleted], removed, plan.new_log_start_offset,
-                                changes.backup_dir)
+    if session is None:
+        with WriteSession([partition.parent], "simulate-retention", backup_root) as session:
+            return apply_retention(plan, backup_root, session)
+    _check_unchanged(plan)
+    steps: list[FileStep] = []
+    if plan.rolled is not None:
+        for suffix in (".index", ".timeindex", ".log"):
+            steps.append(FileStep("write", partition / (format_offset(plan.rolled.base_offset) + suffix),
+                                  "the new empty active segment Kafka rolls before deleting every segment", data=b""))
+    removed = []
+    for verdict in plan.deleted:
+        base = verdict.segment.base_offset
+        for suffix in SEGMENT_FILE_SUFFIXES:  # the .log first: what is left is an orphan index Kafka deletes
+            path = partition / (format_offset(base) + suffix)
+            if path.is_file():
+                steps.append(FileStep("remove", path, f"segment {base} deleted by retention"))
+                removed.append(path)
+    steps.extend(_log_start_steps(partition, plan.new_log_start_offset))
+    backup_dir = session.apply(steps)
+    return RetentionApplied([v.segment.base_offset for v in plan.deleted], removed, plan.new_log_start_offset,
+                            backup_dir)
 
 
-def _write_log_start(changes: ChangeSet, partition: Path, log_start: int) -> None:
+def _log_start_steps(partition: Path, log_start: int) -> list[FileStep]:
     name = parse_partition_dir_name(partition.name)
     if name is None:
-        return
+        return []
     path = partition.parent / LOG_START_CHECKPOINT
     offsets = read_offset_checkpoint(path) if path.is_file() else {}
     tp = TopicPartition(name.topic, name.partition)
     if offsets.get(tp) == log_start:
-        return
+        return []
     offsets[tp] = log_start
-    changes.replace(path, format_offset_checkpoint(offsets))
+    return [FileStep("write", path, f"log start offset {log_start}", data=format_offset_checkpoint(offsets))]
 
 
 def _check_unchanged(plan: RetentionPlan) -> None:

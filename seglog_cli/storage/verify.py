@@ -19,7 +19,7 @@ from seglog_cli.storage.naming import parse_segment_file_name
 from seglog_cli.storage.partition_log import LogDir, find_kafka_dirs, is_log_dir, looks_like_partition_dir
 from seglog_cli.storage.segments import LogSegment
 from seglog_cli.storage.snapshots import read_snapshot
-from seglog_cli.storage.verify_partition import TEMP_FILE_SEVERITY, PartitionReport, finding_order, verify_partition
+from seglog_cli.storage.verify_partition import JOURNAL_POINTER, TEMP_FILE_SEVERITY, PartitionReport, finding_order, verify_partition
 from seglog_cli.storage.indexes import TransactionIndex
 from seglog_cli.storage.parallel import parallel_map
 from seglog_cli.storage.verify_files import OFFSET_CHECKPOINTS, TEXT_FILES, is_batch_file, read_text_file, verify_batch_file
@@ -245,6 +245,11 @@ def _log_dir_files(log_dir: LogDir, report: VerifyReport) -> None:
             read_text_file(path, report.findings)
         elif is_batch_file(name):
             _count(report.files, verify_batch_file(path, report.level, report.findings), segment=False)
+        elif name == JOURNAL_POINTER:
+            report.findings.append(Finding(Code.INTERRUPTED_SEGLOG_RUN, WARNING, str(path), None,
+                                           "a seglog run that writes was interrupted here; the next writing seglog "
+                                           "command (or seglog undo) rolls it back first (a broker ignores this "
+                                           "file and recovers what the run was changing)"))
         elif name.endswith(".tmp"):
             severity, why = TEMP_FILE_SEVERITY[".tmp"]
             report.findings.append(Finding(Code.STRAY_TEMP_FILE, severity, str(path), None, f".tmp file: {why}"))

@@ -27,6 +27,7 @@ from seglog_cli.storage.verify_files import read_text_file, verify_batch_file
 from seglog_cli.storage.verify_segment import SHALLOW, SegmentSummary, SegmentVerifier, TxnEvent
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
+JOURNAL_POINTER = ".seglog-journal"  # journal.POINTER (not imported: verify stays off the write path)
 TEMP_FILE_SEVERITY = {
     ".deleted": (INFO, "scheduled for deletion (removed after file.delete.delay.ms)"),
     ".cleaned": (WARNING, "left by an interrupted log cleaning or segment split; Kafka deletes it at start-up"),
@@ -110,11 +111,11 @@ def _files(log: PartitionLog, report: PartitionReport, level: str) -> None:
     for path in log.files.index_files:
         parsed = parse_segment_file_name(path.name)
         if parsed is not None and parsed.base_offset not in bases:
-            staged = path.with_name(path.name[: path.name.index(parsed.suffix)] + ".log.tmp")
-            if staged.is_file():  # seglog writes a new segment's .log last, from .log.tmp
+            if (log.path.parent / JOURNAL_POINTER).is_file():  # seglog writes a new segment's .log last
                 findings.append(Finding(Code.ORPHAN_INDEX, INFO, str(path), None,
-                                        f"an index file whose .log is still {staged.name} (a new segment being "
-                                        "written when seglog was interrupted); Kafka deletes it at start-up"))
+                                        "an index file without its .log, in a log dir where a seglog run was "
+                                        "interrupted (the next writing seglog command rolls it back; Kafka deletes "
+                                        "the file at start-up)"))
                 continue
             findings.append(Finding(Code.ORPHAN_INDEX, WARNING, str(path), None,
                                     "an index file without its .log: Kafka deletes it at start-up"))

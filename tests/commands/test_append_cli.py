@@ -197,7 +197,7 @@ def test_apply_keeps_a_backup_beside_the_log_dir_and_undo_restores(log_dir):
     (manifest,) = [m for m in manifests if f"in {m.parent} (" in result.out]
     assert not list(log_dir.glob("seglog-backups*"))
     document = json.loads(manifest.read_text())
-    assert document["complete"] and document["command"] == "append"
+    assert document["state"] == "complete" and document["command"] == "append"
     records = dumped_records(partition, "utf8")
     assert [(r["key"], r["value"], r["timestamp"]) for r in records] == [
         (None, "first", T), ("k", "x", T), ("k", "y", T)]
@@ -210,6 +210,10 @@ def test_recovery_point_moves_unless_told(log_dir):
     (log_dir / "recovery-point-offset-checkpoint").write_text("0\n1\nt 0 0\n")
     assert append(log_dir / "t-0", "--value", "a", "--no-recovery-point", "--apply", "--create").exit_code == OK
     assert (log_dir / "recovery-point-offset-checkpoint").read_text() == "0\n1\nt 0 0\n"
+    # no clean shutdown and a recovery point below the log end: a broker would recover first
+    refused = append(log_dir / "t-0", "--value", "b", "--apply")
+    assert refused.exit_code == REFUSED and "run `seglog recover` first" in refused.err
+    (log_dir / ".kafka_cleanshutdown").write_text('{"version":0,"brokerEpoch":7}')
     assert append(log_dir / "t-0", "--value", "b", "--apply").exit_code == OK
     assert (log_dir / "recovery-point-offset-checkpoint").read_text() == "0\n1\nt 0 2\n"
 

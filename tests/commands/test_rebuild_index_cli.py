@@ -46,8 +46,8 @@ def test_plan_then_apply_then_nothing_to_do(corpus, data, tmp_path):
     assert (data / "plain-0" / "00000000000000000000.index").read_bytes() == after.read_bytes()
     (manifest,) = (tmp_path / "backups").glob("*/manifest.json")
     document = json.loads(manifest.read_text())
-    assert document["complete"] and document["command"] == "rebuild-index"
-    assert {Path(c["path"]).name for c in document["changes"]} == {
+    assert document["state"] == "complete" and document["command"] == "rebuild-index"
+    assert {Path(c["path"]).name for c in document["steps"] if c["path"].startswith("plain-0/")} == {
         "00000000000000000000.index", "00000000000000006225.index", "00000000000000006225.timeindex"}
     again = rebuild("--apply", data)
     assert again.exit_code == OK and "0 index file(s) to write" in again.out
@@ -126,7 +126,7 @@ def test_undo_puts_everything_back(corpus, data, tmp_path):
     assert rebuild("--apply", "--backup-dir", tmp_path / "b", data).exit_code == OK
     (backup,) = (tmp_path / "b").iterdir()
     listed = run_seglog("undo", str(backup))
-    assert listed.exit_code == PLANNED and "would remove" in listed.out and "would restore" in listed.out
+    assert listed.exit_code == PLANNED and "would remove" in listed.out and "would write" in listed.out
     assert (data / "plain-0" / "00000000000000000000.index").exists()
     done = run_seglog("undo", "--apply", str(backup))
     assert done.exit_code == OK, done.err

@@ -33,7 +33,7 @@ def test_plan_apply_undo(corpus, tmp_path):
     again = run_seglog("recover", "--format", "json", str(data))
     assert again.exit_code == 0 and json.loads(again.out)["summary"]["steps"] == 0
     (backup,) = (tmp_path / "b").iterdir()
-    undone = run_seglog("recover", "--undo", str(backup))
+    undone = run_seglog("undo", "--apply", str(backup))
     assert undone.exit_code == 0, undone.err
     assert {p.name: p.read_bytes() for p in (data / "plain-0").iterdir()} == before
 

@@ -103,8 +103,9 @@ def test_apply_quarantines_and_undo_restores(data, tmp_path):
     assert "smallseg 0 1200" in (data / "log-start-offset-checkpoint").read_text()
     backup = next((tmp_path / "bk").iterdir())
     manifest = json.loads((backup / "manifest.json").read_text())
-    assert manifest["complete"] and {c["op"] for c in manifest["changes"]} == {"rename", "remove", "replace"}
-    assert any(c["path"].endswith("00000000000000000000.log.deleted") for c in manifest["changes"] if c["op"] == "remove")
+    assert manifest["state"] == "complete" and {c["op"] for c in manifest["steps"]} == {"remove", "write"}
+    assert any(c["path"] == "smallseg-0/00000000000000000000.log" and c["before"]["sha256"]
+               for c in manifest["steps"] if c["op"] == "remove")
     again = sim("--format", "json", "--now", NEWEST + 1000, "--config", "retention.bytes=300000", partition)
     assert json.loads(again.out)["partitions"][0]["deletedSegments"] == []  # 350242 left: under 300000 + a segment
     assert run_seglog("undo", "--apply", str(backup)).exit_code == OK

@@ -164,6 +164,8 @@ def test_broker_transactions_aborted_data_removed_markers_kept(corpus, tmp_path)
     shutil.copytree(corpus / "kafka-4.2.0" / "data" / "txn-0", directory)
     for path in directory.iterdir():
         path.chmod(0o644)
+    # the broker stopped cleanly (seglog refuses to append to a log a broker would recover first)
+    shutil.copyfile(corpus / "kafka-4.2.0" / "data" / ".kafka_cleanshutdown", directory.parent / ".kafka_cleanshutdown")
     _append(directory, [[NewRecord(key=b"roll", value=b"r", timestamp=1795346899000)]], TopicConfig(segment_bytes=1000),
             now=1795346899000)
     entries = (directory / f"{0:020d}.txnindex").read_bytes()

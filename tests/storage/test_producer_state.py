@@ -40,7 +40,10 @@ SCALA_212_ORDER = {"public/macsakini__KafkaCluster/kafka/data/tenitems-0/0000000
 def _snapshot_params(root):
     if not root.is_dir():
         return [pytest.param(None, marks=pytest.mark.skip(reason=CORPUS_MISSING))]
-    return [pytest.param(path, id=str(path.relative_to(CORPUS))) for path in sorted(root.rglob("*.snapshot"))]
+    # tiered/: a tiered partition's snapshots cover offsets whose batches live in remote storage
+    # (KIP-405), so the local log alone cannot replay them; remote-by-offset/ holds links
+    return [pytest.param(path, id=str(path.relative_to(CORPUS))) for path in sorted(root.rglob("*.snapshot"))
+            if "tiered" not in path.relative_to(root).parts]
 
 
 # -- the broker's files --------------------------------------------------------------------------
@@ -127,6 +130,8 @@ def test_corrupt_latest_snapshot_falls_back_to_an_earlier_one(tmp_path):
 @requires_corpus
 def test_snapshot_loads_and_writes_back_unchanged():
     for snapshot in sorted(KAFKA_420.rglob("*.snapshot")):
+        if "remote-by-offset" in snapshot.parts:
+            continue  # links to the remote files (a copy of the corpus may hold them as text files)
         manager = ProducerStateManager.from_snapshot(snapshot)
         assert manager.snapshot_bytes() == snapshot.read_bytes()
         assert (manager.map_end_offset, manager.last_snap_offset) == (read_snapshot(snapshot).offset,) * 2

@@ -20,7 +20,9 @@ import pytest
 
 from seglog_cli.storage.checkpoints import TopicPartition, read_offset_checkpoint
 from seglog_cli.storage.recover import apply_recover, plan_recover
-from seglog_cli.storage.safety import read_manifest, undo
+from seglog_cli.storage.journal import read_manifest
+from seglog_cli.storage.undo import undo
+from seglog_cli.storage.write_session import WriteSession
 from seglog_cli.storage.verify import verify
 
 CASES = ["a-append-garbage-active-log", "c-delete-oldest-index", "c2-delete-active-index"]
@@ -75,8 +77,8 @@ def test_the_garbage_is_kept_in_the_backup(corpus, tmp_path):
     (truncate,) = [s for s in plan.steps if s.op == "truncate"]
     assert truncate.size == 399586 and plan.partitions[0].bytes_truncated == 100
     result = apply_recover(plan, backup_root=tmp_path / "backups")
-    (kept,) = (result.backup_dir / "files").glob("*00000000000000008203.log")
-    assert kept.read_bytes() == original
+    (kept,) = (result.backup_dir / "files").glob("*00000000000000008203.log.tail")  # the bytes cut off
+    assert (data / "plain-0" / "00000000000000008203.log").read_bytes() + kept.read_bytes() == original
 
 
 def test_damage_in_an_older_segment_drops_every_later_one(corpus, tmp_path):
@@ -95,9 +97,9 @@ def test_damage_in_an_older_segment_drops_every_later_one(corpus, tmp_path):
     assert partition.log_end_offset < 8203
     result = apply_recover(plan, backup_root=tmp_path / "backups")
     assert not (data / "plain-0" / "00000000000000008203.log").exists()
-    changes = {Path(c["path"]).name: c for c in read_manifest(result.backup_dir)["changes"]}
+    changes = {Path(c["path"]).name: c for c in read_manifest(result.backup_dir)["steps"]}
     assert changes["00000000000000008203.log"]["offsets"] == [8203, 8928]  # what the removed bytes held
-    assert changes["00000000000000008203.log"]["op"] == "remove" and changes["00000000000000008203.log"]["sha256_before"]
+    assert changes["00000000000000008203.log"]["op"] == "remove" and changes["00000000000000008203.log"]["before"]["sha256"]
     assert changes["00000000000000006225.log"]["op"] == "truncate"
     assert changes["00000000000000006225.log"]["offsets"][0] == 6607
     assert [f for f in verify([str(data / "plain-0")]).all_findings() if f.severity.value not in ("info",)] == []
@@ -118,7 +120,8 @@ def test_a_kill_at_any_step_is_finished_by_running_again(corpus, tmp_path):
         done = subprocess.run([sys.executable, "-c", APPLY, str(data / "plain-0"), str(tmp_path / f"run{step}" / "b")],
                               env=dict(os.environ, SEGLOG_FAULT_AT=str(step)), capture_output=True, text=True)
         assert done.returncode in (0, 137), done.stderr
-        apply_recover(plan_recover([data / "plain-0"]), backup_root=tmp_path / f"run{step}" / "again")
+        with WriteSession([data], "recover", tmp_path / f"run{step}" / "again") as session:  # rolls the kill back
+            apply_recover(plan_recover([data / "plain-0"]), session=session)
         assert plan_recover([data / "plain-0"]).steps == []
         mine = {n: b for n, b in _tree(data / "plain-0").items() if not n.endswith(".tmp")}
         theirs = _tree(corpus / "kafka-4.2.0" / "recovery-cases" / CASES[1] / "after" / "plain-0")

@@ -34,13 +34,14 @@ def undo_command(
     backup_dir: str = typer.Argument(..., help="A directory under seglog-backups/ holding manifest.json."),
     apply: bool = typer.Option(False, "--apply", help="Restore (default: only list what would be restored)."),
     force: bool = typer.Option(False, "--force", help="Undo even files changed since (they are backed up first)."),
+    backup_root: str = typer.Option(None, "--backup-dir", help="Where the undo's own backup goes (default: beside the one undone)."),
 ) -> None:
     arguments = dict(locals())
     raise typer.Exit(guarded(lambda: _run(**arguments)))
 
 
-def _run(backup_dir, apply, force) -> int:
-    plan, done, notes = undo(backup_dir, force=force, dry_run=not apply)
+def _run(backup_dir, apply, force, backup_root) -> int:
+    plan, done, notes = undo(backup_dir, force=force, dry_run=not apply, backup_root=backup_root)
     for note in notes:
         sys.stderr.write(f"seglog: {note}\n")
     if plan.conflicts:

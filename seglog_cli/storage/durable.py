@@ -136,7 +136,8 @@ class Tree:
         info = self.lstat(relative)
         if info is not None and not stat.S_ISREG(info.st_mode):
             kind = "a symlink" if stat.S_ISLNK(info.st_mode) else "not a regular file"
-            raise CannotWriteError(f"is {kind}: seglog only writes regular files in a log dir", self.root / relative)
+            raise CannotWriteError(f"is {kind}: seglog only writes regular files in a log dir; nothing was changed",
+                                   self.root / relative)
         return info
 
     def open_read(self, relative: str) -> int:

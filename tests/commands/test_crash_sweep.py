@@ -1,0 +1,73 @@
+"""Issue 15, enumerated: every writing command killed before each of its write steps in turn.
+
+One test per fixture of ``tests/crash_sweep.py`` (a command on real corpus partitions), each
+running every kill point of its reference run, not a sample: after each kill nothing is lost,
+verify finds nothing new, nothing beside the log dir changed, and running the command again ends
+byte for byte where an uninterrupted run ends. Slow (deselect with ``-m "not slow"``), but part of
+the default suite; pytest-xdist spreads the fixtures over the workers.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests import crash_sweep
+
+
+@pytest.mark.slow
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", [fixture.name for fixture in crash_sweep.FIXTURES])
+def test_every_kill_point_keeps_the_promise(corpus, tmp_path, name):
+    fixture = crash_sweep.BY_NAME[name]
+    jobs = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2  # two cores: xdist's workers, or the sweep's
+    result = crash_sweep.sweep(fixture, tmp_path, jobs=jobs)
+    lines = "\n".join(failure.line() for failure in result.failures)
+    assert result.points >= result.floor, f"{result.points} kill points for {result.floor} files changed\n{lines}"
+    failed = {failure.point for failure in result.failures}
+    assert not result.failures, f"{len(result.failures)} failures at {len(failed)} of {result.points} points:\n{lines}"
+
+
+# -- the checks themselves (no corpus): a broken check would let every kill point pass ----------
+
+ORIGINAL = {"p-0/a.log": b"a" * 100, "p-0/b.log": b"b" * 100, "p-0/c.index": b"c" * 40, "p-0/d.snapshot": b"d" * 10}
+
+
+def _write(root: Path, files: dict[str, bytes]) -> None:
+    for name, data in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+
+
+def test_bytes_appended_to_truncated_into_the_backup_renamed_or_backed_up_are_not_lost(tmp_path):
+    log_dir, backups = tmp_path / "data", tmp_path / "backups"
+    _write(log_dir, {"p-0/a.log": b"a" * 100 + b"new", "p-0/b.log": b"b" * 60, "p-0/c.index.deleted": b"c" * 40})
+    _write(backups, {"run/files/0000-b.log": b"b" * 40, "run/files/0001-d.snapshot": b"d" * 10})
+    assert crash_sweep.lost_files(ORIGINAL, log_dir, [backups]) == []
+
+
+def test_bytes_kept_nowhere_are_lost(tmp_path):
+    log_dir, backups = tmp_path / "data", tmp_path / "backups"
+    _write(log_dir, {"p-0/a.log": b"a" * 99, "p-0/b.log": b"B" * 100, "p-0/c.index": b"c" * 40})
+    _write(backups, {"run/files/0000-a.log": b"a" * 2})  # not the tail cut off a.log
+    lost = crash_sweep.lost_files(ORIGINAL, log_dir, [backups])
+    assert lost == ["p-0/a.log (100 bytes, now 99 bytes)", "p-0/b.log (100 bytes, now 100 bytes)",
+                    "p-0/d.snapshot (10 bytes, removed)"]
+
+
+def test_state_difference_names_missing_extra_and_changed_files():
+    expected = {"x": "1", "y": "2", "z": "3"}
+    assert crash_sweep.state_difference(expected, dict(expected)) == ""
+    assert crash_sweep.state_difference(expected, {"x": "1", "y": "9", "w": "4"}) == "missing z; extra w; changed y"
+
+
+def test_verify_errors_are_relative_to_the_log_dir(tmp_path):
+    log_dir = tmp_path / "data"
+    shutil.copytree(crash_sweep.REPO / "examples" / "logdir", log_dir)
+    assert crash_sweep.verify_errors(log_dir) == set()
+    crash_sweep._flip("orders-0/00000000000000000000.log", 8000)(log_dir)
+    errors = crash_sweep.verify_errors(log_dir)
+    assert errors and {path for path, code, offset in errors} == {"orders-0/00000000000000000000.log"}

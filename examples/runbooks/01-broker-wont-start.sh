@@ -72,6 +72,7 @@ plan_rc=$RB_RC
 case "$plan_rc" in
     4) rb_say_file "$RB_TMP/plan.err"; rb_finish $RB_BAD_INPUT "seglog recover could not read the input" ;;
     5) rb_say_file "$RB_TMP/plan.err"; rb_finish $RB_LOCKED "a broker holds the .lock: stop it first" ;;
+    6) rb_say_file "$RB_TMP/plan.err"; rb_finish $RB_CANNOT_WRITE "seglog cannot write here (read-only file system, permission, disk full): see the line above" ;;
 esac
 rb_py "$RB_TMP/plan.out" "$RB_TMP/plan.json" "$verify_rc" "$RB_TMP/details.json" >"$RB_TMP/plan.txt" <<'PY'
 import json, os, sys
@@ -150,6 +151,7 @@ apply_rc=$RB_RC
 case "$apply_rc" in
     0 | 3) ;;
     5) rb_say_file "$RB_TMP/apply.err"; rb_finish $RB_LOCKED "a broker holds the .lock: stop it first" ;;
+    6) rb_say_file "$RB_TMP/apply.err"; rb_finish $RB_CANNOT_WRITE "seglog cannot write here (read-only file system, permission, disk full): see the line above" ;;
     *) rb_say_file "$RB_TMP/apply.err"; rb_finish $RB_BAD_INPUT "seglog recover --apply failed (exit $apply_rc)" ;;
 esac
 rb_applied_from "$RB_TMP/apply.out"

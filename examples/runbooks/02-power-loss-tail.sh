@@ -93,6 +93,7 @@ for m in kafka salvage; do
     case "$RB_RC" in
         4) rb_say_file "$RB_TMP/plan-$m.err"; rb_finish $RB_BAD_INPUT "seglog recover could not read the input" ;;
         5) rb_say_file "$RB_TMP/plan-$m.err"; rb_finish $RB_LOCKED "a broker holds the .lock: stop it first" ;;
+        6) rb_say_file "$RB_TMP/plan-$m.err"; rb_finish $RB_CANNOT_WRITE "seglog cannot write here (read-only file system, permission, disk full): see the line above" ;;
     esac
     eval "plan_rc_$m=$RB_RC"
 done
@@ -137,6 +138,7 @@ rb_seglog apply recover --mode "$mode" --apply --format json ${backup_args[@]+"$
 case "$RB_RC" in
     0) ;;
     5) rb_say_file "$RB_TMP/apply.err"; rb_finish $RB_LOCKED "a broker holds the .lock: stop it first" ;;
+    6) rb_say_file "$RB_TMP/apply.err"; rb_finish $RB_CANNOT_WRITE "seglog cannot write here (read-only file system, permission, disk full): see the line above" ;;
     *) rb_say_file "$RB_TMP/apply.err"; rb_finish $RB_HUMAN "seglog recover --apply stopped with exit $RB_RC" ;;
 esac
 rb_applied_from "$RB_TMP/apply.out"

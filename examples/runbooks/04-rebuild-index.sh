@@ -91,6 +91,7 @@ plan_rc=$RB_RC
 case "$plan_rc" in
     4) rb_say_file "$RB_TMP/plan.err"; rb_finish $RB_BAD_INPUT "seglog rebuild-index could not read the input" ;;
     5) rb_say_file "$RB_TMP/plan.err"; rb_finish $RB_LOCKED "a broker holds the .lock: stop it first" ;;
+    6) rb_say_file "$RB_TMP/plan.err"; rb_finish $RB_CANNOT_WRITE "seglog cannot write here (read-only file system, permission, disk full): see the line above" ;;
 esac
 rb_py "$RB_TMP/plan.out" "$RB_TMP/details.json" >"$RB_TMP/plan.txt" <<'PY'
 import json, sys
@@ -126,6 +127,7 @@ rb_seglog apply rebuild-index --apply --format json ${config_args[@]+"${config_a
 case "$RB_RC" in
     0) ;;
     5) rb_say_file "$RB_TMP/apply.err"; rb_finish $RB_LOCKED "a broker holds the .lock: stop it first" ;;
+    6) rb_say_file "$RB_TMP/apply.err"; rb_finish $RB_CANNOT_WRITE "seglog cannot write here (read-only file system, permission, disk full): see the line above" ;;
     *) rb_say_file "$RB_TMP/apply.err"; rb_finish $RB_HUMAN "seglog rebuild-index --apply stopped with exit $RB_RC" ;;
 esac
 rb_applied_from "$RB_TMP/apply.out"

@@ -94,6 +94,7 @@ rb_seglog plan simulate-retention --format json ${config_args[@]+"${config_args[
 case "$RB_RC" in
     0 | 1) ;;
     5) rb_say_file "$RB_TMP/plan.err"; rb_finish $RB_LOCKED "the log dir is locked" ;;
+    6) rb_say_file "$RB_TMP/plan.err"; rb_finish $RB_CANNOT_WRITE "seglog cannot write here (read-only file system, permission, disk full): see the line above" ;;
     *) rb_say_file "$RB_TMP/plan.err"; rb_finish $RB_BAD_INPUT "seglog simulate-retention could not read the input" ;;
 esac
 free_kb=$(df -Pk -- "${paths[0]}" 2>/dev/null | awk 'NR == 2 {print $4}') || free_kb=""

@@ -8,7 +8,7 @@
 #   5 a broker holds the log dir's .lock     70 unexpected failure (seglog or the runbook itself)
 
 # shellcheck disable=SC2034  # used by the scripts that source this file
-RB_OK=0 RB_ACTION=1 RB_USAGE=2 RB_HUMAN=3 RB_BAD_INPUT=4 RB_LOCKED=5 RB_INTERNAL=70
+RB_OK=0 RB_ACTION=1 RB_USAGE=2 RB_HUMAN=3 RB_BAD_INPUT=4 RB_LOCKED=5 RB_CANNOT_WRITE=6 RB_INTERNAL=70
 
 SEGLOG=${SEGLOG:-seglog}
 PYTHON=${PYTHON:-python3}

@@ -18,8 +18,10 @@ A writing command (recover, rebuild-index, append, simulate-retention --apply, u
    * records the final identity of every file it touched (size, sha256, inode, mtime), marks the
      manifest complete and removes ``.seglog-journal``.
 
-A run killed at any point leaves ``.seglog-journal``. The next writing command on that log dir
-(or ``seglog undo``) rolls the run back before anything else: it works out, step by step from
+A run killed at any point leaves ``.seglog-journal``: a run is committed only when that file is
+gone (a run stopped after its last step but before it could report success counts as
+interrupted). The next writing command on that log dir (or ``seglog undo``) rolls the run back
+before anything else: it works out, step by step from
 the last, whether each file is as the step left it (then the step is inverted from the
 backup), as it found it (nothing to do) or something else (then nothing is touched and the
 command stops with a one-line reason: something other than seglog changed the directory). The

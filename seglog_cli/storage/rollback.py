@@ -21,7 +21,7 @@ import stat
 from pathlib import Path
 
 from seglog_cli.storage.durable import CannotWriteError, Tree, read_chunks
-from seglog_cli.storage.journal import (COMPLETE, POINTER, ROLLED_BACK, FileStep, Journal, JournalError,
+from seglog_cli.storage.journal import (POINTER, ROLLED_BACK, FileStep, Journal, JournalError,
                                         read_manifest)
 from seglog_cli.storage.safety import BackupError
 
@@ -317,10 +317,11 @@ def recover_pending(tree: Tree) -> list[str]:
     if Path(document["logDir"]) != tree.root:
         raise JournalError(f"{POINTER} names a journal of another log dir ({document['logDir']}); nothing was changed",
                            tree.root / POINTER)
-    if document["state"] in (COMPLETE, ROLLED_BACK):
+    if document["state"] == ROLLED_BACK:
         tree.unlink(POINTER)
-        return [f"finished the `{document['command']}` run of {document['started']} (it had completed; backup "
-                f"{backup_dir})"]
+        return [f"finished rolling back the `{document['command']}` run of {document['started']}"]
+    # a run is committed when its pointer is gone: one stopped before that never reported success
+    # (even with every step done), so it is rolled back and a rerun does the whole of it once
     steps = inverse_steps(tree, document, backup_dir)
     carry_out(tree, steps, f"{document['id']}-rollback")
     journal = Journal(tree, backup_dir, document)
@@ -328,7 +329,7 @@ def recover_pending(tree: Tree) -> list[str]:
     journal.write_manifest()
     tree.unlink(POINTER)
     return [f"rolled back the interrupted `{document['command']}` run of {document['started']} ({len(steps)} "
-            f"action(s); its backup: {backup_dir})"]
+            f"action{'' if len(steps) == 1 else 's'}; its backup and manifest stay in {backup_dir})"]
 
 
 __all__ = ["ConflictError", "carry_out", "inverse_steps", "recover_pending"]

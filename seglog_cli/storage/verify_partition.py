@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from seglog_cli.storage.batches import LogScan
@@ -81,8 +81,44 @@ def verify_partition(path: str | Path, level: str = SHALLOW, progress=None) -> P
     _files(log, report, level)
     _leader_epochs(log, report, summaries)
     _transactions(log, summaries, findings, report.log_end_offset)
+    _rebuilt_at_start_up(log, findings)
     findings.sort(key=finding_order)
     return report
+
+
+REBUILT_BY_RECOVERY = {Code.INDEX_MISSING, Code.TIME_INDEX_MISSING, Code.INDEX_SANITY_FAILED, Code.INDEX_NOT_TRIMMED,
+                       Code.INDEX_ENTRY_NOT_BATCH_START, Code.INDEX_OFFSET_MISMATCH, Code.INDEX_NOT_INCREASING,
+                       Code.INDEX_ENTRY_PAST_LOG_END, Code.TIME_INDEX_OUT_OF_ORDER, Code.TIME_INDEX_OFFSET_NOT_FOUND,
+                       Code.TIME_INDEX_MISMATCH, Code.TIME_INDEX_LAST_ENTRY_STALE, Code.TXN_INDEX_MISMATCH,
+                       Code.TXN_INDEX_SANITY_FAILED}
+
+
+def _rebuilt_at_start_up(log: PartitionLog, findings: list[Finding]) -> None:
+    """Index damage in segments Kafka's next start-up recovers is not an error: without
+    ``.kafka_cleanshutdown`` every segment from the one holding the recovery point on is
+    recovered (``LogSegment.recover`` resets and rebuilds its ``.index``, ``.timeindex`` and
+    ``.txnindex``), so those files are never used as they are. Known only when the log dir has
+    its ``recovery-point-offset-checkpoint`` (a partition copied alone stays judged strictly)."""
+    log_dir = log.path.parent
+    checkpoint = log_dir / "recovery-point-offset-checkpoint"
+    if log.name is None or (log_dir / ".kafka_cleanshutdown").exists() or not checkpoint.is_file():
+        return
+    from seglog_cli.storage.checkpoints import TopicPartition, read_offset_checkpoint
+    try:
+        point = read_offset_checkpoint(checkpoint).get(TopicPartition(log.topic, log.partition), 0)
+    except SeglogError:
+        point = 0  # Kafka reads an unreadable checkpoint as empty
+    bases = [segment.base_offset for segment in log.segments]
+    if not bases:
+        return
+    floor = bases[max(0, bisect.bisect_right(bases, point) - 1)]
+    for i, finding in enumerate(findings):
+        parsed = parse_segment_file_name(Path(finding.path).name)
+        if (finding.severity is ERROR and finding.code in REBUILT_BY_RECOVERY and parsed is not None
+                and parsed.base_offset >= floor):
+            findings[i] = replace(finding, severity=WARNING, message=(
+                f"{finding.message} (Kafka rebuilds this segment's indexes at start-up: no clean shutdown, and the "
+                f"segment is at or past the recovery point {point})"))
 
 
 def finding_order(finding: Finding):

@@ -158,11 +158,11 @@ class Journal:
     def prepare(cls, tree: Tree, command: str, steps: list[FileStep], backup_root: Path,
                 argv: list[str], extra: dict | None = None) -> "Journal":
         """Back up what the steps destroy and write the manifest (nothing in the log dir changes)."""
-        directory = _new_backup_dir(backup_root, command)
+        final, partial = _new_backup_dir(backup_root, command)
         document = {"version": MANIFEST_VERSION, "command": command, "argv": argv,
                     "started": time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()), "logDir": str(tree.root),
-                    "id": directory.name, "state": PREPARED, **(extra or {}), "steps": []}
-        journal = cls(tree, directory, document)
+                    "id": final.name, "state": PREPARED, **(extra or {}), "steps": []}
+        journal = cls(tree, partial, document)
         journal.steps = steps
         model = _Model(tree)
         for index, step in enumerate(steps):
@@ -170,6 +170,14 @@ class Journal:
         document["expected"] = {relative: None if content is None else content.as_dict()
                                 for relative, (content, _origin) in model.state.items()}
         journal.write_manifest()
+        fault_point(f"rename {partial.name} -> {final.name}")
+        try:
+            os.rename(partial, final)
+            _fsync_path(backup_root)
+        except OSError as exc:
+            raise CannotWriteError(f"cannot name the backup directory: {describe_os_error(exc)}; nothing was changed",
+                                   partial) from None
+        journal.directory = final
         return journal
 
     def _record(self, model: _Model, index: int, step: FileStep) -> dict:
@@ -312,6 +320,8 @@ class Journal:
                     tree.append(relative, chunk)
             elif op == "truncate":
                 tree.truncate(relative, step.size)
+            if op in ("append", "truncate") and step.mtime_ns is not None:
+                tree.set_mtime(relative, step.mtime_ns)
             elif op == "remove":
                 tree.unlink(relative)
             elif op == "rename":
@@ -371,24 +381,30 @@ def _fsync_path(directory: Path) -> None:
         os.close(fd)
 
 
-def _new_backup_dir(root: Path, command: str) -> Path:
+def _new_backup_dir(root: Path, command: str) -> tuple[Path, Path]:
+    """(final name, the hidden directory it is prepared in): a backup directory appears under
+    its name only with its manifest in it, so ``seglog undo`` never meets a half-made one (a
+    kill leaves at most a hidden ``.<name>.partial``, while nothing in the log dir has changed)."""
     name = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{command}-{os.getpid()}"
     try:
         root.mkdir(parents=True, exist_ok=True)
         for attempt in range(1, 1000):
-            directory = root / (name if attempt == 1 else f"{name}-{attempt}")
-            fault_point(f"mkdir {directory.name}")
+            final = root / (name if attempt == 1 else f"{name}-{attempt}")
+            partial = root / f".{final.name}.partial"
+            if final.exists() or partial.exists():
+                continue
+            fault_point(f"mkdir {partial.name}")
             try:
-                directory.mkdir()
+                partial.mkdir()
                 break
             except FileExistsError:
                 continue
-        (directory / "files").mkdir()
-        _fsync_path(root)
+        fault_point(f"mkdir {partial.name}/files")
+        (partial / "files").mkdir()
     except OSError as exc:
         raise CannotWriteError(f"cannot create the backup directory: {describe_os_error(exc)}; nothing was changed "
                                "(choose another place with --backup-dir)", root) from None
-    return directory
+    return final, partial
 
 
 # -- the manifest -----------------------------------------------------------------------------------

@@ -206,10 +206,11 @@ def _invert(entry: dict, root: Path, backup_dir: Path, partial: bool) -> list[Fi
             return [FileStep("remove", path, why)]
         return [FileStep("write", path, why, source=backup_dir / entry["backup"], mtime_ns=mtime)]
     if op == "append":
-        return [FileStep("truncate", path, why, size=before["size"])]
+        return [FileStep("truncate", path, why, size=before["size"], mtime_ns=mtime)]
     if op == "truncate":
         cut = [FileStep("truncate", path, why + ": a partial restore cut back", size=entry["after"]["size"])]
-        return (cut if partial else []) + [FileStep("append", path, why, source=backup_dir / entry["backup"])]
+        return (cut if partial else []) + [FileStep("append", path, why, source=backup_dir / entry["backup"],
+                                                    mtime_ns=mtime)]
     if op == "remove":
         if before is None:
             return []
@@ -269,6 +270,8 @@ def carry_out(tree: Tree, steps: list[FileStep], temp_tag: str) -> None:
         elif step.op == "append":
             for chunk in _chunks(step.source):
                 tree.append(relative, chunk)
+        if step.op in ("truncate", "append") and step.mtime_ns is not None:
+            tree.set_mtime(relative, step.mtime_ns)
         elif step.op == "rename":
             tree.rename(relative, str(step.target.relative_to(tree.root)))
         elif step.op == "rmdir":

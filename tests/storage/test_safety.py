@@ -249,3 +249,19 @@ def test_a_failed_write_rolls_back_and_says_so(log_dir, tmp_path):
         with pytest.raises(Exception):
             session.apply(steps)
     assert {k: v for k, v in _files(log_dir).items() if not k.endswith(".tmp")} == before
+
+
+def test_undo_restores_contents_and_modification_times(log_dir, tmp_path):
+    """A segment without a .timeindex is dated by its mtime for time retention: undo gives the
+    times back with the bytes (the appended-to .log, the rewritten indexes and checkpoints)."""
+    os.utime(log_dir / "orders-0", ns=(10**18, 10**18))
+    for path in (log_dir / "orders-0").iterdir():
+        os.utime(path, ns=(1_600_000_000_000_000_000, 1_600_000_000_000_000_000))
+    times = {p.name: p.stat().st_mtime_ns for p in (log_dir / "orders-0").iterdir()}
+    before = _files(log_dir)
+    backup = _appended(log_dir, tmp_path)
+    assert _files(log_dir) != before
+    done = run_seglog("undo", "--apply", str(backup))
+    assert done.exit_code == 0, done.err
+    assert _files(log_dir) == before
+    assert {p.name: p.stat().st_mtime_ns for p in (log_dir / "orders-0").iterdir()} == times

@@ -150,6 +150,9 @@ def relative_to_log_dir(log_dir: Path, path: str | Path) -> str:
     The partition directory must be a real directory (not a symlink) named like a partition;
     its real path must be directly below the log dir."""
     path = Path(path)
+    if os.path.islink(path.parent):
+        raise CannotWriteError("the partition directory is a symlink: seglog only writes into real partition "
+                               "directories; nothing was changed", path.parent)
     parent = Path(os.path.realpath(path.parent))
     if parent == log_dir:
         return path.name

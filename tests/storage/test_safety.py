@@ -16,6 +16,7 @@ import pytest
 
 from seglog_cli.storage.durable import CannotWriteError
 from seglog_cli.storage.journal import POINTER, FileStep, read_manifest
+from seglog_cli.storage.partition_log import LogDir
 from seglog_cli.storage.safety import BackupError, LogDirLockedError, PlanOutdatedError, held_log_dir, is_locked
 from seglog_cli.storage.undo import undo
 from seglog_cli.storage.write_session import WriteSession
@@ -167,11 +168,19 @@ def test_a_symlinked_segment_is_refused_for_writing(log_dir, tmp_path):
     assert outside.read_bytes() == before and active.is_symlink()
 
 
-def test_a_symlinked_partition_directory_is_no_partition(log_dir):
+@pytest.mark.parametrize("name", ["data", "kafka-1"])  # a log dir may itself be named like a partition
+def test_a_symlinked_partition_directory_is_no_partition(tmp_path, name):
+    log_dir = tmp_path / name
+    shutil.copytree(EXAMPLE, log_dir)
     (log_dir / "loop-0").symlink_to(".")
-    result = run_seglog("append", "--apply", "--value", "x", str(log_dir / "loop-0"))
-    assert result.exit_code in (3, 4, CANNOT_WRITE)
+    before = _files(log_dir)
+    for argv in (["append", "--apply", "--value", "x", str(log_dir / "loop-0")],
+                 ["append", "--apply", "--create", "--value", "x", str(log_dir / "loop-0")]):
+        result = run_seglog(*argv)
+        assert result.exit_code in (3, 4, CANNOT_WRITE), result.err
+    assert _files(log_dir) == before
     assert not list(log_dir.glob("*.log")) and not list(log_dir.glob("*.index"))
+    assert "loop-0" not in {p.name for p in LogDir(log_dir).partition_dirs()}
 
 
 def test_a_backup_dir_inside_the_log_dir_is_refused(log_dir):
@@ -265,3 +274,27 @@ def test_undo_restores_contents_and_modification_times(log_dir, tmp_path):
     assert done.exit_code == 0, done.err
     assert _files(log_dir) == before
     assert {p.name: p.stat().st_mtime_ns for p in (log_dir / "orders-0").iterdir()} == times
+
+
+def test_recover_and_append_racing_never_lose_the_appended_records(tmp_path):
+    """The audit's race: recover --apply and append --apply started together, staggered by
+    0-300 ms. Whatever order the lock gives them, records an append reported written (exit 0)
+    are in the log afterwards, and a refused writer (exit 5) wrote nothing."""
+    import random
+
+    rng = random.Random(15)
+    for attempt in range(8):
+        log_dir = tmp_path / f"run{attempt}" / "data"
+        shutil.copytree(EXAMPLE, log_dir)
+        (log_dir / ".kafka_cleanshutdown").unlink()  # recover has work; append is refused until recover ran
+        base = [sys.executable, "-m", "seglog_cli"]
+        recover = subprocess.Popen(base + ["recover", "--apply", "--backup-dir", str(tmp_path / "b"), str(log_dir)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        subprocess.run(["sleep", f"{rng.uniform(0, 0.3):.3f}"])
+        append = subprocess.run(base + ["append", "--apply", "--value", f"kept{attempt}", "--backup-dir",
+                                        str(tmp_path / "b"), str(log_dir / "orders-0")], capture_output=True, text=True)
+        assert recover.wait(timeout=60) in (0, LOCKED), recover.stderr.read()
+        assert append.returncode in (0, 3, LOCKED), append.stderr
+        values = [json.loads(line).get("value") for line in run_seglog(
+            "dump", "--deep-iteration", "--print-data-log", "--format", "jsonl", str(log_dir / "orders-0")).out.splitlines()]
+        assert (f"kept{attempt}" in values) == (append.returncode == 0)

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 TOPIC_SYNONYMS = {
     "log.retention.bytes": "retention.bytes",
     "log.segment.bytes": "segment.bytes",
-    "log.roll.jitter.ms": "segment.jitter.ms",
     "log.index.size.max.bytes": "segment.index.bytes",
     "log.index.interval.bytes": "index.interval.bytes",
     "log.cleanup.policy": "cleanup.policy",
@@ -26,12 +25,15 @@ TOPIC_SYNONYMS = {
     "log.segment.delete.delay.ms": "file.delete.delay.ms",
     "message.max.bytes": "max.message.bytes",
     "log.message.timestamp.type": "message.timestamp.type",
+    "log.message.timestamp.before.max.ms": "message.timestamp.before.max.ms",
+    "log.message.timestamp.after.max.ms": "message.timestamp.after.max.ms",
     "log.preallocate": "preallocate",
 }
 # topic key -> broker keys from the most to the least precise, with their unit in ms
 UNIT_SYNONYMS = {
     "retention.ms": (("log.retention.ms", 1), ("log.retention.minutes", 60_000), ("log.retention.hours", 3_600_000)),
     "segment.ms": (("log.roll.ms", 1), ("log.roll.hours", 3_600_000)),
+    "segment.jitter.ms": (("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", 3_600_000)),
 }
 CHECK_INTERVAL = "log.retention.check.interval.ms"
 PRODUCER_EXPIRATION = "producer.id.expiration.ms"
@@ -47,29 +49,33 @@ class SplitConfig:
     unknown: list[str]
 
 
-def split_config(pairs: dict[str, str], known_topic_keys) -> SplitConfig:
-    """Topic configs (broker synonyms translated, topic keys winning), broker-only settings,
-    and the keys that are neither."""
-    topic: dict[str, str] = {}
-    broker: dict[str, str] = {}
-    unknown = []
+def broker_synonym_values(pairs: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """Topic config key -> (value text, the broker key it came from) for the broker keys in
+    ``pairs``: the first synonym present wins (``ServerTopicConfigSynonyms``), hours and minutes
+    are turned into ms, and a negative ``log.retention.*`` is -1 (``KafkaConfig.logRetentionTimeMillis``)."""
+    out: dict[str, tuple[str, str]] = {}
     for topic_key, synonyms in UNIT_SYNONYMS.items():
         for broker_key, unit in synonyms:
             if broker_key in pairs:
                 text = pairs[broker_key].strip()
-                topic[topic_key] = str(int(text) * unit) if text.lstrip("-").isdigit() else text
+                if text.lstrip("-").isdigit():
+                    number = int(text) * unit
+                    text = str(-1 if topic_key == "retention.ms" and number < 0 else number)
+                out[topic_key] = (text, broker_key)
                 break
-    for key, value in pairs.items():
-        if key in TOPIC_SYNONYMS:
-            topic.setdefault(TOPIC_SYNONYMS[key], value)
-        elif key in BROKER_ONLY:
-            broker[key] = value
-        elif any(key == b for synonyms in UNIT_SYNONYMS.values() for b, _ in synonyms):
-            continue
-        elif key in known_topic_keys:
-            topic[key] = value
-        else:
-            unknown.append(key)
+    for broker_key, topic_key in TOPIC_SYNONYMS.items():
+        if broker_key in pairs:
+            out[topic_key] = (pairs[broker_key], broker_key)
+    return out
+
+
+def split_config(pairs: dict[str, str], known_topic_keys) -> SplitConfig:
+    """Topic configs (broker synonyms translated, topic keys winning), broker-only settings,
+    and the keys that are neither."""
+    topic = {key: value for key, (value, _) in broker_synonym_values(pairs).items()}
+    synonyms = set(TOPIC_SYNONYMS) | {b for keys in UNIT_SYNONYMS.values() for b, _ in keys}
+    broker = {key: value for key, value in pairs.items() if key in BROKER_ONLY}
+    unknown = [key for key in pairs if key not in synonyms and key not in BROKER_ONLY and key not in known_topic_keys]
     for key, value in pairs.items():  # topic keys win over broker synonyms
         if key in known_topic_keys:
             topic[key] = value

@@ -15,9 +15,16 @@ from typing import Iterator, List, Optional
 
 import typer
 
-from seglog_cli.commands.options import parse_timestamp, writing
+from seglog_cli.commands.options import (
+    METADATA_LOG_HELP,
+    SERVER_CONFIG_HELP,
+    config_sources,
+    effective_configs,
+    parse_timestamp,
+    writing,
+)
 from seglog_cli.commands.record_input import DECODERS, read_input, value_records
-from seglog_cli.render import append_report
+from seglog_cli.render import append_report, config_report
 from seglog_cli.status import ExitStatus, UsageError, guarded
 from seglog_cli.storage.append import AppendOptions, ProducerOptions, apply_append, plan_append
 from seglog_cli.storage.builder import group_batches
@@ -25,7 +32,6 @@ from seglog_cli.storage.checkpoints import decode_uuid
 from seglog_cli.storage.errors import UnreadableInputError
 from seglog_cli.storage.naming import parse_partition_dir_name
 from seglog_cli.storage.safety import log_dir_of
-from seglog_cli.storage.topic_config import ConfigError, parse_config_args
 
 HELP = """Append records to a partition directory as a leader broker would (one produce request per batch).
 
@@ -39,6 +45,10 @@ skipped). Records are grouped into batches as Kafka's producer fills batch.size 
 producers are checked as the broker checks them. Without --apply it only shows the plan. With
 --apply it writes it after taking the log dir's .lock, keeping a backup and a manifest
 (seglog-backups/ beside the log dir, or --backup-dir; seglog undo puts everything back).
+
+Topic configs are the partition's as the broker resolves them: Kafka's defaults < --server-config
+< the cluster metadata (__cluster_metadata-0 beside the partition, or --metadata-log) <
+--config-file/--config; the values not at their default are printed with their source.
 
 Example: seglog append --create --value hello --value world /var/lib/kafka/data/orders-0
 
@@ -110,8 +120,10 @@ def append_command(
     transactional: bool = typer.Option(False, "--transactional", help="Write the batches inside a transaction of --producer-id."),
     end_txn: Optional[EndTxn] = typer.Option(None, "--end-txn", help="Then end the producer's transaction: commit or abort (a marker)."),
     coordinator_epoch: Optional[int] = typer.Option(None, "--coordinator-epoch", min=0, help="The marker's coordinator epoch (default: the producer's)."),
-    config: Optional[List[str]] = typer.Option(None, "--config", help="Topic config key=value (segment.bytes, segment.ms, index.interval.bytes, segment.index.bytes, max.message.bytes, message.timestamp.type, ...; repeatable)."),
+    config: Optional[List[str]] = typer.Option(None, "--config", help="Topic config key=value (segment.bytes, segment.ms, index.interval.bytes, segment.index.bytes, max.message.bytes, message.timestamp.type, ...), over the cluster's (repeatable)."),
     config_file: Optional[str] = typer.Option(None, "--config-file", help="A properties file of topic configs (--config wins)."),
+    server_config: Optional[str] = typer.Option(None, "--server-config", help=SERVER_CONFIG_HELP),
+    metadata_log: Optional[str] = typer.Option(None, "--metadata-log", help=METADATA_LOG_HELP),
     create: bool = typer.Option(False, "--create", help="Create the partition directory when it does not exist."),
     topic_id: Optional[str] = typer.Option(None, "--topic-id", help="With --create: the topic id for partition.metadata (base64 Uuid; default: random)."),
     no_recovery_point: bool = typer.Option(False, "--no-recovery-point", help="Leave the log dir's recovery-point-offset-checkpoint alone."),
@@ -126,14 +138,11 @@ def append_command(
 
 def _run(partition_dir, value, key, header, input_path, input_format, key_separator, payload_encoding, timestamp,
          batch_size, linger_records, compression, timestamp_type, leader_epoch, producer_id, producer_epoch,
-         base_sequence, transactional, end_txn, coordinator_epoch, config, config_file, create, topic_id,
-         no_recovery_point, apply, backup_dir, output_format, verbose) -> int:
+         base_sequence, transactional, end_txn, coordinator_epoch, config, config_file, server_config, metadata_log,
+         create, topic_id, no_recovery_point, apply, backup_dir, output_format, verbose) -> int:
     _check_options(value, key, header, input_path, input_format, key_separator, producer_id, producer_epoch,
                    base_sequence, transactional, end_txn, coordinator_epoch, create, topic_id)
-    try:
-        topic_config = parse_config_args(config, config_file)
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
+    sources = config_sources(config, config_file, server_config, metadata_log)
     decode = DECODERS[payload_encoding.value]
     default_timestamp = parse_timestamp(timestamp, "--timestamp")
     if value:
@@ -152,11 +161,13 @@ def _run(partition_dir, value, key, header, input_path, input_format, key_separa
         end_transaction=end_txn.value if end_txn else None, create=create, topic_id=topic_id,
         update_recovery_point=not no_recovery_point)
     with writing(apply, [log_dir_of(partition_dir)], "append", backup_dir) as session:
-        plan = plan_append(partition_dir, batches, topic_config, options)
+        effective = effective_configs(sources, [Path(partition_dir)])
+        plan = plan_append(partition_dir, batches, effective[0].config, options)
         applied = apply_append(plan, backup_dir, session) if apply else None
     if output_format == Format.json:
-        append_report.render_json(plan, sys.stdout, applied)
+        append_report.render_json(plan, sys.stdout, applied, config_report.json_fields(effective))
     else:
+        config_report.render_all_text(effective, sys.stdout)
         append_report.render_text(plan, sys.stdout, applied, verbose)
     sys.stdout.flush()
     return ExitStatus.OK if applied is not None or not plan.writes else ExitStatus.WARNINGS

@@ -84,3 +84,75 @@ def writing(apply: bool, log_dirs, command: str, backup_dir: str | None):
                 sys.stderr.write(f"seglog: {note}\n")
             yield held
     return session()
+
+
+SERVER_CONFIG_HELP = ("The broker's server.properties: its log.* settings (log.retention.ms/minutes/hours, "
+                      "log.segment.bytes, log.cleanup.policy...) are the topic configs' defaults.")
+METADATA_LOG_HELP = ("The broker's __cluster_metadata-0 directory (or the log dir holding it) when it is not "
+                     "in the partition's log dir (metadata.log.dir); default: the one beside the partition.")
+
+
+def config_sources(pairs, config_file, server_config, metadata_log, lenient_file: bool = False):
+    """The configs a command was given (``--config``, ``--config-file``, ``--server-config``,
+    ``--metadata-log``) as an engine :class:`ConfigSources`. Unknown ``--config`` keys are usage
+    errors; a ``--config-file`` may be a broker's server.properties when ``lenient_file``."""
+    from pathlib import Path
+
+    from seglog_cli.storage.broker_config import split_config
+    from seglog_cli.storage.effective_config import KNOWN_KEYS, ConfigSources
+    from seglog_cli.storage.errors import UnreadableInputError
+    from seglog_cli.storage.log_dir_files import parse_java_properties
+
+    sources = ConfigSources(None if server_config is None else Path(server_config),
+                            None if metadata_log is None else Path(metadata_log))
+    if server_config is not None and not Path(server_config).is_file():
+        raise UnreadableInputError("no such server config file", server_config)
+    if config_file is not None:
+        try:
+            text = Path(config_file).read_text(encoding="latin-1")
+        except OSError as exc:
+            raise UnreadableInputError(f"cannot read the config file: {exc.strerror}", config_file) from None
+        _add(sources, split_config(parse_java_properties(text), KNOWN_KEYS), f"--config-file {config_file}",
+             lenient_file)
+    flags = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise UsageError(f"--config wants key=value, got {pair!r}")
+        flags[key.strip()] = value
+    _add(sources, split_config(flags, KNOWN_KEYS), "--config", False)
+    _check(sources)
+    return sources
+
+
+def _add(sources, split, label: str, lenient: bool) -> None:
+    from seglog_cli.storage.broker_config import BROKER_ONLY, CHECK_INTERVAL, PRODUCER_EXPIRATION
+    from seglog_cli.storage.effective_config import overrides_from
+
+    if split.unknown and not lenient:
+        raise UsageError(f"unknown or unsupported config {split.unknown[0]!r} in {label} (topic configs, their "
+                         f"log.* broker synonyms, {CHECK_INTERVAL}, {PRODUCER_EXPIRATION})")
+    sources.overrides.update(overrides_from(split.topic, label))
+    sources.broker_overrides.update({k: v for k, v in split.broker.items() if k in BROKER_ONLY})
+
+
+def _check(sources) -> None:
+    """A bad --config value is a usage error before anything is read."""
+    from seglog_cli.storage.effective_config import INTERNAL_SEGMENT_BYTES
+    from seglog_cli.storage.topic_config import ConfigError, TopicConfig
+
+    try:
+        TopicConfig().with_overrides({("segment.bytes" if key == INTERNAL_SEGMENT_BYTES else key): value
+                                      for key, (value, _) in sources.overrides.items()})
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def effective_configs(sources, partition_dirs) -> list:
+    """Each partition's :class:`EffectiveConfig` (a config Kafka would refuse: a usage error)."""
+    from seglog_cli.storage.topic_config import ConfigError
+
+    try:
+        return [sources.resolve(partition) for partition in partition_dirs]
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None

@@ -4,15 +4,25 @@ from __future__ import annotations
 
 import sys
 from enum import Enum
+from pathlib import Path
 from typing import List, Optional
 
 import typer
 
-from seglog_cli.commands.options import command_paths, log_dirs_of, writing
-from seglog_cli.render import rebuild_report
-from seglog_cli.status import ExitStatus, UsageError, guarded
+from seglog_cli.commands.options import (
+    METADATA_LOG_HELP,
+    SERVER_CONFIG_HELP,
+    command_paths,
+    config_sources,
+    effective_configs,
+    log_dirs_of,
+    writing,
+)
+from seglog_cli.render import config_report, rebuild_report
+from seglog_cli.status import ExitStatus, guarded
 from seglog_cli.storage.rebuild_index import apply_rebuild, plan_rebuild
-from seglog_cli.storage.topic_config import ConfigError, parse_config_args
+from seglog_cli.storage.effective_config import configs_by_partition
+from seglog_cli.storage.partition_log import partition_dirs_under
 
 HELP = """Rebuild .index, .timeindex and .txnindex files as Kafka's recovery does (batch by batch).
 
@@ -22,6 +32,11 @@ preallocated zero tail. With --apply it writes them (temporary file, fsync, rena
 the log dir's .lock, keeping the originals and a manifest in a backup directory (seglog-backups/
 beside the log dir, or --backup-dir). A segment whose .log has damage or a torn tail is refused:
 run seglog recover first.
+
+Topic configs (index.interval.bytes, segment.index.bytes) are each partition's as the broker
+resolves them: Kafka's defaults < --server-config < the cluster metadata (__cluster_metadata-0
+beside the partition, or --metadata-log) < --config-file/--config; the values not at their
+default are printed with their source.
 
 Example: seglog rebuild-index --config index.interval.bytes=4096 /var/lib/kafka/data/orders-0
 
@@ -39,8 +54,10 @@ class Format(str, Enum):
 def rebuild_index_command(
     paths: Optional[List[str]] = typer.Argument(None, help="Segment files, partition dirs or log dirs (globs allowed)."),
     apply: bool = typer.Option(False, "--apply", help="Write the planned files (default: only show the plan)."),
-    config: Optional[List[str]] = typer.Option(None, "--config", help="Topic config key=value (index.interval.bytes, segment.index.bytes; repeatable)."),
-    config_file: Optional[str] = typer.Option(None, "--config-file", help="A properties file of topic configs."),
+    config: Optional[List[str]] = typer.Option(None, "--config", help="Topic config key=value (index.interval.bytes, segment.index.bytes), over the cluster's (repeatable)."),
+    config_file: Optional[str] = typer.Option(None, "--config-file", help="A properties file of topic configs (as --config)."),
+    server_config: Optional[str] = typer.Option(None, "--server-config", help=SERVER_CONFIG_HELP),
+    metadata_log: Optional[str] = typer.Option(None, "--metadata-log", help=METADATA_LOG_HELP),
     no_txn_index: bool = typer.Option(False, "--no-txn-index", help="Leave .txnindex files alone."),
     backup_dir: Optional[str] = typer.Option(None, "--backup-dir", help="Where originals and the manifest go (default: seglog-backups/ beside the log dir)."),
     output_format: Format = typer.Option(Format.text, "--format", help="text or json."),
@@ -50,20 +67,20 @@ def rebuild_index_command(
     raise typer.Exit(guarded(lambda: _run(**arguments)))
 
 
-def _run(paths, apply, config, config_file, no_txn_index, backup_dir, output_format, verbose) -> int:
+def _run(paths, apply, config, config_file, server_config, metadata_log, no_txn_index, backup_dir, output_format,
+         verbose) -> int:
     inputs = _inputs(paths)
-    try:
-        topic_config = parse_config_args(config, config_file)
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
+    sources = config_sources(config, config_file, server_config, metadata_log)
     with writing(apply, log_dirs_of(inputs), "rebuild-index", backup_dir) as session:
-        plan = plan_rebuild(inputs, topic_config, txn_index=not no_txn_index)
+        resolved = effective_configs(sources, _partition_dirs(inputs))
+        plan = plan_rebuild(inputs, configs_by_partition(resolved), txn_index=not no_txn_index)
         applied = None
         if apply and not plan.refused and not plan.unreadable and plan.changes:
             applied = apply_rebuild(plan, backup_dir, session)
     if output_format == Format.json:
-        rebuild_report.render_json(plan, sys.stdout, applied)
+        rebuild_report.render_json(plan, sys.stdout, applied, config_report.json_fields(resolved))
     else:
+        config_report.render_all_text(resolved, sys.stdout)
         rebuild_report.render_text(plan, sys.stdout, applied, verbose)
     sys.stdout.flush()
     if plan.unreadable:
@@ -77,3 +94,13 @@ def _run(paths, apply, config, config_file, no_txn_index, backup_dir, output_for
 
 def _inputs(paths) -> list[str]:
     return command_paths(paths, "segment file, partition directory or log dir")
+
+
+def _partition_dirs(inputs: list[str]) -> list[Path]:
+    """The partition dirs the inputs are in or hold (each once)."""
+    out: list[Path] = []
+    for raw in inputs:
+        path = Path(raw)
+        found = [path.parent] if path.is_file() else partition_dirs_under(path) if path.is_dir() else []
+        out.extend(p for p in found if p.absolute() not in {q.absolute() for q in out})
+    return out

@@ -9,14 +9,21 @@ from typing import List, Optional
 
 import typer
 
-from seglog_cli.commands.options import command_paths, writing
-from seglog_cli.render import recover_report
-from seglog_cli.status import ExitStatus, UsageError, guarded
+from seglog_cli.commands.options import (
+    METADATA_LOG_HELP,
+    SERVER_CONFIG_HELP,
+    command_paths,
+    config_sources,
+    effective_configs,
+    writing,
+)
+from seglog_cli.render import config_report, recover_report
+from seglog_cli.status import ExitStatus, guarded
 from seglog_cli.storage.errors import UnreadableInputError
 from seglog_cli.storage.partition_log import partition_dirs_under
 from seglog_cli.storage.recover import apply_recover, plan_recover
 from seglog_cli.storage.safety import log_dir_of
-from seglog_cli.storage.topic_config import ConfigError, parse_config_args
+from seglog_cli.storage.effective_config import configs_by_partition
 
 HELP = """Run Kafka's start-up log recovery offline: plan it, then apply it with backups.
 
@@ -28,6 +35,11 @@ so a start-up can be previewed. Without --apply it prints the plan; with --apply
 dir's .lock before it plans, journals every step and keeps every removed byte in seglog-backups/
 beside the log dir (undo with seglog undo --apply DIR; an interrupted run is rolled back by the
 next writing seglog command on the log dir).
+
+Topic configs (index.interval.bytes, segment.index.bytes...) are each partition's as the broker
+resolves them: Kafka's defaults < --server-config < the cluster metadata (__cluster_metadata-0
+beside the partition, or --metadata-log) < --config; the values not at their default are printed
+with their source.
 
 Example: seglog recover --mode kafka /var/lib/kafka/data/orders-0
 
@@ -54,7 +66,9 @@ def recover_command(
     paths: Optional[List[str]] = typer.Argument(None, help="Partition dirs or log dirs (globs allowed)."),
     mode: Mode = typer.Option(Mode.kafka, "--mode", help="kafka: what the broker does; salvage: keep what Kafka would drop."),
     apply: bool = typer.Option(False, "--apply", help="Carry out the plan (default: only show it)."),
-    config: Optional[List[str]] = typer.Option(None, "--config", help="Topic config key=value (index.interval.bytes, segment.index.bytes)."),
+    config: Optional[List[str]] = typer.Option(None, "--config", help="Topic config key=value (index.interval.bytes, segment.index.bytes), over the cluster's (repeatable)."),
+    server_config: Optional[str] = typer.Option(None, "--server-config", help=SERVER_CONFIG_HELP),
+    metadata_log: Optional[str] = typer.Option(None, "--metadata-log", help=METADATA_LOG_HELP),
     backup_dir: Optional[str] = typer.Option(None, "--backup-dir", help="Where removed bytes and the manifest go."),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Partitions planned in parallel processes (num.recovery.threads.per.data.dir)."),
     output_format: Format = typer.Option(Format.text, "--format", help="text or json."),
@@ -64,13 +78,12 @@ def recover_command(
     raise typer.Exit(guarded(lambda: _run(**arguments)))
 
 
-def _run(paths, mode, apply, config, backup_dir, jobs, output_format, progress) -> int:
-    try:
-        topic_config = parse_config_args(config)
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
+def _run(paths, mode, apply, config, server_config, metadata_log, backup_dir, jobs, output_format, progress) -> int:
+    sources = config_sources(config, None, server_config, metadata_log)
     partitions = _partitions(command_paths(paths, "partition directory or log dir"))
     with writing(apply, [log_dir_of(p) for p in partitions], "recover", backup_dir) as session:
+        resolved = effective_configs(sources, partitions)
+        topic_config = configs_by_partition(resolved)
         if progress if progress is not None else sys.stderr.isatty():
             from seglog_cli.render.progress import recover_progress
             with recover_progress(len(partitions)) as advance:
@@ -79,8 +92,9 @@ def _run(paths, mode, apply, config, backup_dir, jobs, output_format, progress) 
             plan = plan_recover(partitions, mode.value, topic_config, jobs)
         applied = apply_recover(plan, backup_dir, session) if apply and plan.steps else None
     if output_format == Format.json:
-        recover_report.render_json(plan, sys.stdout, applied)
+        recover_report.render_json(plan, sys.stdout, applied, config_report.json_fields(resolved))
     else:
+        config_report.render_all_text(resolved, sys.stdout)
         recover_report.render_text(plan, sys.stdout, applied)
     sys.stdout.flush()
     if any(p.refused for p in plan.partitions):

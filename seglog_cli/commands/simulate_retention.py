@@ -12,8 +12,16 @@ from pathlib import Path
 
 import typer
 
-from seglog_cli.commands.options import command_paths, parse_timestamp, writing
-from seglog_cli.render import retention_report
+from seglog_cli.commands.options import (
+    METADATA_LOG_HELP,
+    SERVER_CONFIG_HELP,
+    command_paths,
+    config_sources,
+    effective_configs,
+    parse_timestamp,
+    writing,
+)
+from seglog_cli.render import config_report, retention_report
 from seglog_cli.status import ExitStatus, UsageError, guarded
 from seglog_cli.storage.compaction import plan_compaction
 from seglog_cli.storage.errors import UnreadableInputError
@@ -24,25 +32,20 @@ from seglog_cli.storage.retention_apply import apply_retention
 from seglog_cli.storage.safety import log_dir_of
 from seglog_cli.storage.retention_model import ModelError, Producer, model_retention
 from seglog_cli.storage.retention_timeline import build_timeline
-from seglog_cli.storage.broker_config import (
-    CHECK_INTERVAL,
-    CLEANER_BACKOFF,
-    DEFAULT_CLEANER_BACKOFF_MS,
-    PRODUCER_EXPIRATION,
-    split_config,
-)
-from seglog_cli.storage.log_dir_files import parse_java_properties
+from seglog_cli.storage.broker_config import CHECK_INTERVAL, CLEANER_BACKOFF, DEFAULT_CLEANER_BACKOFF_MS, PRODUCER_EXPIRATION
+from seglog_cli.storage.effective_config import RetentionRefusedError, compact_only_refusal
 from seglog_cli.storage.producer_state import PRODUCER_ID_EXPIRATION_MS
-from seglog_cli.storage.topic_config import TOPIC_CONFIG_KEYS, ConfigError, TopicConfig
 
 HELP = """Show which segments retention deletes and which records compaction removes, when and why.
 
 On partition dirs or log dirs: for every segment, whether the log start offset, retention.bytes
 (the size walk, active segment included), retention.ms (largest timestamp, or the file mtime when
 no record has one) or the high watermark deletes or keeps it, with Kafka's reason; bytes and
-offsets reclaimed and the new log start offset. Topic configs come from --config/--config-file
-(Kafka's defaults otherwise); the high watermark, log start offset and cleaner checkpoint from the
-log dir's checkpoint files. --at adds a timeline (check interval and file.delete.delay.ms taken
+offsets reclaimed and the new log start offset. Topic configs are resolved as the broker does:
+Kafka's defaults < --server-config (log.* settings) < the cluster metadata (__cluster_metadata-0
+beside the partition, or --metadata-log: cluster default, this broker's and the topic's configs)
+< --config-file/--config; each value not at its default is printed with its source. The high
+watermark, log start offset and cleaner checkpoint come from the log dir's checkpoint files. --at adds a timeline (check interval and file.delete.delay.ms taken
 into account). With cleanup.policy containing compact, one cleaner pass is simulated too.
 --apply deletes the planned segments as a broker does (renamed .deleted, then removed) into the
 backup directory with a manifest (undo with seglog undo), under the log dir's .lock.
@@ -56,7 +59,9 @@ Examples:
       --config segment.bytes=16384 --config retention.ms=600000
 
 Exit status: 0 nothing would be deleted or removed (or --apply did it, or --model); 1 deletions
-or removals planned; 2 usage error; 4 an input could not be read; 5 the log dir is locked.
+or removals planned; 2 usage error; 3 --apply refused (nothing changed): it would delete by
+retention.ms or retention.bytes from a topic whose cleanup.policy (as the broker has it, without
+--config) is compact only; 4 an input could not be read; 5 the log dir is locked.
 """
 
 
@@ -73,7 +78,9 @@ _UNITS = {"ms": 1, "s": 1000, "m": 60000, "min": 60000, "h": 3600000, "d": 86400
 def simulate_retention_command(
     paths: Optional[List[str]] = typer.Argument(None, help="Partition dirs or log dirs (globs allowed)."),
     config: Optional[List[str]] = typer.Option(None, "--config", help="Topic config key=value: retention.ms, retention.bytes, cleanup.policy, segment.bytes, delete.retention.ms, min.compaction.lag.ms, min.cleanable.dirty.ratio, file.delete.delay.ms ... or a log.* broker synonym, log.retention.check.interval.ms, producer.id.expiration.ms (repeatable)."),
-    config_file: Optional[str] = typer.Option(None, "--config-file", help="A properties file: topic configs, or a broker's server.properties."),
+    config_file: Optional[str] = typer.Option(None, "--config-file", help="A properties file: topic configs, or a broker's server.properties (over everything, as --config)."),
+    server_config: Optional[str] = typer.Option(None, "--server-config", help=SERVER_CONFIG_HELP),
+    metadata_log: Optional[str] = typer.Option(None, "--metadata-log", help=METADATA_LOG_HELP),
     now: Optional[str] = typer.Option(None, "--now", help="The clock: epoch ms or ISO-8601 (default: now)."),
     at: Optional[List[str]] = typer.Option(None, "--at", help="A later time for the timeline: epoch ms, ISO-8601 or +10m/+2h/+1d from --now (repeatable)."),
     check_interval_ms: Optional[int] = typer.Option(None, "--check-interval-ms", help="log.retention.check.interval.ms (default 300000, or the config's)."),
@@ -94,50 +101,74 @@ def simulate_retention_command(
     raise typer.Exit(guarded(lambda: _run(**arguments)))
 
 
-def _run(paths, config, config_file, now, at, check_interval_ms, high_watermark, log_start_offset, cleaner_checkpoint,
-         records, model, records_per_sec, record_size, batch_records, batch_overhead, apply, backup_dir,
-         output_format) -> int:
-    topic_config, broker = _configs(config, config_file)
-    check_source = "--check-interval-ms"
-    if check_interval_ms is None and topic_config.compact:  # the cleaner thread runs retention for these
-        check_interval_ms = _number(broker.get(CLEANER_BACKOFF, DEFAULT_CLEANER_BACKOFF_MS), CLEANER_BACKOFF)
-        check_source = f"{CLEANER_BACKOFF} (the cleaner thread runs retention for compacted logs)"
-    elif check_interval_ms is None:
-        check_interval_ms = _number(broker.get(CHECK_INTERVAL, DEFAULT_CHECK_INTERVAL_MS), CHECK_INTERVAL)
-        check_source = CHECK_INTERVAL
-    expiration_ms = _number(broker.get(PRODUCER_EXPIRATION, PRODUCER_ID_EXPIRATION_MS), PRODUCER_EXPIRATION)
+def _run(paths, config, config_file, server_config, metadata_log, now, at, check_interval_ms, high_watermark,
+         log_start_offset, cleaner_checkpoint, records, model, records_per_sec, record_size, batch_records,
+         batch_overhead, apply, backup_dir, output_format) -> int:
+    sources = config_sources(config, config_file, server_config, metadata_log, lenient_file=True)
     fmt = output_format or (Format.table if sys.stdout.isatty() else Format.text)
     if model:
-        return _model(topic_config, records_per_sec, record_size, batch_records, batch_overhead, check_interval_ms, fmt)
+        effective = effective_configs(sources, [None])[0]
+        interval, _ = _check_interval(check_interval_ms, effective)
+        return _model(effective.config, records_per_sec, record_size, batch_records, batch_overhead, interval, fmt)
     now_ms = parse_timestamp(now, "--now") if now is not None else int(time.time() * 1000)
     at_ms = [_at(text, now_ms) for text in at or []]
     documents, changes = [], False
     partitions = _partitions(paths)
     with writing(apply, [log_dir_of(p) for p in partitions], "simulate-retention", backup_dir) as session:
+        planned = []
         for partition in partitions:
             state = read_partition_state(partition, high_watermark, log_start_offset)
             if not state.segments:
                 continue
-            plan = plan_retention(state, topic_config, now_ms)
-            timeline = (build_timeline(state, topic_config, now_ms, at_ms, check_interval_ms, check_source)
+            effective = effective_configs(sources, [partition])[0]
+            planned.append((effective, plan_retention(state, effective.config, now_ms)))
+        if apply:
+            _refuse_compact_only(planned)
+        for effective, plan in planned:
+            topic_config = effective.config
+            interval, check_source = _check_interval(check_interval_ms, effective)
+            timeline = (build_timeline(plan.state, topic_config, now_ms, at_ms, interval, check_source)
                         if at_ms else None)
-            compaction = (plan_compaction(partition, topic_config, now_ms, high_watermark=high_watermark,
+            expiration_ms = _number(effective.broker.get(PRODUCER_EXPIRATION, PRODUCER_ID_EXPIRATION_MS),
+                                    PRODUCER_EXPIRATION)
+            compaction = (plan_compaction(plan.state.path, topic_config, now_ms, high_watermark=high_watermark,
                                           log_start_offset=log_start_offset, cleaner_checkpoint=cleaner_checkpoint,
                                           producer_id_expiration_ms=expiration_ms)
                           if topic_config.compact else None)
             applied = apply_retention(plan, backup_dir, session) if apply and plan.deleted else None
             changes = (changes or (bool(plan.deleted) and applied is None)
                        or bool(compaction and compaction.removed_offsets))
-            _show(plan, timeline, compaction, applied, fmt, records, documents)
+            _show(effective, plan, timeline, compaction, applied, fmt, records, documents)
     if fmt == Format.json:
         retention_report.render_json({"partitions": documents}, sys.stdout)
     sys.stdout.flush()
     return ExitStatus.WARNINGS if changes else ExitStatus.OK
 
 
-def _show(plan, timeline, compaction, applied, fmt, records, documents) -> None:
+def _check_interval(given, effective) -> tuple[int, str]:
+    """The retention check interval: the cleaner's backoff for compacted logs (the cleaner
+    thread runs retention for them), else log.retention.check.interval.ms."""
+    if given is not None:
+        return given, "--check-interval-ms"
+    if effective.config.compact:
+        return (_number(effective.broker.get(CLEANER_BACKOFF, DEFAULT_CLEANER_BACKOFF_MS), CLEANER_BACKOFF),
+                f"{CLEANER_BACKOFF} (the cleaner thread runs retention for compacted logs)")
+    return _number(effective.broker.get(CHECK_INTERVAL, DEFAULT_CHECK_INTERVAL_MS), CHECK_INTERVAL), CHECK_INTERVAL
+
+
+def _refuse_compact_only(planned) -> None:
+    """--apply: nothing is deleted by time or size from a topic the broker keeps compact-only."""
+    for effective, plan in planned:
+        reason = compact_only_refusal(effective, {verdict.rule for verdict in plan.deleted})
+        if reason is not None:
+            raise RetentionRefusedError(reason)
+
+
+def _show(effective, plan, timeline, compaction, applied, fmt, records, documents) -> None:
     if fmt == Format.json:
         document = plan.as_dict()
+        document["configs"] = effective.as_dict()
+        document["configNotes"] = list(effective.notes)
         document["timeline"] = None if timeline is None else timeline.as_dict()
         document["compaction"] = None if compaction is None else compaction.as_dict(with_records=True)
         document["applied"] = None if applied is None else {
@@ -145,6 +176,8 @@ def _show(plan, timeline, compaction, applied, fmt, records, documents) -> None:
             "newLogStartOffset": applied.new_log_start_offset, "backupDir": str(applied.backup_dir)}
         documents.append(document)
         return
+    config_report.render_text(effective, sys.stdout)
+    sys.stdout.flush()
     if fmt == Format.table:
         from rich.console import Console
         retention_report.render_table(plan, Console(), timeline, compaction, records)
@@ -169,36 +202,6 @@ def _model(topic_config, records_per_sec, record_size, batch_records, batch_over
     else:
         retention_report.render_model_text(result, sys.stdout)
     return ExitStatus.OK
-
-
-def _configs(pairs, config_file) -> tuple:
-    """Topic configs from a properties file (a broker's server.properties works: log.* synonyms are
-    translated, other broker keys ignored) under --config pairs (unknown keys refused)."""
-    merged, broker = {}, {}
-    if config_file is not None:
-        try:
-            text = Path(config_file).read_text(encoding="latin-1")
-        except OSError as exc:
-            raise UnreadableInputError(f"cannot read the config file: {exc.strerror}", config_file) from None
-        from_file = split_config(parse_java_properties(text), TOPIC_CONFIG_KEYS)
-        merged.update(from_file.topic)
-        broker.update(from_file.broker)
-    flags = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise UsageError(f"--config wants key=value, got {pair!r}")
-        flags[key.strip()] = value
-    from_flags = split_config(flags, TOPIC_CONFIG_KEYS)
-    if from_flags.unknown:
-        raise UsageError(f"unknown or unsupported config {from_flags.unknown[0]!r} (topic configs, their log.* "
-                         f"broker synonyms, {CHECK_INTERVAL}, {PRODUCER_EXPIRATION})")
-    merged.update(from_flags.topic)
-    broker.update(from_flags.broker)
-    try:
-        return TopicConfig().with_overrides(merged), broker
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
 
 
 def _number(value, key: str) -> int:

@@ -47,8 +47,11 @@ def render_text(plan: AppendPlan, out: TextIO, applied: AppendResult | None = No
     out.write(summary + "\n")
 
 
-def render_json(plan: AppendPlan, out: TextIO, applied: AppendResult | None = None) -> None:
+def render_json(plan: AppendPlan, out: TextIO, applied: AppendResult | None = None,
+                extra: dict | None = None) -> None:
+    """``extra``: more top-level keys (the effective ``configs``)."""
     document = plan.as_dict()
+    document.update(extra or {})
     document["applied"] = None if applied is None else {
         "written": [str(p) for p in applied.written],
         "backupDir": None if applied.backup_dir is None else str(applied.backup_dir)}

@@ -45,8 +45,11 @@ def render_text(plan: RecoveryPlan, out: TextIO, applied: RecoveryResult | None 
     out.write(line + "\n")
 
 
-def render_json(plan: RecoveryPlan, out: TextIO, applied: RecoveryResult | None = None) -> None:
+def render_json(plan: RecoveryPlan, out: TextIO, applied: RecoveryResult | None = None,
+                extra: dict | None = None) -> None:
+    """``extra``: more top-level keys (the effective ``configs``)."""
     document = plan.as_dict()
+    document.update(extra or {})
     document["applied"] = None if applied is None else {
         "backupDir": None if applied.backup_dir is None else str(applied.backup_dir), "steps": applied.steps}
     out.write(json.dumps(document, indent=1) + "\n")

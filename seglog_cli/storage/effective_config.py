@@ -346,6 +346,14 @@ def _topic_config(values: dict[str, ConfigValue], notes: list[str]) -> TopicConf
     return config
 
 
+def configs_by_partition(resolved: list[EffectiveConfig]) -> "TopicConfig | dict[Path, TopicConfig]":
+    """What an engine call over these partitions takes: one config when they all have the same,
+    else each partition dir's (absolute path) own (``topic_config.config_for``)."""
+    configs = {effective.partition.absolute(): effective.config for effective in resolved}
+    distinct = set(configs.values())
+    return distinct.pop() if len(distinct) == 1 else configs
+
+
 def compact_only_refusal(effective: EffectiveConfig, rules: set[str]) -> str | None:
     """Why deleting segments by ``rules`` (``retention.ms``, ``retention.bytes``) must not be
     done: the broker's own cleanup.policy has no ``delete`` (``UnifiedLog.deleteOldSegments``
@@ -365,5 +373,5 @@ def overrides_from(pairs: dict[str, str], label: str) -> dict[str, tuple[str, st
     return {key: (value, label) for key, value in pairs.items()}
 
 
-__all__ = ["ConfigSources", "RetentionRefusedError", "compact_only_refusal", "ConfigValue", "EffectiveConfig", "MetadataImage", "latest_snapshot",
+__all__ = ["ConfigSources", "RetentionRefusedError", "compact_only_refusal", "configs_by_partition", "ConfigValue", "EffectiveConfig", "MetadataImage", "latest_snapshot",
            "overrides_from", "read_metadata_image"]

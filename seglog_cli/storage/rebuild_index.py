@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 from seglog_cli.storage import native
 from seglog_cli.storage.batches import LogScan
@@ -39,7 +40,7 @@ from seglog_cli.storage.partition_log import PartitionLog, partition_dirs_under
 from seglog_cli.storage.journal import FileStep
 from seglog_cli.storage.write_session import WriteSession, plan_directories, take_fingerprint
 from seglog_cli.storage.segments import LogSegment
-from seglog_cli.storage.topic_config import TopicConfig
+from seglog_cli.storage.topic_config import TopicConfig, config_for
 from seglog_cli.storage.writer import OFFSET_ENTRY, TIME_ENTRY, SegmentIndexer, WriterError
 
 INT32_MAX = 2**31 - 1
@@ -106,7 +107,7 @@ class SegmentPlan:
 
 @dataclass
 class RebuildPlan:
-    config: TopicConfig
+    config: TopicConfig | Mapping[Path, TopicConfig]
     segments: list[SegmentPlan] = field(default_factory=list)
     log_dirs: list[Path] = field(default_factory=list)  # whose .lock must be free to apply
     unreadable: list[str] = field(default_factory=list)
@@ -121,8 +122,9 @@ class RebuildPlan:
         return [segment for segment in self.segments if segment.refused]
 
     def as_dict(self) -> dict:
-        return {"version": 1, "indexIntervalBytes": self.config.index_interval_bytes,
-                "segmentIndexBytes": self.config.segment_index_bytes,
+        single = self.config if isinstance(self.config, TopicConfig) else None  # else: per partition
+        return {"version": 1, "indexIntervalBytes": single and single.index_interval_bytes,
+                "segmentIndexBytes": single and single.segment_index_bytes,
                 "segments": [s.as_dict() for s in self.segments], "unreadable": self.unreadable,
                 "summary": {"segments": len(self.segments), "filesToWrite": len(self.changes),
                             "refused": len(self.refused)}}
@@ -182,9 +184,11 @@ def recover_indexes(mapped: MappedFile, base_offset: int, config: TopicConfig = 
 
 # -- planning ---------------------------------------------------------------------------------
 
-def plan_rebuild(paths: list[str], config: TopicConfig = TopicConfig(), txn_index: bool = True) -> RebuildPlan:
+def plan_rebuild(paths: list[str], config: TopicConfig | Mapping[Path, TopicConfig] = TopicConfig(),
+                 txn_index: bool = True) -> RebuildPlan:
     """What rebuilding the indexes of ``paths`` (segment files, partition dirs, log dirs, trees
-    of log dirs) would change. Nothing is written."""
+    of log dirs) would change. Nothing is written. ``config``: one for all, or each partition
+    dir's own (``config_for``)."""
     plan = RebuildPlan(config)
     for raw in paths:
         path = Path(raw)
@@ -200,7 +204,7 @@ def plan_rebuild(paths: list[str], config: TopicConfig = TopicConfig(), txn_inde
             for segment in segments:
                 if any(s.log_path == segment.log_path for s in plan.segments):
                     continue
-                planned.append(plan_segment(segment, config))
+                planned.append(plan_segment(segment, config_for(config, segment.log_path.parent)))
             plan.segments.extend(planned)
             if txn_index and partition is not None and any(p.transactional_batches or _has_txn_index(p) for p in planned):
                 _plan_txn_indexes(partition, planned)

@@ -35,6 +35,7 @@ import struct
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 from seglog_cli.storage.batches import LogScan
 from seglog_cli.storage.checkpoints import (EpochEntry, TopicPartition, format_leader_epoch_checkpoint,
@@ -54,7 +55,7 @@ from seglog_cli.storage.rebuild_index import RebuildError, recover_indexes
 from seglog_cli.storage.journal import FileStep
 from seglog_cli.storage.segment_split import split_overflowed
 from seglog_cli.storage.segments import LogSegment
-from seglog_cli.storage.topic_config import TopicConfig
+from seglog_cli.storage.topic_config import TopicConfig, config_for
 from seglog_cli.storage.writer import SegmentIndexer
 from seglog_cli.storage.write_session import WriteSession, plan_directories, take_fingerprint
 
@@ -160,10 +161,12 @@ def _log_dir_state(log_dir: Path) -> _LogDirState:
 
 # -- planning ---------------------------------------------------------------------------------------
 
-def plan_recover(partition_dirs: list[Path], mode: str = KAFKA, config: TopicConfig = TopicConfig(),
+def plan_recover(partition_dirs: list[Path], mode: str = KAFKA,
+                 config: TopicConfig | Mapping[Path, TopicConfig] = TopicConfig(),
                  jobs: int = 1, on_partition=None) -> RecoveryPlan:
     """The recovery of ``partition_dirs``; ``jobs`` partitions at a time in parallel processes
     (Kafka: ``num.recovery.threads.per.data.dir``; segments of a partition go in order).
+    ``config``: one for all, or each partition dir's own (``config_for``).
     ``on_partition(partition_recovery)`` is called as each partition is planned (progress)."""
     if mode not in (KAFKA, SALVAGE):
         raise RecoverError(f"unknown mode {mode!r} (kafka or salvage)")
@@ -174,7 +177,8 @@ def plan_recover(partition_dirs: list[Path], mode: str = KAFKA, config: TopicCon
     for directory in directories:
         states.setdefault(directory.parent, _log_dir_state(directory.parent))
     deliver = None if on_partition is None else (lambda _index, result: on_partition(result))
-    plan.partitions = parallel_map(lambda d: plan_partition(d, states[d.parent], mode, config), directories, jobs,
+    plan.partitions = parallel_map(lambda d: plan_partition(d, states[d.parent], mode, config_for(config, d)),
+                                   directories, jobs,
                                    on_result=deliver)
     for log_dir, state in states.items():
         plan.log_dir_steps[log_dir] = _checkpoint_steps(state, [p for p in plan.partitions if p.path.parent == log_dir])

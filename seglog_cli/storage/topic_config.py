@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import Mapping
 
 from seglog_cli.storage.errors import SeglogError
 from seglog_cli.storage.log_dir_files import parse_java_properties
@@ -154,4 +155,12 @@ def parse_config_args(pairs: list[str] | None, properties_file: str | Path | Non
     return base.with_overrides(overrides)
 
 
-__all__ = ["ConfigError", "TOPIC_CONFIG_KEYS", "TopicConfig", "parse_config_args"]
+def config_for(config: "TopicConfig | Mapping[Path, TopicConfig]", partition_dir: str | Path) -> TopicConfig:
+    """``config`` itself, or the one a mapping gives the partition in ``partition_dir`` (by
+    absolute path; Kafka's defaults when it has none): each topic has its own configs."""
+    if isinstance(config, TopicConfig):
+        return config
+    return config.get(Path(partition_dir).absolute(), TopicConfig())
+
+
+__all__ = ["ConfigError", "TOPIC_CONFIG_KEYS", "TopicConfig", "config_for", "parse_config_args"]

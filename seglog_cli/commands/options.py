@@ -99,7 +99,7 @@ def config_sources(pairs, config_file, server_config, metadata_log, lenient_file
     from pathlib import Path
 
     from seglog_cli.storage.broker_config import split_config
-    from seglog_cli.storage.effective_config import KNOWN_KEYS, ConfigSources
+    from seglog_cli.storage.effective_config import KNOWN_KEYS, METADATA_DIR, ConfigSources
     from seglog_cli.storage.errors import UnreadableInputError
     from seglog_cli.storage.log_dir_files import parse_java_properties
 
@@ -107,6 +107,9 @@ def config_sources(pairs, config_file, server_config, metadata_log, lenient_file
                             None if metadata_log is None else Path(metadata_log))
     if server_config is not None and not Path(server_config).is_file():
         raise UnreadableInputError("no such server config file", server_config)
+    if metadata_log is not None and not any(p.is_dir() for p in (Path(metadata_log) / METADATA_DIR, Path(metadata_log))
+                                            if p.name == METADATA_DIR):
+        raise UnreadableInputError(f"no {METADATA_DIR} here (give it, or the log dir holding it)", metadata_log)
     if config_file is not None:
         try:
             text = Path(config_file).read_text(encoding="latin-1")

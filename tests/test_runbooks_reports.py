@@ -52,6 +52,20 @@ def test_05_proposed_retention_bytes(tmp_path):
     assert run("05-disk-full.sh", "--topic", "nosuch", log_dir, cwd=tmp_path).returncode == 4
 
 
+@requires_corpus
+def test_05_leaves_a_compact_only_topic_out(tmp_path):
+    log_dir = copy_log_dir(tmp_path / "data", "plain-0", "compacted-0", "__cluster_metadata-0")
+    before = tree(log_dir)
+    status, document = run_json("05-disk-full.sh", "--config", "retention.ms=1000", "--now", NOW, log_dir,
+                                cwd=tmp_path)
+    assert status == 1
+    assert {s["partition"] for s in document["segments"]} == {"plain-0"}
+    assert [line.split(":")[0] for line in document["compactOnly"]] == ["compacted-0"]
+    assert "cleanup.policy=compact (topic config (__cluster_metadata-0 offset" in document["compactOnly"][0]
+    assert all("--entity-name compacted" not in c for c in document["commands"])
+    assert tree(log_dir) == before
+
+
 # -- 06 retention not deleting ----------------------------------------------------------------
 
 def _append(partition: Path, *args: str) -> None:
@@ -95,6 +109,13 @@ def test_06_within_retention_and_compact_only(tmp_path):
     compact = run("06-retention-not-deleting.sh", "--config", "cleanup.policy=compact", "--now", NOW,
                   log_dir / "compacted-0", cwd=tmp_path)
     assert compact.returncode == 1 and "COMPACT_ONLY" in compact.stdout
+    # with the broker's metadata log beside it, the topic's own cleanup.policy says it, with its source
+    shutil.copytree(DATA / "__cluster_metadata-0", log_dir / "__cluster_metadata-0")
+    shutil.copy(DATA / "meta.properties", log_dir / "meta.properties")
+    known = run("06-retention-not-deleting.sh", "--now", NOW, log_dir / "compacted-0", cwd=tmp_path)
+    assert known.returncode == 1
+    assert re.search(r"compacted-0: COMPACT_ONLY: cleanup.policy=compact \(topic config "
+                     r"\(__cluster_metadata-0 offset \d+\)\)", known.stdout)
     disabled = run("06-retention-not-deleting.sh", "--config", "retention.ms=-1", "--now", NOW,
                    log_dir / "smallseg-0", cwd=tmp_path)
     assert disabled.returncode == 1 and "smallseg-0: RETENTION_DISABLED" in disabled.stdout

@@ -3,19 +3,22 @@
 #
 # Usage: 05-disk-full.sh [-h] [--json] --config retention.ms=MS|retention.bytes=BYTES [--config ...]
 #                        [--topic TOPIC]... [--need SIZE] [--now TIME] [--bootstrap-server HOST:PORT]
-#                        LOG_DIR|PARTITION_DIR...
+#                        [--server-config FILE] [--metadata-log DIR] LOG_DIR|PARTITION_DIR...
 #
 # When to use it: a broker's disk is (nearly) full and you want to lower retention.ms or
 #   retention.bytes, but first need to know which partitions and segments that would delete,
 #   how many bytes come back and in which order, before changing the topic config. Never free
 #   space by deleting segment files by hand: the broker's offsets, indexes and checkpoints
 #   would no longer agree.
-# What it does: `seglog simulate-retention` with the proposed topic config on every partition
-#   given (a log dir: every partition in it except Kafka's internal __ topics; --topic: only
-#   those topics), then lists the segments retention deletes, oldest largest timestamp first,
+# What it does: `seglog simulate-retention` with the proposed topic config over each topic's own
+#   configs (as the broker has them: its __cluster_metadata-0, or --metadata-log, over
+#   --server-config) on every partition given (a log dir: every partition in it except Kafka's
+#   internal __ topics; --topic: only those topics), then lists the segments retention deletes, oldest largest timestamp first,
 #   with the running total, the bytes per partition, the disk's free space now and after, and
 #   the kafka-configs.sh command that applies the proposal. --need SIZE (bytes, or with a K,
 #   M, G, T suffix) says whether that is enough. --now sets the clock (epoch ms or ISO-8601).
+#   A topic whose cleanup.policy is compact only is never deleted by retention (Kafka does not):
+#   it is named with where its policy comes from, and no command is proposed for it.
 # What it changes: nothing. (seglog simulate-retention --apply could delete offline, but its
 #   quarantine lies on the same disk and frees nothing: apply the config to the running topic.)
 # How to undo it: nothing to undo.
@@ -48,6 +51,8 @@ while [ $# -gt 0 ]; do
         --need) [ $# -ge 2 ] || rb_usage_error "--need needs a size"; need=$2; shift ;;
         --now) [ $# -ge 2 ] || rb_usage_error "--now needs a time"; now_args=(--now "$2"); shift ;;
         --bootstrap-server) [ $# -ge 2 ] || rb_usage_error "--bootstrap-server needs HOST:PORT"; bootstrap=$2; shift ;;
+        --server-config | --metadata-log) [ $# -ge 2 ] || rb_usage_error "$1 needs a path"
+            config_args+=("$1" "$2"); shift ;;
         -*) rb_common_option "$1" || rb_usage_error "unknown option $1" ;;
         *) paths+=("$1") ;;
     esac
@@ -86,13 +91,14 @@ if [ ${#partitions[@]} -eq 0 ]; then
     rb_finish $RB_BAD_INPUT "no partition directory found in ${paths[*]}${topics[*]:+ for topic(s) ${topics[*]}} (Kafka's internal __ topics are left out of a log dir)"
 fi
 if [ ${#configs[@]} -eq 0 ]; then
-    rb_say "no --config: Kafka's defaults (retention.ms=604800000, retention.bytes=-1) are simulated"
+    rb_say "no --config: each topic's own configs are simulated (from the cluster metadata; Kafka's defaults without it)"
 fi
 
 rb_seglog plan simulate-retention --format json ${config_args[@]+"${config_args[@]}"} \
     ${now_args[@]+"${now_args[@]}"} "${partitions[@]}"
 case "$RB_RC" in
     0 | 1) ;;
+    3) rb_say_file "$RB_TMP/plan.err"; rb_finish $RB_HUMAN "seglog simulate-retention refused: see the line above" ;;
     5) rb_say_file "$RB_TMP/plan.err"; rb_finish $RB_LOCKED "the log dir is locked" ;;
     6) rb_say_file "$RB_TMP/plan.err"; rb_finish $RB_CANNOT_WRITE "seglog cannot write here (read-only file system, permission, disk full): see the line above" ;;
     *) rb_say_file "$RB_TMP/plan.err"; rb_finish $RB_BAD_INPUT "seglog simulate-retention could not read the input" ;;
@@ -112,9 +118,16 @@ def size(n):
             return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
 
-segments, per_partition = [], []
+segments, per_partition, compact_only = [], [], []
 for p in d["partitions"]:
     name = p["partition"].rstrip("/").rsplit("/", 1)[-1]
+    if "delete" not in p["cleanupPolicy"].split(","):
+        given = next((c for c in p.get("configs", []) if c["key"] == "cleanup.policy"), None)
+        compact_only.append(f"{name}: cleanup.policy={p['cleanupPolicy']}"
+                            + (f" ({given['source']})" if given else "")
+                            + ": Kafka never deletes its segments by retention; left out")
+    for note in p.get("configNotes", []):
+        print(f"{name}: note: {note}")
     freed = p["reclaimedBytes"]
     per_partition.append({"partition": name, "path": p["partition"], "bytes": freed, "size": p["size"],
                           "segments": len(p["deletedSegments"]), "newLogStartOffset": p["newLogStartOffset"]})
@@ -125,6 +138,8 @@ for p in d["partitions"]:
                              "largestTimestamp": s["largestTimestamp"], "rule": s["deletedBy"]["rule"]})
 segments.sort(key=lambda s: (s["largestTimestamp"], s["partition"], s["baseOffset"]))
 total = 0
+for line in compact_only:
+    print(line)
 print("segments retention deletes, oldest first (largest timestamp, running total):")
 for s in segments:
     total += s["bytes"]
@@ -145,6 +160,7 @@ if free is not None:
     print(f"disk free now {size(free)}, after {size(free + total)}")
 retention = [c for c in configs if c.split("=", 1)[0] in ("retention.ms", "retention.bytes")]
 commands = []
+# only topics the proposal frees bytes from (a compact-only topic never does)
 for topic in sorted({p["partition"].rsplit("-", 1)[0] for p in per_partition if p["bytes"]}):
     if retention:
         commands.append(f"kafka-configs.sh --bootstrap-server {bootstrap} --alter --entity-type topics "
@@ -155,7 +171,7 @@ if need:
     enough = (free or 0) + total >= need
     print(f"--need {size(need)}: " + ("enough" if enough else "NOT enough") + " with this proposal")
 json.dump({"segments": segments, "partitions": per_partition, "freedBytes": total, "diskFreeBytes": free,
-           "needBytes": need or None, "commands": commands}, open(sys.argv[2], "w"))
+           "needBytes": need or None, "commands": commands, "compactOnly": compact_only}, open(sys.argv[2], "w"))
 PY
 rb_say_file "$RB_TMP/plan.txt"
 read -r freed free_now < <(rb_py "$RB_TMP/details.json" <<'PY'

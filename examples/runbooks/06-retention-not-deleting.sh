@@ -2,13 +2,16 @@
 # 06-retention-not-deleting.sh: retention does not delete old segments: what blocks each one.
 #
 # Usage: 06-retention-not-deleting.sh [-h] [--json] [--config KEY=VALUE]... [--config-file FILE]
+#                                     [--server-config FILE] [--metadata-log DIR]
 #                                     [--now TIME] PARTITION_DIR|LOG_DIR...
 #   (a log dir: its partitions, without Kafka's internal __ topics)
 #
 # When to use it: a topic's disk usage keeps growing although retention.ms / retention.bytes
-#   should have removed its old segments. Give the topic's real configs (kafka-configs.sh
-#   --describe --entity-type topics --entity-name T) with --config or --config-file: without
-#   them Kafka's defaults are used (cleanup.policy=delete, retention.ms=7 days, no size limit).
+#   should have removed its old segments. The topic's configs are read as the broker has them
+#   (its __cluster_metadata-0, or --metadata-log, over --server-config), each printed with its
+#   source; --config or --config-file go over them (kafka-configs.sh --describe gives the live
+#   ones). A ZooKeeper-era log dir has no metadata log: Kafka's defaults are used then
+#   (cleanup.policy=delete, retention.ms=7 days, no size limit) unless --config says otherwise.
 # What it does: `seglog simulate-retention` walks the segments as the broker's retention does and
 #   says, per partition, what stops the walk and, per segment, why it stays:
 #     FUTURE_TIMESTAMP   a record's timestamp lies in the future: the segment waits until that
@@ -45,6 +48,8 @@ while [ $# -gt 0 ]; do
         -h | --help) rb_help ;;
         --config) [ $# -ge 2 ] || rb_usage_error "--config needs KEY=VALUE"; config_args+=(--config "$2"); shift ;;
         --config-file) [ $# -ge 2 ] || rb_usage_error "--config-file needs a file"; config_args+=(--config-file "$2"); shift ;;
+        --server-config | --metadata-log) [ $# -ge 2 ] || rb_usage_error "$1 needs a path"
+            config_args+=("$1" "$2"); shift ;;
         --now) [ $# -ge 2 ] || rb_usage_error "--now needs a time"; now_args=(--now "$2"); shift ;;
         -*) rb_common_option "$1" || rb_usage_error "unknown option $1" ;;
         *) paths+=("$1") ;;
@@ -61,6 +66,7 @@ rb_seglog plan simulate-retention --format json ${config_args[@]+"${config_args[
     ${now_args[@]+"${now_args[@]}"} "${RB_PARTITIONS[@]}"
 case "$RB_RC" in
     0 | 1) ;;
+    3) rb_say_file "$RB_TMP/plan.err"; rb_finish $RB_HUMAN "seglog simulate-retention refused: see the line above" ;;
     *) rb_say_file "$RB_TMP/plan.err"; rb_finish $RB_BAD_INPUT "seglog simulate-retention could not read the input" ;;
 esac
 rb_py "$RB_TMP/plan.out" "$RB_TMP/details.json" >"$RB_TMP/why.txt" <<'PY'
@@ -82,8 +88,10 @@ for p in d["partitions"]:
     walks = {w["rule"]: w for w in p["walks"]}
     ms, size = walks.get("retention.ms", {}), walks.get("retention.bytes", {})
     by_base = {s["baseOffset"]: s for s in p["segments"]}
-    if "delete" not in p["cleanupPolicy"]:
-        blocker, why = "COMPACT_ONLY", f"cleanup.policy={p['cleanupPolicy']}: retention never deletes segments"
+    sources = {c["key"]: c["source"] for c in p.get("configs", [])}
+    if "delete" not in p["cleanupPolicy"].split(","):
+        source = f" ({sources['cleanup.policy']})" if "cleanup.policy" in sources else ""
+        blocker, why = "COMPACT_ONLY", f"cleanup.policy={p['cleanupPolicy']}{source}: retention never deletes segments"
     elif ms.get("skipped") and size.get("skipped"):
         blocker, why = "RETENTION_DISABLED", f"{ms['skipped']}; {size['skipped']}"
     else:
@@ -130,6 +138,10 @@ for p in d["partitions"]:
         found.add(blocker)
     print(f"{name}: {blocker}: {why}" + (f"; {due} segment(s) DUE now" if due else "")
           + (f"; {waiting} old segment(s) WAITING_BEHIND it" if waiting else ""))
+    for c in p.get("configs", []):
+        print(f"  config {c['key']}={c['value']} ({c['source']})")
+    for note in p.get("configNotes", []):
+        print(f"  note: {note}")
     print(f"  cleanup.policy={p['cleanupPolicy']} retention.ms={rms} retention.bytes={p['retentionBytes']}; "
           f"log start {p['logStartOffset']}, high watermark {p['highWatermark']} ({p['highWatermarkSource']}), "
           f"log end {p['logEndOffset']}")

@@ -254,13 +254,10 @@ class ConfigSources:
         """The broker config, key by key: static < cluster default < this broker's dynamic config."""
         raw = {key: ConfigValue(key, value, f"server.properties {self.server_config}")
                for key, value in self._server_properties().items()}
-        if image is not None:
-            for name, kind in (("", "cluster default"), (None if broker_id is None else str(broker_id),
-                                                          f"broker {broker_id} config")):
-                if name is None:
-                    continue
-                for key, (value, where) in image.resource(BROKER_RESOURCE, name).items():
-                    raw[key] = ConfigValue(key, value, kind, where)
+        dynamic = [("", "cluster default")] + ([] if broker_id is None else [(str(broker_id), f"broker {broker_id} config")])
+        for name, kind in dynamic if image is not None else []:
+            for key, (value, where) in image.resource(BROKER_RESOURCE, name).items():
+                raw[key] = ConfigValue(key, value, kind, where)
         return raw
 
     def _broker_layers(self, image: MetadataImage | None, broker_id: int | None) -> dict[str, ConfigValue]:
@@ -269,8 +266,7 @@ class ConfigSources:
         for topic_key, (value, broker_key) in broker_synonym_values({k: v.value for k, v in raw.items()}).items():
             given = raw[broker_key]
             where = broker_key if given.where is None else f"{given.where}: {broker_key}"
-            if broker_key != topic_key:
-                where = f"{where}={given.value}" if given.value != value else where
+            where = f"{where}={given.value}" if given.value != value else where  # log.retention.hours=1
             out[topic_key] = ConfigValue(topic_key, value, given.kind, where)
         return out
 

@@ -1,8 +1,8 @@
 """The topic configs that shape a partition's files, with Kafka's defaults and bounds.
 
-Offline there is no broker to ask: topic configs live in the metadata log, so commands that
-write take them from ``--config key=value`` or a properties file. Only the keys the storage
-layer uses are known here; bounds are ``LogConfig``'s (``atLeast``), so a value Kafka would
+A partition's values, as its broker has them (the cluster metadata, server.properties, the
+flags), are resolved by :mod:`seglog_cli.storage.effective_config`; ``parse_config_args`` is the
+flags alone. Only the keys the storage layer uses are known here; bounds are ``LogConfig``'s (``atLeast``), so a value Kafka would
 refuse is refused with the same reason.
 """
 

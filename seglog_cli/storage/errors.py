@@ -13,7 +13,6 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from construct import ConstructError
 
 CORRUPT_RECORD = "org.apache.kafka.common.errors.CorruptRecordException"
 INVALID_RECORD = "org.apache.kafka.common.InvalidRecordException"
@@ -104,6 +103,8 @@ def parse_struct(schema, data, path=None, position: int | None = None, error=Seg
     The bridge of STYLE habit 4: nothing above the engine ever sees ConstructError or
     struct.error.
     """
+    from construct import ConstructError  # here: a command that never parses a schema need not import construct
+
     try:
         return schema.parse(data)
     except (ConstructError, struct.error, ValueError, UnicodeDecodeError) as exc:

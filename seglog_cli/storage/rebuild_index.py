@@ -31,7 +31,7 @@ from pathlib import Path
 from seglog_cli.storage import native
 from seglog_cli.storage.batches import LogScan
 from seglog_cli.storage.errors import SeglogError, UnreadableInputError
-from seglog_cli.storage.files import MappedFile
+from seglog_cli.storage.files import MappedFile, is_present
 from seglog_cli.storage.indexes import ABORTED_TXN
 from seglog_cli.storage.naming import parse_segment_file_name
 from seglog_cli.storage.producer_state import rebuild_producer_state, replay_segment
@@ -43,6 +43,7 @@ from seglog_cli.storage.writer import OFFSET_ENTRY, TIME_ENTRY, SegmentIndexer, 
 
 INT32_MAX = 2**31 - 1
 NO_TIMESTAMP = -1
+MAX_SEGMENT_BYTES = 2**31 - 1  # FileRecords: a segment's size is an int
 TXN_ENTRY_SIZE = ABORTED_TXN.size
 
 ENTRY_SIZES = {"offset": OFFSET_ENTRY.size, "time": TIME_ENTRY.size, "txn": TXN_ENTRY_SIZE}
@@ -144,7 +145,13 @@ class RecoveredIndexes:
 
 def recover_indexes(mapped: MappedFile, base_offset: int, config: TopicConfig = TopicConfig()) -> RecoveredIndexes:
     """The offset and time index ``LogSegment.recover`` builds for ``mapped`` (a ``.log``):
-    the writer's :class:`SegmentIndexer` fed every batch from position 0."""
+    the writer's :class:`SegmentIndexer` fed every batch from position 0. A ``.log`` larger than
+    2^31 - 1 bytes is refused: Kafka's ``FileRecords`` will not open it and an ``.index``
+    position is a 32-bit int, so its entries would wrap."""
+    if mapped.size > MAX_SEGMENT_BYTES:
+        raise RebuildError(f"the segment is {mapped.size} bytes, larger than the maximum allowed segment size of "
+                           f"{MAX_SEGMENT_BYTES} (Kafka refuses to open it; .index positions are 32-bit)",
+                           mapped.path)
     indexer = SegmentIndexer(base_offset, config.index_interval_bytes, config.segment_index_bytes, path=mapped.path)
     start, fast_batches, producers = 0, 0, None
     compiled = native.module
@@ -275,35 +282,38 @@ def plan_segment(segment: LogSegment, config: TopicConfig = TopicConfig()) -> Se
 
 
 def _compare(path: Path, kind: str, rebuilt: bytes) -> IndexFilePlan:
+    """What writing ``rebuilt`` over the index file at ``path`` changes. The file is mapped,
+    not read: only as many bytes as ``rebuilt`` holds (and one entry more) are compared, the
+    rest is checked to be zeros, so a huge or sparse index costs no memory."""
     size = ENTRY_SIZES[kind]
     entries = len(rebuilt) // size
-    try:
-        existing = path.read_bytes()
-    except FileNotFoundError:
+    if not is_present(path):
         return IndexFilePlan(path, kind, rebuilt, None, CREATE, f"missing; recovery writes {entries} entries")
-    except OSError as exc:
-        raise UnreadableInputError(f"cannot read: {exc.strerror}", path) from None
-    if existing == rebuilt:
-        return IndexFilePlan(path, kind, rebuilt, len(existing), IDENTICAL, f"identical ({entries} entries)")
-    if existing[:len(rebuilt)] == rebuilt and not any(existing[len(rebuilt):]):
-        return IndexFilePlan(path, kind, rebuilt, len(existing), TRIM,
-                             f"same {entries} entries; {len(existing) - len(rebuilt)} zero bytes of preallocation "
+    with MappedFile(path) as mapped:
+        total = mapped.size
+        existing = bytes(mapped.view[:len(rebuilt) + size])
+        zero_tail = mapped.find_non_zero(len(existing)) is None
+    if total == len(rebuilt) and existing == rebuilt:
+        return IndexFilePlan(path, kind, rebuilt, total, IDENTICAL, f"identical ({entries} entries)")
+    if zero_tail and existing[:len(rebuilt)] == rebuilt and not any(existing[len(rebuilt):]):
+        return IndexFilePlan(path, kind, rebuilt, total, TRIM,
+                             f"same {entries} entries; {total - len(rebuilt)} zero bytes of preallocation "
                              "trimmed")
-    kept = _entries_before_zero_tail(existing, size)
+    kept = _entries_before_zero_tail(existing, size) if zero_tail else total // size + 1
     if kept < entries and rebuilt[:kept * size] == existing[:kept * size]:
         more = entries - kept
         why = (" (the final time index entry Kafka writes when it closes the segment)"
                if kind == "time" and more == 1 else "")
-        trimmed = len(existing) - kept * size
-        return IndexFilePlan(path, kind, rebuilt, len(existing), REWRITE,
+        trimmed = total - kept * size
+        return IndexFilePlan(path, kind, rebuilt, total, REWRITE,
                              f"keeps the {kept} existing entries and adds {more}{why}"
                              + (f"; {trimmed} zero bytes of preallocation trimmed" if trimmed else ""))
     first = _first_difference(existing, rebuilt, size)
     old = _entry_text(kind, existing, first, size)
     new = _entry_text(kind, rebuilt, first, size)
-    return IndexFilePlan(path, kind, rebuilt, len(existing), REWRITE,
+    return IndexFilePlan(path, kind, rebuilt, total, REWRITE,
                          f"differs from entry {first}: existing {old}, rebuilt {new} "
-                         f"({len(existing) // size} entries vs {entries})")
+                         f"({total // size} entries vs {entries})")
 
 
 def _entries_before_zero_tail(data: bytes, size: int) -> int:

@@ -40,7 +40,7 @@ from seglog_cli.storage.checkpoints import (EpochEntry, TopicPartition, format_l
                                             format_offset_checkpoint, read_leader_epoch_checkpoint,
                                             read_offset_checkpoint)
 from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.files import MappedFile
+from seglog_cli.storage.files import MappedFile, has_contents
 from seglog_cli.storage.indexes import TransactionIndex, format_aborted_txns
 from seglog_cli.storage.log_dir_files import (CLEAN_SHUTDOWN, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
                                               REPLICATION_CHECKPOINT)
@@ -241,10 +241,7 @@ def _no_op(step: Step) -> bool:
     """A replacement with the bytes already there (recovery rebuilt what was right)."""
     if step.op != "replace":
         return False
-    try:
-        return step.path.read_bytes() == step.data
-    except OSError:
-        return False
+    return has_contents(step.path, step.data)
 
 
 def _housekeeping(directory: Path, out: PartitionRecovery) -> dict[str, Path]:
@@ -559,8 +556,9 @@ class _Refused(Exception):
 
 
 def _refusal(exc: RebuildError, segment: LogSegment) -> str:
+    hint = "" if exc.message.startswith("the segment is") else "; raise segment.index.bytes with --config to rebuild it"
     return (f"segment {segment.base_offset}: {exc.message} (Kafka's recovery throws here and the log dir goes "
-            "offline; raise segment.index.bytes with --config to rebuild it); nothing is planned for this partition")
+            f"offline{hint}); nothing is planned for this partition")
 
 
 def _offsets_after(segment: LogSegment, position: int, first: int) -> tuple[int, int] | None:

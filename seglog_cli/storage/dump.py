@@ -43,6 +43,8 @@ from seglog_cli.storage.files import MappedFile
 from seglog_cli.storage.findings import Code
 from seglog_cli.storage.naming import (
     BOOTSTRAP_CHECKPOINT,
+    OFFSET_OUT_OF_RANGE,
+    offset_out_of_range,
     parse_kraft_snapshot_name,
     parse_partition_dir_name,
     parse_segment_file_name,
@@ -103,6 +105,8 @@ def _dump_file(path: str, options: DumpOptions, report: DumpReport) -> Iterator[
     try:
         if kind == UNKNOWN or not os.path.exists(path):
             raise _nothing_to_dump(path)
+        if offset_out_of_range(name):  # kafka-dump-log dies on it (NumberFormatException)
+            raise UnreadableInputError(OFFSET_OUT_OF_RANGE, path)
         if kind in (LOG, CHECKPOINT):
             body = _dump_log(path, start, options, report, findings)
         elif kind == INDEX:

@@ -169,6 +169,9 @@ def _not_regular(path) -> str | None:
     return None if stat_module.S_ISREG(mode) else f"not a regular file: {_kind(mode)}"
 
 
+NOT_A_FILE_DIRECTORY = "not a regular file: a directory"
+
+
 def regular_file_problem(path: str | Path) -> str | None:
     """None when ``path`` is (a symlink to) a regular file, else why it is not one, without
     opening it: ``not a regular file: a FIFO``, ``dangling symbolic link``, the ``stat`` error

@@ -31,9 +31,9 @@ from pathlib import Path
 from seglog_cli.storage import native
 from seglog_cli.storage.batches import LogScan
 from seglog_cli.storage.errors import SeglogError, UnreadableInputError
-from seglog_cli.storage.files import MappedFile, is_present
+from seglog_cli.storage.files import NOT_A_FILE_DIRECTORY, MappedFile, is_present, regular_file_problem
 from seglog_cli.storage.indexes import ABORTED_TXN
-from seglog_cli.storage.naming import parse_segment_file_name
+from seglog_cli.storage.naming import OFFSET_OUT_OF_RANGE, offset_out_of_range, parse_segment_file_name
 from seglog_cli.storage.producer_state import rebuild_producer_state, replay_segment
 from seglog_cli.storage.partition_log import PartitionLog, partition_dirs_under
 from seglog_cli.storage.safety import ChangeSet, held_log_dir
@@ -193,16 +193,22 @@ def plan_rebuild(paths: list[str], config: TopicConfig = TopicConfig(), txn_inde
     plan = RebuildPlan(config)
     for raw in paths:
         path = Path(raw)
-        if not path.exists():
-            plan.unreadable.append(f"{raw}: no such file or directory")
+        problem = regular_file_problem(path)
+        if problem is not None and problem != NOT_A_FILE_DIRECTORY:
+            plan.unreadable.append(f"{raw}: {'no such file or directory' if problem == 'no such file' else problem}")
             continue
         for log_dir, segments, partition in _segments_of(path, plan):
             if log_dir not in plan.log_dirs:
                 plan.log_dirs.append(log_dir)
             planned = []
+            unusable = {} if partition is None else dict(partition.files.unusable)
+            plan.unreadable.extend(f"{entry}: {why}" for entry, why in unusable.items()
+                                   if path.is_dir() or entry.name.startswith(path.name.split(".")[0]))
             for segment in segments:
                 if any(s.log_path == segment.log_path for s in plan.segments):
                     continue
+                if any(p in unusable for p in (segment.index_path, segment.time_index_path, segment.txn_index_path)):
+                    continue  # named above; nothing is planned over it
                 planned.append(plan_segment(segment, config))
             plan.segments.extend(planned)
             if txn_index and partition is not None and any(p.transactional_batches or _has_txn_index(p) for p in planned):
@@ -238,6 +244,9 @@ def _segments_of(path: Path, plan: RebuildPlan):
     """(log dir, segments, partition log or None) for one argument."""
     if path.is_file():
         parsed = parse_segment_file_name(path.name)
+        if offset_out_of_range(path.name):
+            plan.unreadable.append(f"{path}: {OFFSET_OUT_OF_RANGE}")
+            return
         if parsed is None or parsed.is_temp:
             plan.unreadable.append(f"{path}: not a segment file (a .log, .index, .timeindex or .txnindex)")
             return

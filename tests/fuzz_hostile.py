@@ -209,9 +209,16 @@ def commands(case: Case) -> list[list[str]]:
     return runs
 
 
+def _limit_memory() -> None:
+    """In the child, before exec: an address-space cap, so a runaway run fails instead of
+    taking the machine (the peak RSS is judged separately)."""
+    resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
+
+
 def _drop_file_permission_override() -> None:
     """In the child, before exec: give up root's CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH so
     mode bits apply as they do to an unprivileged user (PR_CAPBSET_DROP)."""
+    _limit_memory()
     libc = ctypes.CDLL(None, use_errno=True)
     for capability in (1, 2):
         if libc.prctl(24, capability, 0, 0, 0) != 0:
@@ -233,7 +240,7 @@ def run_seglog(argv: list[str], *, unprivileged: bool = False, timeout: float = 
     wall time and the child's own peak RSS (``wait4``)."""
     env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="100")
     env.pop("SEGLOG_DEBUG", None)
-    preexec = _drop_file_permission_override if unprivileged and os.geteuid() == 0 else None
+    preexec = _drop_file_permission_override if unprivileged and os.geteuid() == 0 else _limit_memory
     with tempfile.TemporaryFile() as err:
         start = time.monotonic()
         proc = subprocess.Popen([sys.executable, "-m", "seglog_cli", *argv], stdin=subprocess.DEVNULL,
@@ -317,7 +324,6 @@ def main(argv: list[str] | None = None) -> int:
     skip_permissions = can_drop_permissions() is not None
     rng = random.Random(args.seed)
     plan = [(rng.randrange(2**32), rng.choice(kinds), rng.choice(ROLES)) for _ in range(args.runs // 6 + 1)]
-    resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))  # a runaway child cannot take the machine
     runs: list[Run] = []
     with ThreadPoolExecutor(args.jobs) as pool:
         for batch in pool.map(lambda p: _one(*p, skip_permissions), plan):

@@ -39,7 +39,7 @@ from seglog_cli.storage.dump_events import (
     UnknownFile,
 )
 from seglog_cli.storage.errors import SeglogError, UnreadableInputError
-from seglog_cli.storage.files import MappedFile
+from seglog_cli.storage.files import MappedFile, regular_file_problem
 from seglog_cli.storage.findings import Code
 from seglog_cli.storage.naming import (
     BOOTSTRAP_CHECKPOINT,
@@ -134,7 +134,8 @@ def _dump_file(path: str, options: DumpOptions, report: DumpReport) -> Iterator[
 def _nothing_to_dump(path: str) -> UnreadableInputError:
     """Why a path that is neither a file to dump nor an unknown file gives nothing."""
     if not os.path.isdir(path):
-        return UnreadableInputError("no such file or directory", path)
+        problem = regular_file_problem(path) if os.path.lexists(path) else None  # a dangling link, a loop
+        return UnreadableInputError(problem or "no such file or directory", path)
     try:
         os.listdir(path)
     except OSError as exc:

@@ -149,7 +149,7 @@ def open_regular(path: str | Path) -> tuple[int, os.stat_result]:
     except IsADirectoryError:
         raise UnreadableInputError("is a directory, not a file", path) from None
     except OSError as exc:
-        raise UnreadableInputError(f"cannot open: {_not_regular(path) or _reason(exc)}", path) from None
+        raise UnreadableInputError(_not_regular(path) or f"cannot open: {_reason(exc)}", path) from None
     try:
         stat = os.fstat(fd)
     except OSError as exc:

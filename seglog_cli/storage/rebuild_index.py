@@ -44,6 +44,7 @@ from seglog_cli.storage.writer import OFFSET_ENTRY, TIME_ENTRY, SegmentIndexer, 
 INT32_MAX = 2**31 - 1
 NO_TIMESTAMP = -1
 MAX_SEGMENT_BYTES = 2**31 - 1  # FileRecords: a segment's size is an int
+WALK_CHUNK = 64 * 1024 * 1024  # bytes the compiled recovery walk checks per call
 TXN_ENTRY_SIZE = ABORTED_TXN.size
 
 ENTRY_SIZES = {"offset": OFFSET_ENTRY.size, "time": TIME_ENTRY.size, "txn": TXN_ENTRY_SIZE}
@@ -156,7 +157,7 @@ def recover_indexes(mapped: MappedFile, base_offset: int, config: TopicConfig = 
     start, fast_batches, producers = 0, 0, None
     compiled = native.module
     if compiled is not None and mapped.size:
-        start, fast_batches, producers = indexer.recover_compiled(mapped.buffer, 0, mapped.size, compiled)
+        start, fast_batches, producers = _recover_compiled(indexer, mapped, compiled)
     scan = LogScan(mapped, start, resync=False)
     try:
         valid_bytes, batches, stopped = indexer.recover(scan.chunks(), start)
@@ -183,6 +184,28 @@ def recover_indexes(mapped: MappedFile, base_offset: int, config: TopicConfig = 
         raise RebuildError(exc.message, mapped.path, exc.position, exc.offset) from None
     return RecoveredIndexes(bytes(indexer.offset_index), bytes(indexer.time_index), valid_bytes, batches, stop,
                             indexer.transactional_batches, indexer.next_offset, producers)
+
+
+def _recover_compiled(indexer: SegmentIndexer, mapped: MappedFile, compiled) -> tuple[int, int, list[int]]:
+    """The compiled recovery walk, ``WALK_CHUNK`` bytes at a time with the pages behind dropped
+    in between, so a 1 GiB segment is never resident at once. Each call's state carries into the
+    next; its producer positions are concatenated, a chunk's closing repeat of its last batch
+    (when its list ends with one) dropped but the final one's: the replay takes every run's first
+    and last batch in order, and the very last batch once more to set the map end offset."""
+    position, batches, producers, chunk, repeated = 0, 0, [], WALK_CHUNK, False
+    while True:
+        end = min(mapped.size, position + chunk)
+        stopped, count, positions = indexer.recover_compiled(mapped.buffer, position, end, compiled)
+        batches += count
+        if repeated and positions:
+            producers.pop()  # the previous chunk's repeat of its last batch: more batches follow it
+        producers.extend(positions)
+        repeated = positions[-1] in positions[:-1] if positions else repeated
+        if stopped >= mapped.size or not count and end == mapped.size:
+            return stopped, batches, producers
+        chunk = WALK_CHUNK if count else chunk * 4  # a batch larger than the chunk: a longer reach
+        position = stopped
+        mapped.release_behind(position)
 
 
 # -- planning ---------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ of a 2 GiB segment keeps a flat memory footprint (the pages stay in the kernel p
 
 from __future__ import annotations
 
+import bisect
 import errno
 import mmap
 import os
@@ -22,21 +23,23 @@ RELEASE_STEP = 16 * 1024 * 1024  # drop resident pages every 16 MiB of progress
 ZERO_CHUNK = 4 * 1024 * 1024  # find_non_zero compares this many bytes at a time
 _ZEROS = bytes(ZERO_CHUNK)
 _NON_ZERO = re.compile(rb"[^\x00]")
+SPARSE_CHECK_BYTES = 1 << 20  # files from this size on have their holes listed at open
+MAX_EXTENTS = 4096
 
 
 class MappedFile:
     """A whole file mapped read-only. Use as a context manager or call :meth:`close`."""
 
-    __slots__ = ("path", "size", "buffer", "view", "_mmap", "_released_to", "_file")
+    __slots__ = ("path", "size", "buffer", "view", "_mmap", "_released_to", "_extents")
 
     def __init__(self, path: str | Path):
         self.path = str(path)
         self._mmap = None
         self._released_to = 0
         fd, stat = open_regular(self.path)
-        self._file = os.fdopen(fd, "rb", buffering=0)  # kept for SEEK_DATA; closed with the mapping
         try:
             self.size = stat.st_size
+            self._extents = _data_extents(fd, self.size)
             if self.size == 0:
                 self.buffer = b""
             else:
@@ -45,8 +48,9 @@ class MappedFile:
                     self._mmap.madvise(mmap.MADV_SEQUENTIAL)
                 self.buffer = self._mmap
         except (OSError, ValueError) as exc:
-            self._file.close()
             raise UnreadableInputError(f"cannot map: {exc}", self.path) from None
+        finally:
+            os.close(fd)
         self.view = memoryview(self.buffer)
 
     def release_behind(self, position: int) -> None:
@@ -77,14 +81,14 @@ class MappedFile:
         return None
 
     def _next_data(self, position: int) -> int:
-        """``lseek(SEEK_DATA)``: the first position at or after ``position`` that is not in a
-        hole (the size when only a hole is left); ``position`` where that is not supported."""
-        if not hasattr(os, "SEEK_DATA") or self._file.closed:
+        """The first position at or after ``position`` that is not in a hole (the size when only
+        a hole is left); ``position`` when the holes are not known."""
+        if self._extents is None:
             return position
-        try:
-            return os.lseek(self._file.fileno(), position, os.SEEK_DATA)
-        except OSError as exc:  # ENXIO: only a hole from here to the end; EINVAL: not supported
-            return self.size if exc.errno == errno.ENXIO else position
+        at = bisect.bisect_right(self._extents, (position, self.size + 1)) - 1
+        if at >= 0 and position < self._extents[at][1]:
+            return position
+        return self._extents[at + 1][0] if at + 1 < len(self._extents) else self.size
 
     def close(self) -> None:
         try:
@@ -97,13 +101,32 @@ class MappedFile:
             except BufferError:
                 pass  # a caller still holds a slice; the mapping goes when it is collected
             self._mmap = None
-        self._file.close()
 
     def __enter__(self) -> "MappedFile":
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _data_extents(fd: int, size: int) -> list[tuple[int, int]] | None:
+    """The ``(start, end)`` runs of a file that are not holes (``SEEK_DATA``/``SEEK_HOLE``),
+    taken once at open so no descriptor is kept; None for small files, when the file system
+    cannot tell, or past ``MAX_EXTENTS`` runs (the rest is then taken as data)."""
+    if size < SPARSE_CHECK_BYTES or not hasattr(os, "SEEK_DATA"):
+        return None
+    extents, position = [], 0
+    while position < size and len(extents) < MAX_EXTENTS:
+        try:
+            start = os.lseek(fd, position, os.SEEK_DATA)
+            end = os.lseek(fd, start, os.SEEK_HOLE)
+        except OSError as exc:  # ENXIO: a hole up to the end; anything else: not supported
+            return extents if exc.errno == errno.ENXIO else None
+        extents.append((start, end))
+        position = end
+    if position < size:
+        extents.append((position, size))
+    return extents
 
 
 def read_small_file(path: str | Path, limit: int = 64 * 1024 * 1024) -> bytes:

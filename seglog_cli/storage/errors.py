@@ -14,6 +14,8 @@ import struct
 from pathlib import Path
 
 
+from seglog_cli.storage.text import printable
+
 CORRUPT_RECORD = "org.apache.kafka.common.errors.CorruptRecordException"
 INVALID_RECORD = "org.apache.kafka.common.InvalidRecordException"
 KAFKA_EXCEPTION = "org.apache.kafka.common.KafkaException"
@@ -37,17 +39,18 @@ class SeglogError(Exception):
     def __str__(self) -> str:
         where = []
         if self.path is not None:
-            where.append(self.path)
+            where.append(printable(self.path))
         if self.position is not None:
             where.append(f"position {self.position}")
         if self.offset is not None:
             where.append(f"offset {self.offset}")
-        return f"{': '.join(where)}: {self.message}" if where else self.message
+        message = printable(self.message)
+        return f"{': '.join(where)}: {message}" if where else message
 
     def kafka_line(self) -> str:
         """The first stderr line Kafka's tools print for this failure."""
         name = self.kafka_class or KAFKA_EXCEPTION
-        return f'Exception in thread "main" {name}: {self.message}'
+        return f'Exception in thread "main" {name}: {printable(self.message)}'
 
 
 class UnreadableInputError(SeglogError):

@@ -20,6 +20,7 @@ import os
 import random
 import resource
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -241,18 +242,36 @@ def run_seglog(argv: list[str], *, unprivileged: bool = False, timeout: float = 
     env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="100")
     env.pop("SEGLOG_DEBUG", None)
     preexec = _drop_file_permission_override if unprivileged and os.geteuid() == 0 else _limit_memory
-    with tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as rss:
         start = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "-m", "seglog_cli", *argv], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=err, env=env, preexec_fn=preexec,
-                                cwd="/")
-        status, usage = _wait(proc, timeout)
+        proc = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(rss.fileno()), sys.executable, "-m", "seglog_cli",
+                                 *argv], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env,
+                                preexec_fn=preexec, cwd="/", pass_fds=(rss.fileno(),), start_new_session=True)
+        status, _usage = _wait(proc, timeout)
         seconds = time.monotonic() - start
         err.seek(0)
         stderr = err.read().decode("utf-8", "replace")
-    run = Run(case, argv, status, stderr, seconds, usage.ru_maxrss if usage else 0)
+        rss.seek(0)
+        peak = int(rss.read() or 0)
+    run = Run(case, argv, status, stderr, seconds, peak)
     run.failures = judge(run)
     return run
+
+
+# seglog runs as the grandchild of a small launcher: on Linux a child's peak RSS (ru_maxrss)
+# starts from its parent's at fork, and a pytest worker that ran Spark is far over the limit;
+# forked from the launcher, seglog's figure is its own
+LAUNCHER = """
+import os, sys
+out = int(sys.argv[1])
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+os.write(out, str(usage.ru_maxrss).encode())
+code = os.waitstatus_to_exitcode(status)
+os._exit(code if code >= 0 else 128 - code)
+"""
 
 
 def _wait(proc: subprocess.Popen, timeout: float):
@@ -263,7 +282,7 @@ def _wait(proc: subprocess.Popen, timeout: float):
             proc.returncode = os.waitstatus_to_exitcode(status)
             return proc.returncode, usage
         if time.monotonic() > deadline:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)  # the launcher and seglog
             os.wait4(proc.pid, 0)
             proc.returncode = -9
             return None, None

@@ -9,53 +9,82 @@ from __future__ import annotations
 import re
 import sys
 
-import typer
-
 from seglog_cli import __version__
-from seglog_cli.commands import append, dump, offsets, rebuild_index, recover, simulate_retention, transactions, undo, verify
 from seglog_cli.status import ExitStatus, guarded
 
-# click's UsageError, whether typer vendors click or depends on it
-_UsageError = typer.BadParameter.__mro__[1]
-
-app = typer.Typer(
-    name="seglog",
-    help="Inspect and repair Apache Kafka log directories offline.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-
-app.command("dump", help=dump.HELP, no_args_is_help=True)(dump.dump_command)
-app.command("verify", help=verify.HELP, no_args_is_help=True)(verify.verify_command)
-app.command("rebuild-index", help=rebuild_index.HELP, no_args_is_help=True)(rebuild_index.rebuild_index_command)
-app.command("recover", help=recover.HELP, no_args_is_help=True)(recover.recover_command)
-app.command("undo", help=undo.HELP, no_args_is_help=True)(undo.undo_command)
-app.command("append", help=append.HELP, no_args_is_help=True)(append.append_command)
-app.command("simulate-retention", help=simulate_retention.HELP, no_args_is_help=True)(
-    simulate_retention.simulate_retention_command)
-app.command("offsets", help=offsets.HELP, no_args_is_help=True)(offsets.offsets_command)
-app.command("transactions", help=transactions.HELP, no_args_is_help=True)(transactions.transactions_command)
+# name -> (module, function): a command's module (and what it imports: rich, the write path...)
+# is imported only when that command runs, so a runbook calling seglog a dozen times per
+# partition does not pay for the others at every start
+COMMANDS = {
+    "dump": ("dump", "dump_command"),
+    "verify": ("verify", "verify_command"),
+    "rebuild-index": ("rebuild_index", "rebuild_index_command"),
+    "recover": ("recover", "recover_command"),
+    "undo": ("undo", "undo_command"),
+    "append": ("append", "append_command"),
+    "simulate-retention": ("simulate_retention", "simulate_retention_command"),
+    "offsets": ("offsets", "offsets_command"),
+    "transactions": ("transactions", "transactions_command"),
+}
 
 
 def _version(value: bool) -> None:
+    import typer
+
     if value:
         typer.echo(f"seglog {__version__}")
         raise typer.Exit()
 
 
-@app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Print the version and exit.")) -> None:
-    """Inspect and repair Apache Kafka log directories offline."""
+def build_app(names=None):
+    """The typer app with the commands ``names`` (default: all, for ``--help``)."""
+    import importlib
+
+    import typer
+
+    app = typer.Typer(
+        name="seglog",
+        help="Inspect and repair Apache Kafka log directories offline.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    for name in names or COMMANDS:
+        module_name, function = COMMANDS[name]
+        module = importlib.import_module(f"seglog_cli.commands.{module_name}")
+        app.command(name, help=module.HELP, no_args_is_help=True)(getattr(module, function))
+
+    @app.callback()
+    def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                           help="Print the version and exit.")) -> None:
+        """Inspect and repair Apache Kafka log directories offline."""
+
+    return app
+
+
+def _command_named(argv: list[str]) -> str | None:
+    """The subcommand the arguments name (the first word that is not an option), if known."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run seglog with ``argv`` (default: the process arguments) and return the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--version"]:  # answered before anything else is imported
+        print(f"seglog {__version__}")
+        return ExitStatus.OK
+    import typer
+
+    usage_error = typer.BadParameter.__mro__[1]  # click's UsageError, whether typer vendors click or not
+    name = _command_named(argv)
+    app = build_app([name] if name is not None else None)
     try:
         result = app(args=argv, prog_name="seglog", standalone_mode=False)
-    except _UsageError as exc:
+    except usage_error as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":
             exc.show()  # no arguments: the help text
         else:

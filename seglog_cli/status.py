@@ -12,6 +12,7 @@ from enum import IntEnum
 from seglog_cli.storage.errors import SeglogError, UnreadableInputError
 from seglog_cli.storage.durable import CannotWriteError
 from seglog_cli.storage.safety import LogDirLockedError
+from seglog_cli.storage.text import printable
 
 
 class ExitStatus(IntEnum):
@@ -38,7 +39,7 @@ def guarded(action) -> int:
         _silence_stdout()
         return ExitStatus.OK
     except UsageError as exc:
-        print(f"seglog: usage error: {exc}", file=sys.stderr)
+        print(f"seglog: usage error: {printable(str(exc))}", file=sys.stderr)
         return ExitStatus.USAGE
     except KeyboardInterrupt:
         print("seglog: interrupted", file=sys.stderr)
@@ -55,10 +56,14 @@ def guarded(action) -> int:
     except SeglogError as exc:
         print(f"seglog: {exc}", file=sys.stderr)
         return ExitStatus.DAMAGE
+    except OSError as exc:  # a file the engine met while reading, not wrapped by it: still one line, status 4
+        where = f"{printable(str(exc.filename))}: " if exc.filename is not None else ""
+        print(f"seglog: {where}{printable(exc.strerror or str(exc))}", file=sys.stderr)
+        return ExitStatus.UNREADABLE
     except Exception as exc:  # noqa: BLE001 - the last line of defence: never a traceback
         if os.environ.get("SEGLOG_DEBUG"):
             raise
-        print(f"seglog: internal error: {type(exc).__name__}: {exc} (set SEGLOG_DEBUG=1 for a traceback)",
+        print(f"seglog: internal error: {type(exc).__name__}: {printable(str(exc))} (set SEGLOG_DEBUG=1 for a traceback)",
               file=sys.stderr)
         return ExitStatus.INTERNAL
 

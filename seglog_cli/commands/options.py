@@ -74,6 +74,10 @@ def writing(apply: bool, log_dirs, command: str, backup_dir: str | None):
     import sys
 
     if not apply:
+        for log_dir in log_dirs:
+            if (log_dir / ".seglog-journal").is_file():  # journal.POINTER, without importing the write path
+                sys.stderr.write(f"seglog: {log_dir}: an interrupted seglog run is pending there; --apply (or any "
+                                 "writing seglog command) rolls it back first, so the plan below may change\n")
         return contextlib.nullcontext(None)
     from seglog_cli.storage.write_session import WriteSession
 

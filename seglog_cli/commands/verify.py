@@ -99,8 +99,16 @@ def _total_bytes(paths: list[str]) -> int:
     total = 0
     for path in paths:
         if os.path.isfile(path):
-            total += os.path.getsize(path) if path.endswith(".log") else 0
+            total += _size(path) if path.endswith(".log") else 0
             continue
         for root, _dirs, files in os.walk(path):
-            total += sum(os.path.getsize(os.path.join(root, f)) for f in files if f.endswith(".log"))
+            total += sum(_size(os.path.join(root, f)) for f in files if f.endswith(".log"))
     return total
+
+
+def _size(path: str) -> int:
+    """A regular file's size for the progress bar; 0 for what verify will report instead."""
+    try:
+        return os.path.getsize(path) if os.path.isfile(path) else 0
+    except OSError:
+        return 0

@@ -4,6 +4,8 @@ in order). A "line" may be several lines already joined (the compiled formatter'
 
 from __future__ import annotations
 
+from seglog_cli.storage.text import printable
+
 FLUSH_BYTES = 1 << 20
 
 
@@ -34,5 +36,5 @@ class LineOutput:
 
     def stderr(self, line: str) -> None:
         self.flush()
-        self.err.write((line + "\n").encode("utf-8", "surrogateescape"))
+        self.err.write((printable(line) + "\n").encode("utf-8", "surrogateescape"))
         self.err.flush()

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
+from seglog_cli.render.literal import markup_literal
 from seglog_cli.storage.batches import BatchHeader, BatchRun
 from seglog_cli.storage.dump_events import FileEnd, FileStart
 from seglog_cli.storage.records import RecordRun
@@ -36,7 +37,7 @@ def dump_progress(events):
                     bar.update(task, completed=last.end_position, batches=batches)
             elif kind is FileStart:
                 total = _size(event.path)
-                task = bar.add_task(os.path.basename(event.path), total=total, batches=0)
+                task = bar.add_task(markup_literal(os.path.basename(event.path)), total=total, batches=0)
                 batches = 0
             elif kind is FileEnd and task is not None:
                 bar.update(task, completed=total, batches=batches)
@@ -81,6 +82,6 @@ def recover_progress(partitions: int):
         task = bar.add_task("recover", total=partitions or None, last="")
 
         def advance(partition) -> None:
-            bar.update(task, advance=1, last=partition.path.name)
+            bar.update(task, advance=1, last=markup_literal(partition.path.name))
 
         yield advance

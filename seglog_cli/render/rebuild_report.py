@@ -7,6 +7,7 @@ import os
 from typing import TextIO
 
 from seglog_cli.storage.rebuild_index import ApplyResult, RebuildPlan
+from seglog_cli.storage.text import printable
 
 _WORDS = {"identical": "ok", "trim": "trim", "create": "create", "rewrite": "rewrite"}
 
@@ -26,22 +27,22 @@ def render_text(plan: RebuildPlan, out: TextIO, applied: ApplyResult | None = No
     base = os.path.commonpath([str(s.log_path.parent) for s in plan.segments]) if plan.segments else None
     base = os.path.dirname(base) if base else None
     for line in plan.unreadable:
-        out.write(f"unreadable  {line}\n")
+        out.write(f"unreadable  {printable(line)}\n")
     for segment in plan.segments:
         name = _short(segment.log_path, base)
         if segment.refused:
-            out.write(f"refused  {name}: {segment.refused}\n")
+            out.write(f"refused  {printable(name)}: {printable(segment.refused)}\n")
             continue
         for change in segment.files:
             if change.changes or verbose:
-                out.write(f"{_WORDS[change.action]:<8} {_short(change.path, base)}: {change.detail}\n")
+                out.write(f"{_WORDS[change.action]:<8} {printable(_short(change.path, base))}: {printable(change.detail)}\n")
     to_write = len(plan.changes)
     summary = (f"{len(plan.segments)} segment(s), {sum(s.batches for s in plan.segments)} batches walked; "
                f"{to_write} index file(s) to write, {len(plan.refused)} segment(s) refused")
     if applied is not None:
         summary += f"; wrote {len(applied.written)}"
         if applied.backup_dir is not None:
-            summary += f", originals and manifest in {applied.backup_dir}"
+            summary += f", originals and manifest in {printable(str(applied.backup_dir))}"
     elif to_write and not plan.refused:
         summary += " (a plan: run again with --apply to write them)"
     out.write(summary + "\n")

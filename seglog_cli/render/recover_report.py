@@ -6,31 +6,33 @@ import json
 import os
 from typing import TextIO
 
+from seglog_cli.render.literal import markup_literal
 from seglog_cli.storage.recover import RecoveryPlan, RecoveryResult
+from seglog_cli.storage.text import printable
 
 
 def render_text(plan: RecoveryPlan, out: TextIO, applied: RecoveryResult | None = None) -> None:
     for partition in plan.partitions:
-        where = partition.path.name
+        where = printable(partition.path.name)
         state = "clean shutdown" if partition.clean_shutdown else f"unclean, recovery point {partition.recovery_point}"
         out.write(f"{where}: {state}; segments recovered: {', '.join(map(str, partition.recovered_segments)) or 'none'}; "
                   f"log [{partition.log_start_offset}, {partition.log_end_offset})\n")
         for step in partition.steps:
-            detail = f" -> {os.path.basename(step.target)}" if step.target is not None else ""
+            detail = f" -> {printable(os.path.basename(step.target))}" if step.target is not None else ""
             if step.op == "truncate":
                 detail = f" to {step.size} bytes"
             lost = ""
             if step.offsets_lost is not None:
                 first, last = step.offsets_lost
                 lost = f"; offsets {first}..{'?' if last is None else last} lost"
-            out.write(f"  {step.op:<8} {step.path.name}{detail}: {step.why}{lost}\n")
+            out.write(f"  {step.op:<8} {printable(step.path.name)}{detail}: {printable(step.why)}{lost}\n")
         for note in partition.notes:
-            out.write(f"  note: {note}\n")
+            out.write(f"  note: {printable(note)}\n")
         if partition.refused:
-            out.write(f"  REFUSED: {partition.refused}\n")
+            out.write(f"  REFUSED: {printable(partition.refused)}\n")
     for steps in plan.log_dir_steps.values():
         for step in steps:
-            out.write(f"  {step.op:<8} {step.path}: {step.why}\n")
+            out.write(f"  {step.op:<8} {printable(str(step.path))}: {printable(step.why)}\n")
     if len(plan.partitions) > 1:
         _summary_table(plan, out)
     summary = plan.as_dict()["summary"]
@@ -70,7 +72,8 @@ def _summary_table(plan: RecoveryPlan, out: TextIO) -> None:
             continue
         lost = sum((last - first + 1) for first, last in p.offsets_lost if last is not None)
         status = "refused" if p.refused else ("changes" if p.steps else "ok")
-        table.add_row(p.path.name, str(len(p.recovered_segments)), f"[{p.log_start_offset}, {p.log_end_offset})",
+        table.add_row(markup_literal(p.path.name), str(len(p.recovered_segments)),
+                      markup_literal(f"[{p.log_start_offset}, {p.log_end_offset})"),
                       str(p.bytes_truncated), str(lost), str(len(p.steps)), status)
     if quiet:
         table.add_row(f"({len(quiet)} more)", "", "", "", "", "0", "ok")

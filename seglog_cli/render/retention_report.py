@@ -6,6 +6,7 @@ import json
 from datetime import datetime, timezone
 from typing import TextIO
 
+from seglog_cli.render.literal import markup_literal
 from seglog_cli.storage.compaction_report import CompactionPlan
 from seglog_cli.storage.retention import RetentionPlan
 from seglog_cli.storage.retention_model import RetentionModel
@@ -155,13 +156,13 @@ def render_table(plan: RetentionPlan, console, timeline: Timeline | None = None,
 
     from rich.table import Table
 
-    table = Table(title=f"{plan.state.path.name}: retention at {when(plan.now_ms)}", title_justify="left")
+    table = Table(title=f"{markup_literal(plan.state.path.name)}: retention at {when(plan.now_ms)}", title_justify="left")
     for name, justify in (("base", "right"), ("offsets", "left"), ("bytes", "right"), ("largest timestamp", "left"),
                           ("clock", "left"), ("age", "right"), ("action", "left"), ("reason", "left")):
         table.add_column(name, justify=justify, overflow="fold", ratio=1 if name == "reason" else None)
     for row in _segment_lines(plan):
         style = "bold red" if row[6] == "DELETE" else "green"
-        table.add_row(*row[:6], f"[{style}]{row[6]}[/]", row[7])
+        table.add_row(*map(markup_literal, row[:6]), f"[{style}]{row[6]}[/]", markup_literal(row[7]))
     console.print(table)
     buffer = StringIO()
     for line in _summary(plan)[1:]:

@@ -30,7 +30,7 @@ from seglog_cli.storage.dump_events import (
 from seglog_cli.storage.indexes import AbortedTxn, OffsetPosition, TimestampOffset
 from seglog_cli.storage.records import Record, RecordRun
 from seglog_cli.storage.snapshots import ProducerStateEntry
-from seglog_cli.storage.text import java_utf8
+from seglog_cli.storage.text import java_utf8, printable
 
 _TS_NAMES = {0: "CreateTime", 1: "LogAppendTime", -1: "NoTimestampType"}
 _BOOL = {True: "true", False: "false"}
@@ -181,11 +181,11 @@ class TextDumpRenderer(LineOutput):
                        f"{event.first_offset} lastOffset: {event.last_offset} lastStableOffset: "
                        f"{event.last_stable_offset}")
         elif kind is TrailingBytes:
-            self.text(f"Found {event.count} invalid bytes at the end of {event.file_name}")
+            self.text(f"Found {event.count} invalid bytes at the end of {printable(event.file_name)}")
         elif kind is IndexIsEmpty:
-            self.text(f"{event.path} is empty.")
+            self.text(f"{printable(event.path)} is empty.")
         elif kind is SanityCheckPassed:
-            self.text(f"{event.path} passed sanity check.")
+            self.text(f"{printable(event.path)} passed sanity check.")
         elif kind in (Problem, Notice):
             self.stderr(event.text)
         elif kind is UnknownFile:
@@ -201,7 +201,7 @@ class TextDumpRenderer(LineOutput):
 
     def _file_start(self, event: FileStart) -> None:
         self._path = event.path
-        self.text(f"Dumping {event.path}")
+        self.text(f"Dumping {printable(event.path)}")
         if event.kind == LOG and event.base_offset is not None:
             self.text(f"Log starting offset: {event.base_offset}")
         elif event.kind == CHECKPOINT:

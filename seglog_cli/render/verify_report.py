@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from seglog_cli.storage.findings import Finding, Severity
+from seglog_cli.render.literal import markup_literal
 from seglog_cli.storage.verify import VerifyReport
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
@@ -83,7 +84,7 @@ def render_table(report: VerifyReport, console, minimum: Severity) -> None:
             name = f"{partition.topic}-{partition.partition}" if partition.topic is not None else partition.path
             offsets = ("" if partition.log_end_offset is None
                        else f"{partition.log_start_offset}..{partition.log_end_offset - 1}")
-            table.add_row(name, str(partition.segments), str(partition.batches), str(partition.bytes), offsets,
+            table.add_row(markup_literal(name), str(partition.segments), str(partition.batches), str(partition.bytes), offsets,
                           f"[bold red]{errors}[/]" if errors else "0",
                           f"[yellow]{warnings}[/]" if warnings else "0")
         console.print(table)
@@ -98,10 +99,10 @@ def render_table(report: VerifyReport, console, minimum: Severity) -> None:
         table.add_column("message", overflow="fold", ratio=1)
         for finding in findings[:MAX_TABLE_FINDINGS]:
             table.add_row(f"[{SEVERITY_STYLE[finding.severity.value]}]{finding.severity.value}[/]", finding.code,
-                          _short(finding.path), "" if finding.position is None else str(finding.position),
-                          "" if finding.offset is None else str(finding.offset), finding.message)
+                          markup_literal(_short(finding.path)), "" if finding.position is None else str(finding.position),
+                          "" if finding.offset is None else str(finding.offset), markup_literal(finding.message))
         console.print(table)
         if len(findings) > MAX_TABLE_FINDINGS:
             console.print(f"... {len(findings) - MAX_TABLE_FINDINGS} more (use --format text or json)")
     style = {"damage": "bold red", "unreadable": "bold red", "warnings": "yellow", "clean": "bold green"}[report.status]
-    console.print(f"[{style}]{verdict(report)}[/]")
+    console.print(f"[{style}]{markup_literal(verdict(report))}[/]")

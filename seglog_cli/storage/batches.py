@@ -230,7 +230,7 @@ _CANDIDATE = re.compile(rb"(?=\x00\x00[\s\S]{6}" + _SIZE_AT_LEAST_14 + rb"[\s\S]
 # Bytes a scan may checksum while resynchronising (on top of 4x the scanned range): crafted
 # input full of candidates that frame huge entries would otherwise cost quadratic time.
 RESYNC_CRC_BUDGET = 256 * 1024 * 1024
-_NON_ZERO = re.compile(rb"[^\x00]")
+CANDIDATE_WINDOW = 1 << 20  # bytes searched for candidates between two zero-run skips
 
 
 class BatchRun:
@@ -534,14 +534,32 @@ class LogScan:
         return expected_offset <= offset <= expected_offset + INT32_MAX
 
     def _all_zero(self, pos: int) -> bool:
-        return _NON_ZERO.search(self.mapped.buffer, pos, self.end) is None
+        return self.mapped.find_non_zero(pos, self.end) is None
+
+    def _candidates(self, pos: int, end: int) -> Iterator[int]:
+        """Positions in ``[pos, end)`` where an entry could start (``_CANDIDATE``), searched a
+        window at a time: a run of zeros is crossed by ``find_non_zero`` (an entry's size
+        field, at +8, is at least 14, so no entry starts more than 11 bytes before a non-zero
+        byte) and the pages behind are dropped, so a hole of gigabytes costs no memory."""
+        mapped, buf = self.mapped, self.mapped.buffer
+        while pos < end:
+            non_zero = mapped.find_non_zero(pos, end)
+            if non_zero is None:
+                return
+            pos = max(pos, non_zero - (HEADER_SIZE_UP_TO_MAGIC - 6))
+            window_end = min(end, pos + CANDIDATE_WINDOW)
+            for match in _CANDIDATE.finditer(buf, pos, min(end, window_end + HEADER_SIZE_UP_TO_MAGIC)):
+                if match.start() >= window_end:
+                    break
+                yield match.start()
+            pos = window_end
+            mapped.release_behind(pos)
 
     def _find_next_batch(self, pos: int, limit: int | None = None, expected_offset: int | None = None) -> int | None:
         """First position >= ``pos`` (and below ``limit``) that frames a whole entry with a
         valid CRC (and, given ``expected_offset``, a plausible offset)."""
         buf, view, end = self.mapped.buffer, self.mapped.view, self.end
-        for match in _CANDIDATE.finditer(buf, pos, end):
-            candidate = match.start()
+        for candidate in self._candidates(pos, end):
             if limit is not None and candidate >= limit:
                 return None
             if candidate + HEADER_SIZE_UP_TO_MAGIC > end:

@@ -39,10 +39,12 @@ from seglog_cli.storage.dump_events import (
     UnknownFile,
 )
 from seglog_cli.storage.errors import SeglogError, UnreadableInputError
-from seglog_cli.storage.files import MappedFile
+from seglog_cli.storage.files import MappedFile, regular_file_problem
 from seglog_cli.storage.findings import Code
 from seglog_cli.storage.naming import (
     BOOTSTRAP_CHECKPOINT,
+    OFFSET_OUT_OF_RANGE,
+    offset_out_of_range,
     parse_kraft_snapshot_name,
     parse_partition_dir_name,
     parse_segment_file_name,
@@ -103,6 +105,8 @@ def _dump_file(path: str, options: DumpOptions, report: DumpReport) -> Iterator[
     try:
         if kind == UNKNOWN or not os.path.exists(path):
             raise _nothing_to_dump(path)
+        if offset_out_of_range(name):  # kafka-dump-log dies on it (NumberFormatException)
+            raise UnreadableInputError(OFFSET_OUT_OF_RANGE, path)
         if kind in (LOG, CHECKPOINT):
             body = _dump_log(path, start, options, report, findings)
         elif kind == INDEX:
@@ -130,7 +134,8 @@ def _dump_file(path: str, options: DumpOptions, report: DumpReport) -> Iterator[
 def _nothing_to_dump(path: str) -> UnreadableInputError:
     """Why a path that is neither a file to dump nor an unknown file gives nothing."""
     if not os.path.isdir(path):
-        return UnreadableInputError("no such file or directory", path)
+        problem = regular_file_problem(path) if os.path.lexists(path) else None  # a dangling link, a loop
+        return UnreadableInputError(problem or "no such file or directory", path)
     try:
         os.listdir(path)
     except OSError as exc:

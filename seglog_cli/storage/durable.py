@@ -175,33 +175,26 @@ class Tree:
         finally:
             os.close(fd)
 
-    def append(self, relative: str, data: bytes) -> None:
-        fd_dir, name = self.split(relative)
-        try:
-            fd = os.open(name, os.O_WRONLY | os.O_APPEND | _NOFOLLOW, dir_fd=fd_dir)
-        except OSError as exc:
-            raise self._fail(exc, relative, "append") from None
-        try:
-            fault_point(f"append {relative}")
-            _write_all(fd, data)
-            os.fsync(fd)
-        except OSError as exc:
-            raise self._fail(exc, relative, "append") from None
-        finally:
-            os.close(fd)
+    def append(self, relative: str, chunks) -> None:
+        """Append the bytes of ``chunks`` (an iterable of bytes-like) to an existing file, fsynced."""
+        self._change(relative, os.O_WRONLY | os.O_APPEND, "append", lambda fd: [_write_all(fd, c) for c in chunks])
 
     def truncate(self, relative: str, size: int) -> None:
+        self._change(relative, os.O_WRONLY, "truncate", lambda fd: os.ftruncate(fd, size))
+
+    def _change(self, relative: str, flags: int, verb: str, work) -> None:
+        """Open an existing file (never through a symlink), ``work(fd)``, fsync."""
         fd_dir, name = self.split(relative)
         try:
-            fd = os.open(name, os.O_WRONLY | _NOFOLLOW, dir_fd=fd_dir)
+            fd = os.open(name, flags | _NOFOLLOW, dir_fd=fd_dir)
         except OSError as exc:
-            raise self._fail(exc, relative, "truncate") from None
+            raise self._fail(exc, relative, verb) from None
         try:
-            fault_point(f"truncate {relative}")
-            os.ftruncate(fd, size)
+            fault_point(f"{verb} {relative}")
+            work(fd)
             os.fsync(fd)
         except OSError as exc:
-            raise self._fail(exc, relative, "truncate") from None
+            raise self._fail(exc, relative, verb) from None
         finally:
             os.close(fd)
 
@@ -219,37 +212,30 @@ class Tree:
             self.sync_dir(relative)
 
     def unlink(self, relative: str) -> None:
-        fd_dir, name = self.split(relative)
-        fault_point(f"unlink {relative}")
-        try:
-            os.unlink(name, dir_fd=fd_dir)
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            raise self._fail(exc, relative, "remove") from None
-        self.sync_dir(relative)
+        self._entry(relative, os.unlink, "unlink", "remove")
 
     def mkdir(self, relative: str) -> None:
-        fd_dir, name = self.split(relative)
-        fault_point(f"mkdir {relative}")
-        try:
-            os.mkdir(name, 0o755, dir_fd=fd_dir)
-        except OSError as exc:
-            raise self._fail(exc, relative, "create the directory") from None
-        self.sync_dir(relative)
+        self._entry(relative, lambda name, dir_fd: os.mkdir(name, 0o755, dir_fd=dir_fd), "mkdir",
+                    "create the directory", missing_ok=False)
 
     def rmdir(self, relative: str) -> None:
-        fd_dir, name = self.split(relative)
         held = self._fds.pop(relative, None)
         if held is not None:
             os.close(held)
-        fault_point(f"rmdir {relative}")
+        self._entry(relative, os.rmdir, "rmdir", "remove the directory")
+
+    def _entry(self, relative: str, call, point: str, verb: str, missing_ok: bool = True) -> None:
+        """A directory entry made or removed (``call(name, dir_fd=...)``), then the directory fsynced."""
+        fd_dir, name = self.split(relative)
+        fault_point(f"{point} {relative}")
         try:
-            os.rmdir(name, dir_fd=fd_dir)
-        except FileNotFoundError:
+            call(name, dir_fd=fd_dir)
+        except FileNotFoundError as exc:
+            if not missing_ok:
+                raise self._fail(exc, relative, verb) from None
             return
         except OSError as exc:
-            raise self._fail(exc, relative, "remove the directory") from None
+            raise self._fail(exc, relative, verb) from None
         self.sync_dir(relative)
 
     def set_mtime(self, relative: str, mtime_ns: int) -> None:

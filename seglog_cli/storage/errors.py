@@ -13,7 +13,8 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from construct import ConstructError
+
+from seglog_cli.storage.text import printable
 
 CORRUPT_RECORD = "org.apache.kafka.common.errors.CorruptRecordException"
 INVALID_RECORD = "org.apache.kafka.common.InvalidRecordException"
@@ -38,17 +39,18 @@ class SeglogError(Exception):
     def __str__(self) -> str:
         where = []
         if self.path is not None:
-            where.append(self.path)
+            where.append(printable(self.path))
         if self.position is not None:
             where.append(f"position {self.position}")
         if self.offset is not None:
             where.append(f"offset {self.offset}")
-        return f"{': '.join(where)}: {self.message}" if where else self.message
+        message = printable(self.message)
+        return f"{': '.join(where)}: {message}" if where else message
 
     def kafka_line(self) -> str:
         """The first stderr line Kafka's tools print for this failure."""
         name = self.kafka_class or KAFKA_EXCEPTION
-        return f'Exception in thread "main" {name}: {self.message}'
+        return f'Exception in thread "main" {name}: {printable(self.message)}'
 
 
 class UnreadableInputError(SeglogError):
@@ -104,6 +106,8 @@ def parse_struct(schema, data, path=None, position: int | None = None, error=Seg
     The bridge of STYLE habit 4: nothing above the engine ever sees ConstructError or
     struct.error.
     """
+    from construct import ConstructError  # here: a command that never parses a schema need not import construct
+
     try:
         return schema.parse(data)
     except (ConstructError, struct.error, ValueError, UnicodeDecodeError) as exc:

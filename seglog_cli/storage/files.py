@@ -8,35 +8,38 @@ of a 2 GiB segment keeps a flat memory footprint (the pages stay in the kernel p
 
 from __future__ import annotations
 
+import bisect
+import errno
 import mmap
 import os
+import re
+import stat as stat_module
 from pathlib import Path
 
 from seglog_cli.storage.errors import SeglogError, UnreadableInputError, WriteError
 
 _PAGE = mmap.PAGESIZE
 RELEASE_STEP = 16 * 1024 * 1024  # drop resident pages every 16 MiB of progress
+ZERO_CHUNK = 4 * 1024 * 1024  # find_non_zero compares this many bytes at a time
+_ZEROS = bytes(ZERO_CHUNK)
+_NON_ZERO = re.compile(rb"[^\x00]")
+SPARSE_CHECK_BYTES = 1 << 20  # files from this size on have their holes listed at open
+MAX_EXTENTS = 4096
 
 
 class MappedFile:
     """A whole file mapped read-only. Use as a context manager or call :meth:`close`."""
 
-    __slots__ = ("path", "size", "buffer", "view", "_mmap", "_released_to")
+    __slots__ = ("path", "size", "buffer", "view", "_mmap", "_released_to", "_extents")
 
     def __init__(self, path: str | Path):
         self.path = str(path)
         self._mmap = None
         self._released_to = 0
+        fd, stat = open_regular(self.path)
         try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
-            raise UnreadableInputError("no such file", self.path) from None
-        except IsADirectoryError:
-            raise UnreadableInputError("is a directory, not a file", self.path) from None
-        except OSError as exc:
-            raise UnreadableInputError(f"cannot open: {exc.strerror}", self.path) from None
-        try:
-            self.size = os.fstat(fd).st_size
+            self.size = stat.st_size
+            self._extents = _data_extents(fd, self.size)
             if self.size == 0:
                 self.buffer = b""
             else:
@@ -59,6 +62,34 @@ class MappedFile:
             self._mmap.madvise(mmap.MADV_DONTNEED, self._released_to, end - self._released_to)
             self._released_to = end
 
+    def find_non_zero(self, start: int, end: int | None = None) -> int | None:
+        """Position of the first non-zero byte in ``[start, end)``, or None: holes of a sparse
+        file are skipped with ``SEEK_DATA`` without reading them, written zeros are compared a
+        chunk at a time, and the pages behind are dropped as the search goes, so a 2 GiB run
+        of zeros costs a few seconds at most and no memory."""
+        end = self.size if end is None else min(end, self.size)
+        view, pos = self.view, max(0, start)
+        while pos < end:
+            pos = self._next_data(pos)
+            if pos >= end:
+                return None
+            stop = min(end, pos + ZERO_CHUNK)
+            if view[pos:stop] != _ZEROS[:stop - pos]:
+                return _NON_ZERO.search(self.buffer, pos, stop).start()
+            pos = stop
+            self.release_behind(pos)
+        return None
+
+    def _next_data(self, position: int) -> int:
+        """The first position at or after ``position`` that is not in a hole (the size when only
+        a hole is left); ``position`` when the holes are not known."""
+        if self._extents is None:
+            return position
+        at = bisect.bisect_right(self._extents, (position, self.size + 1)) - 1
+        if at >= 0 and position < self._extents[at][1]:
+            return position
+        return self._extents[at + 1][0] if at + 1 < len(self._extents) else self.size
+
     def close(self) -> None:
         try:
             self.view.release()
@@ -78,20 +109,120 @@ class MappedFile:
         self.close()
 
 
+def _data_extents(fd: int, size: int) -> list[tuple[int, int]] | None:
+    """The ``(start, end)`` runs of a file that are not holes (``SEEK_DATA``/``SEEK_HOLE``),
+    taken once at open so no descriptor is kept; None for small files, when the file system
+    cannot tell, or past ``MAX_EXTENTS`` runs (the rest is then taken as data)."""
+    if size < SPARSE_CHECK_BYTES or not hasattr(os, "SEEK_DATA"):
+        return None
+    extents, position = [], 0
+    while position < size and len(extents) < MAX_EXTENTS:
+        try:
+            start = os.lseek(fd, position, os.SEEK_DATA)
+            end = os.lseek(fd, start, os.SEEK_HOLE)
+        except OSError as exc:  # ENXIO: a hole up to the end; anything else: not supported
+            return extents if exc.errno == errno.ENXIO else None
+        extents.append((start, end))
+        position = end
+    if position < size:
+        extents.append((position, size))
+    return extents
+
+
 def read_small_file(path: str | Path, limit: int = 64 * 1024 * 1024) -> bytes:
     """Read a small file (snapshot, txn index, text file) whole, with a one-line error."""
+    fd, stat = open_regular(path)
+    if stat.st_size > limit:
+        os.close(fd)
+        raise UnreadableInputError(f"larger than {limit} bytes", path)
     try:
-        with open(path, "rb") as handle:
+        with os.fdopen(fd, "rb") as handle:
             data = handle.read(limit + 1)
-    except FileNotFoundError:
-        raise UnreadableInputError("no such file", path) from None
-    except IsADirectoryError:
-        raise UnreadableInputError("is a directory, not a file", path) from None
     except OSError as exc:
-        raise UnreadableInputError(f"cannot read: {exc.strerror}", path) from None
+        raise UnreadableInputError(f"cannot read: {_reason(exc)}", path) from None
     if len(data) > limit:
         raise UnreadableInputError(f"larger than {limit} bytes", path)
     return data
+
+
+_KINDS = ((stat_module.S_ISFIFO, "a FIFO"), (stat_module.S_ISCHR, "a character device"),
+          (stat_module.S_ISBLK, "a block device"), (stat_module.S_ISSOCK, "a socket"),
+          (stat_module.S_ISDIR, "a directory"))
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
+
+
+def open_regular(path: str | Path) -> tuple[int, os.stat_result]:
+    """Open ``path`` read-only if it is a regular file (after symlinks): the descriptor and its
+    ``fstat``. Anything else (a FIFO, a device such as ``/dev/zero``, a socket, a directory, a
+    symlink loop, a missing file, permission denied) raises a one-line
+    :class:`UnreadableInputError` at once: ``O_NONBLOCK`` keeps a FIFO without a writer from
+    blocking the open, and the ``fstat`` decides before a byte is read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        dangling = os.path.islink(path)
+        raise UnreadableInputError("dangling symbolic link" if dangling else "no such file", path) from None
+    except IsADirectoryError:
+        raise UnreadableInputError("is a directory, not a file", path) from None
+    except OSError as exc:
+        raise UnreadableInputError(_not_regular(path) or f"cannot open: {_reason(exc)}", path) from None
+    try:
+        stat = os.fstat(fd)
+    except OSError as exc:
+        os.close(fd)
+        raise UnreadableInputError(f"cannot open: {_reason(exc)}", path) from None
+    if not stat_module.S_ISREG(stat.st_mode):
+        os.close(fd)
+        raise UnreadableInputError(f"not a regular file: {_kind(stat.st_mode)}", path)
+    return fd, stat
+
+
+def _not_regular(path) -> str | None:
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    return None if stat_module.S_ISREG(mode) else f"not a regular file: {_kind(mode)}"
+
+
+NOT_A_FILE_DIRECTORY = "not a regular file: a directory"
+
+
+def regular_file_problem(path: str | Path) -> str | None:
+    """None when ``path`` is (a symlink to) a regular file, else why it is not one, without
+    opening it: ``not a regular file: a FIFO``, ``dangling symbolic link``, the ``stat`` error
+    (a symlink loop, permission denied)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "dangling symbolic link" if os.path.islink(path) else "no such file"
+    except OSError as exc:
+        return f"cannot open: {_reason(exc)}"
+    return None if stat_module.S_ISREG(mode) else f"not a regular file: {_kind(mode)}"
+
+
+def is_present(path: str | Path) -> bool:
+    """True when something (a regular file or not, even a dangling symlink) is named ``path``:
+    the test before :func:`open_regular` where absence means "not there" and anything else must
+    be read or reported."""
+    return os.path.lexists(path)
+
+
+def has_contents(path: str | Path, data: bytes) -> bool:
+    """Whether the regular file at ``path`` holds exactly ``data`` (compared through a mapping,
+    never read whole; False for anything unreadable)."""
+    try:
+        with MappedFile(path) as mapped:
+            return mapped.size == len(data) and mapped.view == data
+    except UnreadableInputError:
+        return False
 
 
 def write_temp(path: str | Path, data: bytes, error: type[SeglogError] = WriteError) -> Path:

@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from seglog_cli.storage.text import printable
+
 
 class Severity(str, Enum):
     INFO = "info"
@@ -109,10 +111,11 @@ class Finding:
     kafka_message: str | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
-        where = self.path if self.position is None else f"{self.path}: position {self.position}"
+        path = printable(self.path)
+        where = path if self.position is None else f"{path}: position {self.position}"
         if self.offset is not None:
             where += f" (offset {self.offset})"
-        return f"{where}: {self.code}: {self.message}"
+        return f"{where}: {self.code}: {printable(self.message)}"
 
     def as_dict(self) -> dict:
         return {

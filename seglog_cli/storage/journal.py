@@ -107,10 +107,11 @@ def _content_of(tree: Tree, relative: str, length: int | None = None) -> Content
 def _source_chunks(step: FileStep):
     if step.source is None:
         return [step.data or b""]
-    return _file_chunks(step.source)
+    return backup_chunks(step.source)
 
 
-def _file_chunks(path: Path):
+def backup_chunks(path: Path):
+    """The bytes of a backup file, in chunks (never through a symlink)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError as exc:
@@ -316,8 +317,7 @@ class Journal:
                     tree.set_mtime(entry["temp"], step.mtime_ns)
                 tree.rename(entry["temp"], relative)
             elif op == "append":
-                for chunk in _source_chunks(step):
-                    tree.append(relative, chunk)
+                tree.append(relative, _source_chunks(step))
             elif op == "truncate":
                 tree.truncate(relative, step.size)
             if op in ("append", "truncate") and step.mtime_ns is not None:

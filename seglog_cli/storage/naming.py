@@ -40,6 +40,11 @@ _KRAFT_SNAPSHOT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 _SPECIAL_DIR = re.compile(r"^(\S+)-(\S+)\.(\S+)(-delete|-future|-stray)$")
 
 
+MAX_OFFSET = 2**63 - 1  # Kafka parses names with Long.parseLong
+OFFSET_OUT_OF_RANGE = ("the offset in the name is beyond 2^63-1: Kafka's Long.parseLong fails on it "
+                       "(NumberFormatException) and the log dir cannot be loaded")
+
+
 def format_offset(offset: int) -> str:
     """``LogFileUtils.filenamePrefixFromOffset``: at least 20 digits, zero-padded."""
     return f"{offset:020d}"
@@ -48,7 +53,14 @@ def format_offset(offset: int) -> str:
 def offset_from_name(name: str) -> int | None:
     """Kafka's ``offsetFromFileName``: the number before the first ``.`` (or tiered ``-``)."""
     head = name.split(".", 1)[0].split("-", 1)[0]
-    return int(head) if head.isdigit() else None
+    return int(head) if head.isdigit() and int(head) <= MAX_OFFSET else None
+
+
+def offset_out_of_range(name: str) -> bool:
+    """A segment, index, snapshot or KRaft snapshot name whose offset does not fit a Java long
+    (``99999999999999999999.log``): Kafka cannot load it; seglog names it and never reads it."""
+    match = _SEGMENT_NAME.match(name) or _KRAFT_SNAPSHOT.match(name)
+    return match is not None and int(match.group(1)) > MAX_OFFSET
 
 
 @dataclass(frozen=True)
@@ -71,6 +83,8 @@ def parse_segment_file_name(name: str) -> SegmentFileName | None:
     if match is None:
         return None
     digits, remote_id, suffix, temp = match.groups()
+    if int(digits) > MAX_OFFSET:
+        return None  # see offset_out_of_range
     return SegmentFileName(name, int(digits), suffix, temp, remote_id)
 
 
@@ -82,7 +96,9 @@ class KRaftSnapshotId:
 
 def parse_kraft_snapshot_name(name: str) -> KRaftSnapshotId | None:
     match = _KRAFT_SNAPSHOT.match(name)
-    return None if match is None else KRaftSnapshotId(int(match.group(1)), int(match.group(2)))
+    if match is None or int(match.group(1)) > MAX_OFFSET:
+        return None
+    return KRaftSnapshotId(int(match.group(1)), int(match.group(2)))
 
 
 @dataclass(frozen=True)

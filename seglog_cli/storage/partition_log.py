@@ -17,14 +17,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from seglog_cli.storage.errors import UnreadableInputError
+from seglog_cli.storage.files import NOT_A_FILE_DIRECTORY, regular_file_problem
 from seglog_cli.storage.naming import (
     CHECKPOINT_SUFFIX,
     LOG_SUFFIX,
     METADATA_TOPIC,
+    OFFSET_OUT_OF_RANGE,
     SNAPSHOT_SUFFIX,
     PartitionDirName,
     parse_kraft_snapshot_name,
     parse_partition_dir_name,
+    offset_out_of_range,
     parse_segment_file_name,
 )
 from seglog_cli.storage.segments import LogSegment, OffsetMatch
@@ -42,6 +45,9 @@ class PartitionFiles:
     index_files: list[Path] = field(default_factory=list)
     temp_files: list[Path] = field(default_factory=list)
     other_files: list[Path] = field(default_factory=list)
+    # entries that are no regular file (a FIFO, a device, a socket, a dangling symlink, a loop)
+    # or whose offset does not fit a long: (path, why); Kafka skips the first kind, fails on the second
+    unusable: list[tuple[Path, str]] = field(default_factory=list)
 
 
 class PartitionLog:
@@ -128,7 +134,10 @@ def _list_partition(path: Path) -> PartitionFiles:
     except OSError as exc:
         raise UnreadableInputError(f"cannot list directory: {exc.strerror}", path) from None
     for entry in entries:
-        if not entry.is_file():
+        problem = regular_file_problem(entry)
+        if problem is not None or offset_out_of_range(entry.name):
+            if problem != NOT_A_FILE_DIRECTORY:
+                files.unusable.append((entry, problem or OFFSET_OUT_OF_RANGE))
             continue
         parsed = parse_segment_file_name(entry.name)
         if parsed is None:
@@ -182,7 +191,12 @@ class LogDir:
                       and parse_partition_dir_name(entry.name) is None)
 
     def root_files(self) -> list[Path]:
-        return sorted(entry for entry in self.path.iterdir() if entry.is_file())
+        return sorted(entry for entry in self.path.iterdir() if regular_file_problem(entry) is None)
+
+    def unusable_root_files(self) -> list[tuple[Path, str]]:
+        """Entries of the log dir that are neither regular files nor directories: (path, why)."""
+        found = ((entry, regular_file_problem(entry)) for entry in sorted(self.path.iterdir()))
+        return [(entry, why) for entry, why in found if why is not None and why != NOT_A_FILE_DIRECTORY]
 
 
 def looks_like_partition_dir(path: Path) -> bool:

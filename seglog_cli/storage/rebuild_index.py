@@ -32,9 +32,9 @@ from typing import Mapping
 from seglog_cli.storage import native
 from seglog_cli.storage.batches import LogScan
 from seglog_cli.storage.errors import SeglogError, UnreadableInputError
-from seglog_cli.storage.files import MappedFile
+from seglog_cli.storage.files import NOT_A_FILE_DIRECTORY, MappedFile, is_present, regular_file_problem
 from seglog_cli.storage.indexes import ABORTED_TXN
-from seglog_cli.storage.naming import parse_segment_file_name
+from seglog_cli.storage.naming import OFFSET_OUT_OF_RANGE, offset_out_of_range, parse_segment_file_name
 from seglog_cli.storage.producer_state import rebuild_producer_state, replay_segment
 from seglog_cli.storage.partition_log import PartitionLog, partition_dirs_under
 from seglog_cli.storage.journal import FileStep
@@ -45,6 +45,8 @@ from seglog_cli.storage.writer import OFFSET_ENTRY, TIME_ENTRY, SegmentIndexer, 
 
 INT32_MAX = 2**31 - 1
 NO_TIMESTAMP = -1
+MAX_SEGMENT_BYTES = 2**31 - 1  # FileRecords: a segment's size is an int
+WALK_CHUNK = 64 * 1024 * 1024  # bytes the compiled recovery walk checks per call
 TXN_ENTRY_SIZE = ABORTED_TXN.size
 
 ENTRY_SIZES = {"offset": OFFSET_ENTRY.size, "time": TIME_ENTRY.size, "txn": TXN_ENTRY_SIZE}
@@ -148,12 +150,18 @@ class RecoveredIndexes:
 
 def recover_indexes(mapped: MappedFile, base_offset: int, config: TopicConfig = TopicConfig()) -> RecoveredIndexes:
     """The offset and time index ``LogSegment.recover`` builds for ``mapped`` (a ``.log``):
-    the writer's :class:`SegmentIndexer` fed every batch from position 0."""
+    the writer's :class:`SegmentIndexer` fed every batch from position 0. A ``.log`` larger than
+    2^31 - 1 bytes is refused: Kafka's ``FileRecords`` will not open it and an ``.index``
+    position is a 32-bit int, so its entries would wrap."""
+    if mapped.size > MAX_SEGMENT_BYTES:
+        raise RebuildError(f"the segment is {mapped.size} bytes, larger than the maximum allowed segment size of "
+                           f"{MAX_SEGMENT_BYTES} (Kafka refuses to open it; .index positions are 32-bit)",
+                           mapped.path)
     indexer = SegmentIndexer(base_offset, config.index_interval_bytes, config.segment_index_bytes, path=mapped.path)
     start, fast_batches, producers = 0, 0, None
     compiled = native.module
     if compiled is not None and mapped.size:
-        start, fast_batches, producers = indexer.recover_compiled(mapped.buffer, 0, mapped.size, compiled)
+        start, fast_batches, producers = _recover_compiled(indexer, mapped, compiled)
     scan = LogScan(mapped, start, resync=False)
     try:
         valid_bytes, batches, stopped = indexer.recover(scan.chunks(), start)
@@ -182,6 +190,28 @@ def recover_indexes(mapped: MappedFile, base_offset: int, config: TopicConfig = 
                             indexer.transactional_batches, indexer.next_offset, producers)
 
 
+def _recover_compiled(indexer: SegmentIndexer, mapped: MappedFile, compiled) -> tuple[int, int, list[int]]:
+    """The compiled recovery walk, ``WALK_CHUNK`` bytes at a time with the pages behind dropped
+    in between, so a 1 GiB segment is never resident at once. Each call's state carries into the
+    next; its producer positions are concatenated, a chunk's closing repeat of its last batch
+    (when its list ends with one) dropped but the final one's: the replay takes every run's first
+    and last batch in order, and the very last batch once more to set the map end offset."""
+    position, batches, producers, chunk, repeated = 0, 0, [], WALK_CHUNK, False
+    while True:
+        end = min(mapped.size, position + chunk)
+        stopped, count, positions = indexer.recover_compiled(mapped.buffer, position, end, compiled)
+        batches += count
+        if repeated and positions:
+            producers.pop()  # the previous chunk's repeat of its last batch: more batches follow it
+        producers.extend(positions)
+        repeated = positions[-1] in positions[:-1] if positions else repeated
+        if stopped >= mapped.size or not count and end == mapped.size:
+            return stopped, batches, producers
+        chunk = WALK_CHUNK if count else chunk * 4  # a batch larger than the chunk: a longer reach
+        position = stopped
+        mapped.release_behind(position)
+
+
 # -- planning ---------------------------------------------------------------------------------
 
 def plan_rebuild(paths: list[str], config: TopicConfig | Mapping[Path, TopicConfig] = TopicConfig(),
@@ -192,8 +222,9 @@ def plan_rebuild(paths: list[str], config: TopicConfig | Mapping[Path, TopicConf
     plan = RebuildPlan(config)
     for raw in paths:
         path = Path(raw)
-        if not path.exists():
-            plan.unreadable.append(f"{raw}: no such file or directory")
+        problem = regular_file_problem(path)
+        if problem is not None and problem != NOT_A_FILE_DIRECTORY:
+            plan.unreadable.append(f"{raw}: {'no such file or directory' if problem == 'no such file' else problem}")
             continue
         for log_dir, segments, partition in _segments_of(path, plan):
             if log_dir not in plan.log_dirs:
@@ -201,9 +232,14 @@ def plan_rebuild(paths: list[str], config: TopicConfig | Mapping[Path, TopicConf
             if partition is not None:
                 plan.fingerprint.update(take_fingerprint(plan_directories([partition.path])))
             planned = []
+            unusable = {} if partition is None else dict(partition.files.unusable)
+            plan.unreadable.extend(f"{entry}: {why}" for entry, why in unusable.items()
+                                   if path.is_dir() or entry.name.startswith(path.name.split(".")[0]))
             for segment in segments:
                 if any(s.log_path == segment.log_path for s in plan.segments):
                     continue
+                if any(p in unusable for p in (segment.index_path, segment.time_index_path, segment.txn_index_path)):
+                    continue  # named above; nothing is planned over it
                 planned.append(plan_segment(segment, config_for(config, segment.log_path.parent)))
             plan.segments.extend(planned)
             if txn_index and partition is not None and any(p.transactional_batches or _has_txn_index(p) for p in planned):
@@ -239,6 +275,9 @@ def _segments_of(path: Path, plan: RebuildPlan):
     """(log dir, segments, partition log or None) for one argument."""
     if path.is_file():
         parsed = parse_segment_file_name(path.name)
+        if offset_out_of_range(path.name):
+            plan.unreadable.append(f"{path}: {OFFSET_OUT_OF_RANGE}")
+            return
         if parsed is None or parsed.is_temp:
             plan.unreadable.append(f"{path}: not a segment file (a .log, .index, .timeindex or .txnindex)")
             return
@@ -283,35 +322,38 @@ def plan_segment(segment: LogSegment, config: TopicConfig = TopicConfig()) -> Se
 
 
 def _compare(path: Path, kind: str, rebuilt: bytes) -> IndexFilePlan:
+    """What writing ``rebuilt`` over the index file at ``path`` changes. The file is mapped,
+    not read: only as many bytes as ``rebuilt`` holds (and one entry more) are compared, the
+    rest is checked to be zeros, so a huge or sparse index costs no memory."""
     size = ENTRY_SIZES[kind]
     entries = len(rebuilt) // size
-    try:
-        existing = path.read_bytes()
-    except FileNotFoundError:
+    if not is_present(path):
         return IndexFilePlan(path, kind, rebuilt, None, CREATE, f"missing; recovery writes {entries} entries")
-    except OSError as exc:
-        raise UnreadableInputError(f"cannot read: {exc.strerror}", path) from None
-    if existing == rebuilt:
-        return IndexFilePlan(path, kind, rebuilt, len(existing), IDENTICAL, f"identical ({entries} entries)")
-    if existing[:len(rebuilt)] == rebuilt and not any(existing[len(rebuilt):]):
-        return IndexFilePlan(path, kind, rebuilt, len(existing), TRIM,
-                             f"same {entries} entries; {len(existing) - len(rebuilt)} zero bytes of preallocation "
+    with MappedFile(path) as mapped:
+        total = mapped.size
+        existing = bytes(mapped.view[:len(rebuilt) + size])
+        zero_tail = mapped.find_non_zero(len(existing)) is None
+    if total == len(rebuilt) and existing == rebuilt:
+        return IndexFilePlan(path, kind, rebuilt, total, IDENTICAL, f"identical ({entries} entries)")
+    if zero_tail and existing[:len(rebuilt)] == rebuilt and not any(existing[len(rebuilt):]):
+        return IndexFilePlan(path, kind, rebuilt, total, TRIM,
+                             f"same {entries} entries; {total - len(rebuilt)} zero bytes of preallocation "
                              "trimmed")
-    kept = _entries_before_zero_tail(existing, size)
+    kept = _entries_before_zero_tail(existing, size) if zero_tail else total // size + 1
     if kept < entries and rebuilt[:kept * size] == existing[:kept * size]:
         more = entries - kept
         why = (" (the final time index entry Kafka writes when it closes the segment)"
                if kind == "time" and more == 1 else "")
-        trimmed = len(existing) - kept * size
-        return IndexFilePlan(path, kind, rebuilt, len(existing), REWRITE,
+        trimmed = total - kept * size
+        return IndexFilePlan(path, kind, rebuilt, total, REWRITE,
                              f"keeps the {kept} existing entries and adds {more}{why}"
                              + (f"; {trimmed} zero bytes of preallocation trimmed" if trimmed else ""))
     first = _first_difference(existing, rebuilt, size)
     old = _entry_text(kind, existing, first, size)
     new = _entry_text(kind, rebuilt, first, size)
-    return IndexFilePlan(path, kind, rebuilt, len(existing), REWRITE,
+    return IndexFilePlan(path, kind, rebuilt, total, REWRITE,
                          f"differs from entry {first}: existing {old}, rebuilt {new} "
-                         f"({len(existing) // size} entries vs {entries})")
+                         f"({total // size} entries vs {entries})")
 
 
 def _entries_before_zero_tail(data: bytes, size: int) -> int:

@@ -37,16 +37,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from seglog_cli.storage.batches import LogScan
+from seglog_cli.storage.batches import INT32_MAX, LogScan
 from seglog_cli.storage.checkpoints import (EpochEntry, TopicPartition, format_leader_epoch_checkpoint,
                                             format_offset_checkpoint, read_leader_epoch_checkpoint,
                                             read_offset_checkpoint)
 from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.files import MappedFile
+from seglog_cli.storage.files import MappedFile, has_contents
 from seglog_cli.storage.indexes import TransactionIndex, format_aborted_txns
 from seglog_cli.storage.log_dir_files import (CLEAN_SHUTDOWN, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
                                               REPLICATION_CHECKPOINT)
-from seglog_cli.storage.naming import format_offset, parse_partition_dir_name, parse_segment_file_name
+from seglog_cli.storage.naming import OFFSET_OUT_OF_RANGE, format_offset, parse_partition_dir_name, parse_segment_file_name
 from seglog_cli.storage.parallel import parallel_map
 from seglog_cli.storage.partition_log import PartitionLog
 from seglog_cli.storage.producer_state import (ProducerStateManager, rebuild_producer_state, recover_batch,
@@ -56,7 +56,7 @@ from seglog_cli.storage.journal import FileStep
 from seglog_cli.storage.segment_split import split_overflowed
 from seglog_cli.storage.segments import LogSegment
 from seglog_cli.storage.topic_config import TopicConfig, config_for
-from seglog_cli.storage.writer import SegmentIndexer
+from seglog_cli.storage.writer import SegmentIndexer, WriterError
 from seglog_cli.storage.write_session import WriteSession, plan_directories, take_fingerprint
 
 KAFKA, SALVAGE = "kafka", "salvage"
@@ -218,6 +218,8 @@ def plan_partition(directory: Path, state: _LogDirState, mode: str, config: Topi
     recovery_point = state.recovery_points.get(tp, 0)
     log_start_checkpoint = state.log_starts.get(tp, 0)
     out = PartitionRecovery(directory, mode, state.clean_shutdown, recovery_point)
+    if _unusable_files(directory, out):
+        return out
     files = _housekeeping(directory, out)
     segments = _segments(directory, files, out)
     # pass 4: segments whose .index is missing or whose .txnindex fails its check are recovered now
@@ -245,14 +247,22 @@ def plan_partition(directory: Path, state: _LogDirState, mode: str, config: Topi
     return out
 
 
+def _unusable_files(directory: Path, out: PartitionRecovery) -> bool:
+    """Entries that are no regular file (Kafka's loader skips them: a note) or whose offset does
+    not fit a long (Kafka's loader fails: the partition is refused). True when refused."""
+    for entry, why in PartitionLog(directory).files.unusable:
+        if why == OFFSET_OUT_OF_RANGE:
+            out.refused = f"{entry.name}: {why}; rename or remove it; nothing is planned for this partition"
+            return True
+        out.notes.append(f"{entry.name}: {why}; Kafka's loader skips it, and so does this plan")
+    return False
+
+
 def _no_op(step: Step) -> bool:
     """A replacement with the bytes already there (recovery rebuilt what was right)."""
     if step.op != "replace":
         return False
-    try:
-        return step.path.read_bytes() == step.data
-    except OSError:
-        return False
+    return has_contents(step.path, step.data)
 
 
 def _housekeeping(directory: Path, out: PartitionRecovery) -> dict[str, Path]:
@@ -486,7 +496,7 @@ def _salvage(work: _Work, segment: LogSegment, valid: int | None, manager: Produ
             if batch.base_offset > expected and position > 0 or (batch.position > 0 and not pieces and
                                                                    batch.base_offset > expected):
                 lost.append((expected, batch.base_offset - 1))
-            indexer.append(position, batch.size, batch.last_offset, batch.max_timestamp, batch.last_offset)
+            _index_kept(indexer, segment, position, batch)
             pieces.append(bytes(mapped.view[batch.position:batch.end_position]))
             recover_batch(manager, mapped.buffer, batch, str(segment.log_path), aborted)
             position += batch.size
@@ -495,7 +505,7 @@ def _salvage(work: _Work, segment: LogSegment, valid: int | None, manager: Produ
         torn = _torn_batch_last_offset(mapped.view, last_end, size, expected)
         if torn is not None:
             lost.append((expected, torn))
-    indexer.close()
+    _index_kept(indexer, segment)
     data = b"".join(pieces)
     out.bytes_truncated += size - len(data)
     out.offsets_lost.extend(lost)
@@ -516,6 +526,26 @@ def _salvage(work: _Work, segment: LogSegment, valid: int | None, manager: Produ
     if work.salvaged_from is None:
         work.salvaged_from = segment.base_offset
     return False
+
+
+def _index_kept(indexer: SegmentIndexer, segment: LogSegment, position: int | None = None, batch=None) -> None:
+    """Index a batch salvage keeps (or, without one, close the indexer); a batch the segment's
+    32-bit relative offsets cannot hold, or that the index refuses, refuses the partition."""
+    why = None
+    if batch is not None and not 0 <= batch.last_offset - segment.base_offset <= INT32_MAX:
+        why = (f"the valid batch at position {batch.position} holds offset {batch.last_offset}, which does not "
+               "fit the segment (relative offset overflow)")
+    else:
+        try:
+            if batch is None:
+                indexer.close()
+            else:
+                indexer.append(position, batch.size, batch.last_offset, batch.max_timestamp, batch.last_offset)
+        except WriterError as exc:
+            why = exc.message
+    if why is not None:
+        raise _Refused(f"segment {segment.base_offset}: salvage cannot index the batches it keeps: {why}; "
+                       "nothing is planned for this partition")
 
 
 class _NeedsSplit(Exception):
@@ -572,8 +602,9 @@ class _Refused(Exception):
 
 
 def _refusal(exc: RebuildError, segment: LogSegment) -> str:
+    hint = "" if exc.message.startswith("the segment is") else "; raise segment.index.bytes with --config to rebuild it"
     return (f"segment {segment.base_offset}: {exc.message} (Kafka's recovery throws here and the log dir goes "
-            "offline; raise segment.index.bytes with --config to rebuild it); nothing is planned for this partition")
+            f"offline{hint}); nothing is planned for this partition")
 
 
 def _offsets_after(segment: LogSegment, position: int, first: int) -> tuple[int, int] | None:

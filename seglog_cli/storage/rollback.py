@@ -21,7 +21,7 @@ import stat
 from pathlib import Path
 
 from seglog_cli.storage.durable import CannotWriteError, Tree, read_chunks
-from seglog_cli.storage.journal import (POINTER, ROLLED_BACK, FileStep, Journal, JournalError,
+from seglog_cli.storage.journal import (POINTER, ROLLED_BACK, FileStep, Journal, JournalError, backup_chunks,
                                         read_manifest)
 from seglog_cli.storage.safety import BackupError
 
@@ -261,15 +261,14 @@ def carry_out(tree: Tree, steps: list[FileStep], temp_tag: str) -> None:
             temp = f"{relative}.seglog-{temp_tag}.tmp"
             if tree.lstat(temp) is not None:
                 tree.unlink(temp)
-            tree.create(temp, _chunks(step.source))
+            tree.create(temp, backup_chunks(step.source))
             if step.mtime_ns is not None:
                 tree.set_mtime(temp, step.mtime_ns)
             tree.rename(temp, relative)
         elif step.op == "truncate":
             tree.truncate(relative, step.size)
         elif step.op == "append":
-            for chunk in _chunks(step.source):
-                tree.append(relative, chunk)
+            tree.append(relative, backup_chunks(step.source))
         if step.op in ("truncate", "append") and step.mtime_ns is not None:
             tree.set_mtime(relative, step.mtime_ns)
         elif step.op == "rename":
@@ -278,17 +277,6 @@ def carry_out(tree: Tree, steps: list[FileStep], temp_tag: str) -> None:
             tree.rmdir(relative)
         elif step.op == "mkdir":
             tree.mkdir(relative)
-
-
-def _chunks(path: Path):
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError as exc:
-        raise BackupError(f"cannot read the backup: {exc.strerror}", path) from None
-    try:
-        yield from read_chunks(fd)
-    finally:
-        os.close(fd)
 
 
 def recover_pending(tree: Tree) -> list[str]:

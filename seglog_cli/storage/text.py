@@ -10,6 +10,7 @@ U+FFFD where Python emits one per byte. The ``java-replace`` error handler close
 from __future__ import annotations
 
 import codecs
+import re
 
 ERRORS = "seglog-java-replace"
 
@@ -29,3 +30,23 @@ codecs.register_error(ERRORS, _java_replace)
 def java_utf8(data: bytes) -> str:
     """``new String(data, StandardCharsets.UTF_8)``."""
     return data.decode("utf-8", ERRORS)
+
+
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\udc80-\udcff]")
+
+
+def _escape_one(match: re.Match) -> str:
+    char = match.group()
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte of a name that is not UTF-8 (surrogateescape)
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` (a file name, a message naming one) safe for a one-line human-readable output:
+    control characters (``\\x1b``, ``\\r``, a newline), bidirectional overrides and the bytes of
+    a name that is not UTF-8 are written as ``\\xNN``/``\\uNNNN`` escapes, so a name read from
+    disk cannot break a line, move the cursor, recolour the terminal or fail the encoder.
+    Text without such characters is returned unchanged."""
+    return _UNPRINTABLE.sub(_escape_one, text) if _UNPRINTABLE.search(text) else text

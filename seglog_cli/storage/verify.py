@@ -15,7 +15,8 @@ from pathlib import Path
 from seglog_cli.storage.checkpoints import TopicPartition
 from seglog_cli.storage.errors import SeglogError
 from seglog_cli.storage.findings import Code, Finding, Severity
-from seglog_cli.storage.naming import parse_segment_file_name
+from seglog_cli.storage.files import NOT_A_FILE_DIRECTORY, regular_file_problem
+from seglog_cli.storage.naming import OFFSET_OUT_OF_RANGE, offset_out_of_range, parse_segment_file_name
 from seglog_cli.storage.partition_log import LogDir, find_kafka_dirs, is_log_dir, looks_like_partition_dir
 from seglog_cli.storage.segments import LogSegment
 from seglog_cli.storage.snapshots import read_snapshot
@@ -100,9 +101,11 @@ def verify(paths: list[str], options: VerifyOptions = VerifyOptions(), progress=
     log_dirs: list[LogDir] = []
     for raw in paths:
         path = Path(raw)
-        if not path.exists():
+        problem = regular_file_problem(path)
+        if problem is not None and problem != NOT_A_FILE_DIRECTORY:
             report.unreadable.append(raw)
-            report.findings.append(Finding(Code.UNREADABLE_FILE, ERROR, raw, None, "no such file or directory"))
+            report.findings.append(Finding(Code.UNREADABLE_FILE, ERROR, raw, None,
+                                           "no such file or directory" if problem == "no such file" else problem))
         elif path.is_dir():
             if looks_like_partition_dir(path):
                 partition_dirs.append(path)
@@ -157,7 +160,10 @@ def _verify_file(path: Path, level: str, report: VerifyReport) -> None:
     parsed = parse_segment_file_name(name)
     findings = report.findings
     stats = report.files
-    if name in TEXT_FILES:
+    if offset_out_of_range(name):
+        report.unreadable.append(str(path))
+        findings.append(Finding(Code.UNREADABLE_FILE, ERROR, str(path), None, OFFSET_OUT_OF_RANGE))
+    elif name in TEXT_FILES:
         content = read_text_file(path, findings)
         if name == "leader-epoch-checkpoint" and content is not None:
             _epochs_increasing(path, content, findings)
@@ -235,6 +241,8 @@ def _log_dir_files(log_dir: LogDir, report: VerifyReport) -> None:
             ranges[TopicPartition(partition.topic, partition.partition)] = (partition.log_start_offset,
                                                                            partition.log_end_offset)
     checkpoints = {}
+    for path, why in log_dir.unusable_root_files():
+        report.findings.append(Finding(Code.UNREADABLE_FILE, ERROR, str(path), None, why))
     for path in log_dir.root_files():
         name = path.name
         if name in OFFSET_CHECKPOINTS:

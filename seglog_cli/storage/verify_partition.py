@@ -16,10 +16,10 @@ from pathlib import Path
 
 from seglog_cli.storage.batches import LogScan
 from seglog_cli.storage.control import parse_control_record
-from seglog_cli.storage.errors import SeglogError
+from seglog_cli.storage.errors import SeglogError, UnreadableInputError
 from seglog_cli.storage.findings import Code, Finding, Severity
 from seglog_cli.storage.indexes import TransactionIndex
-from seglog_cli.storage.naming import parse_segment_file_name
+from seglog_cli.storage.naming import parse_partition_dir_name, parse_segment_file_name
 from seglog_cli.storage.partition_log import PartitionLog
 from seglog_cli.storage.records import read_records
 from seglog_cli.storage.snapshots import read_snapshot
@@ -58,9 +58,17 @@ class PartitionReport:
 
 def verify_partition(path: str | Path, level: str = SHALLOW, progress=None) -> PartitionReport:
     """Verify the partition directory at ``path``; ``progress(bytes)`` is called per segment."""
-    log = PartitionLog(path)
+    try:
+        log = PartitionLog(path)
+    except UnreadableInputError as exc:  # a directory that cannot be listed
+        name = parse_partition_dir_name(Path(path).name)
+        report = PartitionReport(str(path), name and name.topic, name and name.partition)
+        report.findings.append(Finding(Code.UNREADABLE_FILE, ERROR, str(path), None, exc.message))
+        return report
     report = PartitionReport(str(log.path), log.topic, log.partition)
     findings = report.findings
+    for entry, why in log.files.unusable:
+        findings.append(Finding(Code.UNREADABLE_FILE, ERROR, str(entry), None, why))
     summaries: list[SegmentSummary] = []
     for i, segment in enumerate(log.segments):
         summary = SegmentVerifier(segment, findings, active=i == len(log.segments) - 1, level=level).run()

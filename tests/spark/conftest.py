@@ -136,6 +136,8 @@ def make_partition(directory: Path, size_mb: float, compression: str = "none", o
 
     meta = write_segment(directory / "00000000000000000000.log", int(size_mb * 1024 * 1024),
                          compression=compression, one_record=one_record)
-    result = run_seglog("rebuild-index", "--apply", "--backup-dir", str(directory.parent / "backups"), str(directory))
+    # the backups beside the log dir, never inside it (seglog refuses that)
+    result = run_seglog("rebuild-index", "--apply", "--backup-dir", str(directory.parent.parent / "backups"),
+                        str(directory))
     assert result.exit_code == 0, result.err
     return meta

@@ -243,6 +243,11 @@ def test_the_next_writer_rolls_an_interrupted_run_back_first(log_dir, tmp_path):
                              str(tmp_path / "b"), str(log_dir / "orders-0")], env=env, capture_output=True, text=True)
     assert killed.returncode == 137, killed.stderr
     assert (log_dir / POINTER).exists()
+    planned = run_seglog("recover", str(log_dir))  # a plan only: says the pending run changes the picture
+    assert "interrupted seglog run is pending" in planned.err and (log_dir / POINTER).exists()
+    verified = run_seglog("verify", "--format", "json", str(log_dir))
+    assert any(f["code"] == "INTERRUPTED_SEGLOG_RUN" and f["severity"] == "warning"
+               for f in json.loads(verified.out)["findings"])
     with WriteSession([log_dir], "test", tmp_path / "b2") as session:
         assert any("rolled back" in note for note in session.notes)
     assert not (log_dir / POINTER).exists()

@@ -20,7 +20,7 @@ One produce request per batch, as on the leader (``UnifiedLog.appendAsLeader``):
   log dir's recovery point brought up to date.
 
 Everything is computed first (:func:`plan_append`, nothing written) and applied by
-:func:`apply_append` through a :class:`ChangeSet` under the log dir's lock, in an order where a
+:func:`apply_append` through the write protocol (:mod:`seglog_cli.storage.write_session`), in an order where a
 crash at any step leaves a directory Kafka loads as it is: the leader-epoch-checkpoint first (an
 epoch starting at the log end offset is what a new leader writes), then the ``.log`` bytes (one
 write and an fsync per segment), then indexes, snapshots and ``.txnindex``, the recovery point

@@ -15,8 +15,8 @@
   state at the segment's base offset (``producer_state``).
 
 seglog plans first: each index file is compared with what recovery would write, and only the
-files that differ are rewritten on :func:`apply_rebuild` (through a :class:`ChangeSet`, the
-originals kept in the backup). A segment whose ``.log`` is not valid to its end is refused: the
+files that differ are rewritten on :func:`apply_rebuild` (through the write protocol of
+:mod:`seglog_cli.storage.write_session`, the originals kept in the backup). A segment whose ``.log`` is not valid to its end is refused: the
 bytes after the last valid batch are what ``seglog recover`` is for.
 
 The walk keeps one offset and one time index in memory as packed bytes (at most

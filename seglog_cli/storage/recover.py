@@ -22,8 +22,10 @@ Per partition, in Kafka's order (``LogLoader.load``):
 region alone is cut out, found by the same resync as verify) and the later segments. The plan
 names the offsets each mode loses.
 
-Everything removed or replaced goes through a :class:`ChangeSet` (original bytes and a manifest
-in ``seglog-backups/`` beside the log dir), under the log dir's lock.
+Everything removed or replaced goes through the write protocol (:mod:`seglog_cli.storage.write_session`:
+the log dir's lock taken before planning, a journal, the original bytes and a manifest in
+``seglog-backups/`` beside the log dir); later segments are removed before a truncation, the last
+first, so the log stays a valid prefix of itself at every instant.
 """
 
 from __future__ import annotations

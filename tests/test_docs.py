@@ -39,3 +39,12 @@ def test_readme_library_example_runs(capsys):
     offsets = [int(line.split()[0]) for line in lines[:5]]
     assert offsets == [120, 121, 122, 123, 124]  # the records of the batch holding offset 120
     assert lines[5].split() == ["120", "124", "True"]  # then the batches from there on
+
+
+def test_readme_library_example_past_the_log_end_says_so(capsys):
+    """The same snippet with an offset past the log end (find_offset returns None): no TypeError."""
+    snippet = re.search(r"```python\n(.*?)```", README, re.S).group(1)
+    example = str(REPO / "examples" / "logdir" / "orders-0")
+    code = snippet.replace("/var/lib/kafka/data/orders-0", example).replace("120", "1000000")
+    exec(compile(code, "README.md", "exec"), {})
+    assert capsys.readouterr().out.strip() == "offset 1000000 is past the log end offset 300"

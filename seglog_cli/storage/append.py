@@ -516,9 +516,9 @@ def _refuse_unrecovered(directory: Path, log_end_offset: int) -> None:
 
 def _writes(plan: AppendPlan, directory: Path, segments: list[_Segment], snapshots: list[tuple[int, bytes]],
             epochs: list[EpochEntry], epoch: int, new_epoch: bool, options: AppendOptions) -> None:
-    """The steps, in an order where a crash after any of them leaves a directory Kafka loads:
-    the clean-shutdown marker goes first (so a crash sends Kafka through its recovery from the
-    recovery point, which moves only at the end) and comes back last."""
+    """The steps, in an order where a crash after any of them leaves a directory Kafka loads
+    (the write protocol adds the clean-shutdown marker's removal first and return last, and
+    lowers the recovery point meanwhile: see write_session.kafka_order)."""
     writes = plan.writes
     if plan.created:
         writes.append(FileWrite("mkdir", directory, b"", "a new partition directory"))
@@ -544,6 +544,9 @@ def _writes(plan: AppendPlan, directory: Path, segments: list[_Segment], snapsho
         offsets[TopicPartition(name.topic, name.partition)] = plan.log_end_offset_after
         writes.append(FileWrite("replace", checkpoint, format_offset_checkpoint(offsets),
                                 f"recovery point {plan.log_end_offset_after}"))
+    for i, write in enumerate(writes):  # say "create" for a file that is not there yet
+        if write.op == "replace" and not write.path.exists():
+            writes[i] = FileWrite("create", write.path, write.data, write.why)
 
 
 def _snapshot_write(directory: Path, offset: int, data: bytes) -> FileWrite:

@@ -469,3 +469,17 @@ def test_verbose_lists_every_batch_and_log_append_time(log_dir):
     assert all(b["maxTimestamp"] > T for b in batches)  # the broker clock, not the records'
     assert (log_dir / "t-0" / "leader-epoch-checkpoint").read_text() == "0\n1\n4 0\n"
     assert os.path.exists(log_dir / "t-0" / "partition.metadata")
+
+
+def test_the_plan_says_create_for_new_files_and_replace_for_existing_ones(log_dir):
+    planned = append(log_dir / "t-0", "--create", "--value", "a", "--verbose")
+    ops = {line.split()[1].rstrip(":"): line.split()[0] for line in planned.out.splitlines()
+           if line.split() and line.split()[0] in ("create", "replace", "append", "mkdir")}
+    assert ops["t-0/00000000000000000000.log"] == "create" and ops["t-0/partition.metadata"] == "create"
+    assert "replace" not in ops.values()
+    assert append(log_dir / "t-0", "--create", "--value", "a", "--apply").exit_code == OK
+    (log_dir / ".kafka_cleanshutdown").write_text('{"version":0,"brokerEpoch":1}')
+    again = append(log_dir / "t-0", "--value", "b", "--verbose")
+    ops = {line.split()[1].rstrip(":"): line.split()[0] for line in again.out.splitlines()
+           if line.split() and line.split()[0] in ("create", "replace", "append")}
+    assert ops["t-0/00000000000000000000.log"] == "append" and ops["t-0/00000000000000000000.index"] == "replace"

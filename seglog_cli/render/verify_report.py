@@ -21,15 +21,20 @@ SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 MAX_TABLE_FINDINGS = 200
 
 
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``1 partition``, ``2 partitions`` (``plural`` where adding an s is wrong)."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
 def verdict(report: VerifyReport) -> str:
     counts = report.counts()
     summary = report.as_dict()["summary"]
-    what = (f"{summary['partitions']} partitions, {summary['segments']} segments, "
-            f"{summary['batches']} batches, {summary['bytes']} bytes")
+    what = ", ".join([counted(summary["partitions"], "partition"), counted(summary["segments"], "segment"),
+                      counted(summary["batches"], "batch", "batches"), counted(summary["bytes"], "byte")])
     if summary["records"] is not None:
-        what += f", {summary['records']} records"
-    return (f"{report.status}: {counts['error']} errors, {counts['warning']} warnings, "
-            f"{counts['info']} infos ({what}, {report.level} level)")
+        what += ", " + counted(summary["records"], "record")
+    return (f"{report.status}: {counted(counts['error'], 'error')}, {counted(counts['warning'], 'warning')}, "
+            f"{counted(counts['info'], 'info')} ({what}, {report.level} level)")
 
 
 def shown(report: VerifyReport, minimum: Severity) -> list[Finding]:

@@ -99,7 +99,7 @@ def test_damage_exits_3_and_names_file_position_and_offset(data_dir, tmp_path):
     lines = [line for line in result.out.splitlines() if line.startswith("ERROR")]
     assert lines == [f"ERROR {log}: position 14911 (offset 30): BATCH_CRC_MISMATCH: "
                      f"stored CRC 1721702108 but the bytes give {lines[0].rsplit(' ', 1)[1]}"]
-    assert result.out.splitlines()[-1].startswith("seglog verify: damage: 1 errors")
+    assert result.out.splitlines()[-1].startswith("seglog verify: damage: 1 error,")
     events = [json.loads(line) for line in verify("--format", "jsonl", partition).out.splitlines()]
     [crc] = [e for e in events if e["code"] == "BATCH_CRC_MISMATCH"]
     assert set(crc) == FINDING_KEYS | {"topic", "partition"}

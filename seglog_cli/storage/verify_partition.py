@@ -211,6 +211,18 @@ def _snapshots(log: PartitionLog, report: PartitionReport) -> None:
                                     f"at start-up", offset=offset))
 
 
+def _log_start_offset(log: PartitionLog) -> int:
+    """The partition's log start offset as far as the log dir's checkpoint says (0 when unknown)."""
+    path = log.path.parent / "log-start-offset-checkpoint"
+    if log.name is None or not path.is_file():
+        return 0
+    from seglog_cli.storage.checkpoints import TopicPartition, read_offset_checkpoint
+    try:
+        return read_offset_checkpoint(path).get(TopicPartition(log.topic, log.partition), 0)
+    except SeglogError:
+        return 0
+
+
 def _leader_epochs(log: PartitionLog, report: PartitionReport, summaries: list[SegmentSummary]) -> None:
     """The leader-epoch-checkpoint: readable, increasing, within the log, and naming the epoch of
     every batch (Kafka answers OffsetsForLeaderEpoch from it; a missing epoch makes followers
@@ -236,20 +248,27 @@ def _leader_epochs(log: PartitionLog, report: PartitionReport, summaries: list[S
                 f"epoch {entry.epoch} starts at offset {entry.start_offset}, past the log end offset {end}: Kafka "
                 f"truncates the cache at start-up", offset=entry.start_offset))
     starts = [entry.start_offset for entry in entries]
-    seen = set()
+    firsts = []  # (epoch, first offset) where each epoch starts, in log order
     for summary in summaries:
         for _position, epoch, first in summary.epochs:
-            if epoch in seen:
-                continue
-            seen.add(epoch)
-            i = bisect.bisect_right(starts, first) - 1
-            if i >= 0 and entries[i].epoch == epoch:
-                continue
-            said = f"epoch {entries[i].epoch} from offset {starts[i]}" if i >= 0 else "no epoch"
-            report.findings.append(Finding(
-                Code.LEADER_EPOCH_NOT_IN_CHECKPOINT, WARNING, str(path), None,
-                f"batches from offset {first} carry leader epoch {epoch}, but the checkpoint gives {said} there "
-                f"(Kafka rebuilds it only when it recovers those segments)", offset=first))
+            if epoch not in {e for e, _ in firsts}:
+                firsts.append((epoch, first))
+    log_start = _log_start_offset(log)
+    for n, (epoch, first) in enumerate(firsts):
+        # batches below the log start offset are no longer part of the log (DeleteRecords, the share
+        # coordinator's pruning): Kafka cut the checkpoint back to the log start (truncateFromStart)
+        ends = firsts[n + 1][1] if n + 1 < len(firsts) else None
+        if ends is not None and ends <= log_start:
+            continue
+        first = max(first, log_start)
+        i = bisect.bisect_right(starts, first) - 1
+        if i >= 0 and entries[i].epoch == epoch:
+            continue
+        said = f"epoch {entries[i].epoch} from offset {starts[i]}" if i >= 0 else "no epoch"
+        report.findings.append(Finding(
+            Code.LEADER_EPOCH_NOT_IN_CHECKPOINT, WARNING, str(path), None,
+            f"batches from offset {first} carry leader epoch {epoch}, but the checkpoint gives {said} there "
+            f"(Kafka rebuilds it only when it recovers those segments)", offset=first))
 
 
 # -- transaction index ---------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The crash sweep of issue 15: kill every writing command before each of its write steps in turn.
 
-    cd /work/wt-sweep && PYTHONPATH=. python -m tests.crash_sweep --command all --jobs 2
+    python -m tests.crash_sweep --command all --jobs 2        # from the repository root, venv active
     PYTHONPATH=. python -m tests.crash_sweep --command recover-kafka --max-points 5 --keep
 
 ``--command`` takes a command (recover, rebuild-index, append, simulate-retention, undo: all its
@@ -454,9 +454,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not CORPUS.is_dir():
         raise SystemExit(f"no corpus at {CORPUS} (set SEGLOG_CORPUS)")
+    fixtures = select(args.command)  # an unknown --command leaves no empty temp dir
     root = Path(tempfile.mkdtemp(prefix="crash-sweep-"))
     points = failures = 0
-    for fixture in select(args.command):
+    for fixture in fixtures:
         result = sweep(fixture, root, args.jobs, args.max_points, args.keep)
         report(result)
         points, failures = points + result.points, failures + len(result.failures)

@@ -36,7 +36,7 @@ import json
 import os
 import stat
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from seglog_cli.storage.durable import CannotWriteError, Tree, describe_os_error, fault_point, read_chunks
@@ -311,7 +311,8 @@ class Journal:
         for step, entry in zip(self.steps, self.document["steps"]):
             op, relative = entry["op"], entry["path"]
             if op == "write":
-                tree.unlink(entry["temp"]) if tree.lstat(entry["temp"]) is not None else None
+                if tree.lstat(entry["temp"]) is not None:
+                    tree.unlink(entry["temp"])
                 tree.create(entry["temp"], _source_chunks(step), mode=(entry["before"] or {}).get("mode", 0o644))
                 if step.mtime_ns is not None:
                     tree.set_mtime(entry["temp"], step.mtime_ns)

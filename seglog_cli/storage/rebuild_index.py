@@ -31,7 +31,7 @@ from typing import Mapping
 
 from seglog_cli.storage import native
 from seglog_cli.storage.batches import LogScan
-from seglog_cli.storage.errors import SeglogError, UnreadableInputError
+from seglog_cli.storage.errors import SeglogError
 from seglog_cli.storage.files import NOT_A_FILE_DIRECTORY, MappedFile, is_present, regular_file_problem
 from seglog_cli.storage.indexes import ABORTED_TXN
 from seglog_cli.storage.naming import OFFSET_OUT_OF_RANGE, offset_out_of_range, parse_segment_file_name

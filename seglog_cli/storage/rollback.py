@@ -279,6 +279,17 @@ def carry_out(tree: Tree, steps: list[FileStep], temp_tag: str) -> None:
             tree.mkdir(relative)
 
 
+def roll_back(journal: Journal) -> list[FileStep]:
+    """Put back what a journaled run changed, mark its manifest rolled back and remove the
+    pointer; the inverse steps carried out."""
+    steps = inverse_steps(journal.tree, journal.document, journal.directory)
+    carry_out(journal.tree, steps, f"{journal.document['id']}-rollback")
+    journal.document["state"] = ROLLED_BACK
+    journal.write_manifest()
+    journal.tree.unlink(POINTER)
+    return steps
+
+
 def recover_pending(tree: Tree) -> list[str]:
     """Finish what an interrupted seglog run left in this log dir (see the module doc); one
     line per thing done, for the operator."""
@@ -313,14 +324,9 @@ def recover_pending(tree: Tree) -> list[str]:
         return [f"finished rolling back the `{document['command']}` run of {document['started']}"]
     # a run is committed when its pointer is gone: one stopped before that never reported success
     # (even with every step done), so it is rolled back and a rerun does the whole of it once
-    steps = inverse_steps(tree, document, backup_dir)
-    carry_out(tree, steps, f"{document['id']}-rollback")
-    journal = Journal(tree, backup_dir, document)
-    document["state"] = ROLLED_BACK
-    journal.write_manifest()
-    tree.unlink(POINTER)
+    steps = roll_back(Journal(tree, backup_dir, document))
     return [f"rolled back the interrupted `{document['command']}` run of {document['started']} ({len(steps)} "
             f"action{'' if len(steps) == 1 else 's'}; its backup and manifest stay in {backup_dir})"]
 
 
-__all__ = ["ConflictError", "carry_out", "inverse_steps", "recover_pending"]
+__all__ = ["ConflictError", "carry_out", "inverse_steps", "recover_pending", "roll_back"]

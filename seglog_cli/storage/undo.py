@@ -12,7 +12,6 @@ be undone). File modification times come back with the contents.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 

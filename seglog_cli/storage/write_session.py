@@ -23,10 +23,10 @@ from pathlib import Path
 from seglog_cli.storage.checkpoints import TopicPartition, format_offset_checkpoint, parse_offset_checkpoint
 from seglog_cli.storage.durable import CannotWriteError, Tree, read_chunks
 from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.journal import POINTER, ROLLED_BACK, FileStep, Journal
+from seglog_cli.storage.journal import FileStep, Journal
 from seglog_cli.storage.log_dir_files import CLEAN_SHUTDOWN, RECOVERY_POINT_CHECKPOINT
 from seglog_cli.storage.naming import parse_partition_dir_name, parse_segment_file_name
-from seglog_cli.storage.rollback import carry_out, inverse_steps, recover_pending
+from seglog_cli.storage.rollback import recover_pending, roll_back
 from seglog_cli.storage.safety import (LOCK_FILE, LogDirLock, PlanOutdatedError, check_backup_root,
                                        default_backup_root, resolve_log_dir)
 
@@ -104,11 +104,7 @@ class WriteSession:
 def _rolled_back(tree: Tree, journal: Journal) -> str:
     """After a failed step: put back what was done, and say so."""
     try:
-        steps = inverse_steps(tree, journal.document, journal.directory)
-        carry_out(tree, steps, f"{journal.document['id']}-rollback")
-        journal.document["state"] = ROLLED_BACK
-        journal.write_manifest()
-        tree.unlink(POINTER)
+        roll_back(journal)
     except SeglogError as exc:
         return (f"; some changes were made and could not be rolled back now ({exc.message}): the next seglog command "
                 f"on {tree.root} rolls them back from {journal.directory}")

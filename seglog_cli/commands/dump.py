@@ -8,7 +8,7 @@ from typing import List, Optional
 
 import typer
 
-from seglog_cli.commands.options import command_paths, parse_timestamp
+from seglog_cli.commands.options import command_paths, parse_timestamp, show_progress
 from seglog_cli.render.text import DECODERS, TextDumpRenderer, decoder_for
 from seglog_cli.status import ExitStatus, UsageError, guarded
 from seglog_cli.storage.dump import INT32_MAX, DumpOptions, dump, expand_paths
@@ -59,7 +59,7 @@ def dump_command(
     to_timestamp: Optional[str] = typer.Option(None, "--to-timestamp", help="Stop before the first record with timestamp > this (epoch ms or ISO-8601)."),
     types: str = typer.Option("log", "--types", help="File kinds taken from directories: log,index,timeindex,txnindex,snapshot,checkpoint or all."),
     resync: bool = typer.Option(True, "--resync/--no-resync", help="Continue past mid-file damage at the next valid batch."),
-    progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress bar on stderr (default: when stderr is a terminal)."),
+    progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress bar on stderr (default: when stderr is a terminal and stdout is not a pipe)."),
     offsets_decoder: bool = typer.Option(False, "--offsets-decoder", help="Decode records as __consumer_offsets data (implies --print-data-log)."),
     transaction_log_decoder: bool = typer.Option(False, "--transaction-log-decoder", help="Decode records as __transaction_state data (implies --print-data-log)."),
     cluster_metadata_decoder: bool = typer.Option(False, "--cluster-metadata-decoder", help="Decode records as KRaft __cluster_metadata records (implies --print-data-log)."),
@@ -90,7 +90,7 @@ def _run(paths, files, deep_iteration, print_data_log, skip_record_metadata, ver
         to_timestamp=parse_timestamp(to_timestamp, "--to-timestamp"),
     )
     events = dump(expand_paths(inputs, kinds, options), options)
-    if progress if progress is not None else sys.stderr.isatty():
+    if show_progress(progress):
         from seglog_cli.render.progress import dump_progress  # rich only when it is used
 
         events = dump_progress(events)

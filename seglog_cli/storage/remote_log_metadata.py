@@ -117,7 +117,8 @@ def decode_remote_log_metadata(value: bytes | None) -> RemoteLogMetadata:
     if left > 0:
         raise RemoteLogMetadataError(f"Found {left} byte(s) of garbage after {api_key}")
     data = struct_data(record_type.schema.fields, parsed, layout)
-    return _transform(api_key, record_type.name, version, data, unknown_version=not record_type.schema.is_valid(version))
+    return _transform(api_key, record_type.name, version, data,
+                      unknown_version=not record_type.schema.is_valid(version))
 
 
 def _topic_id_partition(entry: dict) -> TopicIdPartition:
@@ -176,7 +177,8 @@ def _transform(api_key: int, type_name: str, version: int, data: dict, *, unknow
         state = PARTITION_DELETE_STATES.get(data["remotePartitionDeleteState"])
         if state is None:  # Objects.requireNonNull(state) without a message
             raise RemoteLogMetadataError("null")
-        return RemoteLogMetadata(**common, state=state, topic_id_partition=_topic_id_partition(data["topicIdPartition"]))
+        return RemoteLogMetadata(**common, state=state,
+                                 topic_id_partition=_topic_id_partition(data["topicIdPartition"]))
     # RemoteLogSegmentMetadataSnapshot: state checked before the epochs; no offset checks
     state = _segment_state(data["remoteLogSegmentState"])
     return RemoteLogMetadata(

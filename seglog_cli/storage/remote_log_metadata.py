@@ -38,7 +38,6 @@ from seglog_cli.storage.metadata_decoder import (
     MetadataRecordError,
     read_frame,
     struct_data,
-    uuid_text,
 )
 
 NULL_VALUE = ('Cannot invoke "java.nio.ByteBuffer.remaining()" because the return value of '
@@ -189,4 +188,4 @@ def _transform(api_key: int, type_name: str, version: int, data: dict, *, unknow
 
 
 __all__ = ["NULL_VALUE", "RemoteLogMetadata", "RemoteLogMetadataError", "TopicIdPartition",
-           "decode_remote_log_metadata", "uuid_text"]
+           "decode_remote_log_metadata"]

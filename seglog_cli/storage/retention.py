@@ -178,38 +178,36 @@ class RetentionSizeBreach:
 
 
 @dataclass(frozen=True)
-class RetentionMsBreach:
-    """``RetentionMsBreach``: ``now - largestTimestamp > retention.ms``."""
+class _RetentionMsRule:
+    """The time rule's verdict on a segment: its largest timestamp against ``now - retention.ms``."""
 
     largest_timestamp: int
     timestamp_source: str
     now_ms: int
     retention_ms: int
-    code = "RETENTION_MS_BREACH"
-    deletes = True
+    relation = ""
 
     def text(self, time_text: Callable[[int], str] | None = None,
              duration_text: Callable[[int], str] | None = None) -> str:
         """``time_text``/``duration_text``: how a renderer shows epoch ms and ms (raw ms by default)."""
-        return _age_text(self.largest_timestamp, self.timestamp_source, self.now_ms - self.largest_timestamp, ">",
-                         self.retention_ms, time_text, duration_text)
+        return _age_text(self.largest_timestamp, self.timestamp_source, self.now_ms - self.largest_timestamp,
+                         self.relation, self.retention_ms, time_text, duration_text)
 
 
-@dataclass(frozen=True)
-class RetentionMsHold:
+class RetentionMsBreach(_RetentionMsRule):
+    """``RetentionMsBreach``: ``now - largestTimestamp > retention.ms``."""
+
+    code = "RETENTION_MS_BREACH"
+    deletes = True
+    relation = ">"
+
+
+class RetentionMsHold(_RetentionMsRule):
     """The time rule keeps the segment: ``now - largestTimestamp <= retention.ms``."""
 
-    largest_timestamp: int
-    timestamp_source: str
-    now_ms: int
-    retention_ms: int
     code = "RETENTION_MS_KEEPS"
     deletes = False
-
-    def text(self, time_text: Callable[[int], str] | None = None,
-             duration_text: Callable[[int], str] | None = None) -> str:
-        return _age_text(self.largest_timestamp, self.timestamp_source, self.now_ms - self.largest_timestamp, "<=",
-                         self.retention_ms, time_text, duration_text)
+    relation = "<="
 
 
 def _age_text(largest_timestamp: int, source: str, age_ms: int, relation: str, retention_ms: int,

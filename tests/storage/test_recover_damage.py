@@ -1,0 +1,148 @@
+"""What a recovery plan says about the damage it removes (``damagedRanges``, ``offsetCountLost``,
+``keptBeyondDamage`` of ``as_dict``), on copies of the broker's ``plain-0`` (4 segments, log end
+offset 6729) damaged in the ways a power loss or a bad disk does, checked against the batches
+``kafka-dump-log.sh`` listed for the undamaged files (the corpus goldens)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from seglog_cli.storage.recover import plan_recover
+
+SEGMENTS = ["00000000000000000000", "00000000000000002071", "00000000000000004138", "00000000000000006225"]
+
+
+def _batches(corpus: Path, segment: str) -> list[dict]:
+    """kafka-dump-log's batch lines of one plain-0 segment: offsets, count, position, size."""
+    out = []
+    for line in (corpus / "kafka-4.2.0" / "golden" / "plain-0" / f"{segment}.log.plain.out").read_text().splitlines():
+        if line.startswith("baseOffset:"):
+            fields = dict(re.findall(r"(\w+): (\S+)", line))
+            out.append({k: int(fields[k]) for k in ("baseOffset", "lastOffset", "count", "position", "size")})
+    return out
+
+
+def _partition(corpus: Path, root: Path) -> Path:
+    """A log dir holding a writable copy of plain-0, after an unclean shutdown (no marker)."""
+    source = corpus / "kafka-4.2.0" / "data"
+    root.mkdir(parents=True)
+    for name in ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint", "replication-offset-checkpoint",
+                 "meta.properties"):
+        shutil.copy(source / name, root / name)
+    shutil.copytree(source / "plain-0", root / "plain-0")
+    for path in [root, *root.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return root / "plain-0"
+
+
+def _plans(partition: Path) -> dict[str, dict]:
+    return {mode: plan_recover([partition], mode=mode).as_dict() for mode in ("kafka", "salvage")}
+
+
+def _check_summary(plan: dict) -> None:
+    """The summary's totals are the sums of the partitions' numbers."""
+    parts, summary = plan["partitions"], plan["summary"]
+    assert summary["offsetCountLost"] == sum(p["offsetCountLost"] for p in parts)
+    assert summary["damagedRanges"] == sum(len(p["damagedRanges"]) for p in parts)
+    assert summary["damagedBytes"] == sum(r["bytes"] for p in parts for r in p["damagedRanges"])
+    for key in ("batches", "records"):
+        assert summary["keptBeyondDamage"][key] == sum(p["keptBeyondDamage"][key] for p in parts)
+    for p in parts:
+        assert p["offsetCountLost"] == sum(last - first + 1 for first, last in p["offsetsLost"])
+
+
+def test_a_flipped_bit_in_an_older_segment(corpus, tmp_path):
+    """One bad batch in segment 2071 (below the recovery point, but without the clean-shutdown
+    marker Kafka recovers from the segment holding the recovery point only, so salvage walks it
+    anyway): salvage cuts that batch alone and keeps the rest of its segment and the two later
+    segments; Kafka's recovery does not look at it."""
+    partition = _partition(corpus, tmp_path / "data")
+    batches = _batches(corpus, SEGMENTS[1])
+    bad_index = len(batches) // 2
+    bad = batches[bad_index]
+    log = partition / f"{SEGMENTS[1]}.log"
+    raw = bytearray(log.read_bytes())
+    raw[bad["position"] + bad["size"] // 2] ^= 0x04
+    log.write_bytes(bytes(raw))
+
+    plans = _plans(partition)
+    salvage = plans["salvage"]["partitions"][0]
+    [cut] = salvage["damagedRanges"]
+    assert (cut["path"], cut["position"], cut["bytes"]) == (str(log), bad["position"], bad["size"])
+    assert (cut["offsets"], cut["firstOffset"], cut["lastOffset"]) == ("known", bad["baseOffset"], bad["lastOffset"])
+    assert cut["offsetCount"] == bad["lastOffset"] - bad["baseOffset"] + 1
+    assert salvage["offsetsLost"] == [[bad["baseOffset"], bad["lastOffset"]]]
+    after = batches[bad_index + 1:] + [b for s in SEGMENTS[2:] for b in _batches(corpus, s)]
+    assert salvage["keptBeyondDamage"] == {"batches": len(after), "records": sum(b["count"] for b in after),
+                                           "firstOffset": after[0]["baseOffset"], "lastOffset": 6728}
+    assert salvage["bytesTruncated"] == bad["size"]
+    kafka = plans["kafka"]["partitions"][0]
+    assert kafka["damagedRanges"] == [] and kafka["offsetCountLost"] == 0  # below where Kafka looks
+    assert kafka["keptBeyondDamage"]["batches"] == 0
+    for plan in plans.values():
+        _check_summary(plan)
+
+
+def test_a_run_of_zeros_in_the_active_segment(corpus, tmp_path):
+    """Pages that never reached the disk in the middle of the active segment: Kafka truncates at
+    the first zeroed batch and loses everything after it; salvage cuts the zeroed batches out."""
+    partition = _partition(corpus, tmp_path / "data")
+    log = partition / f"{SEGMENTS[3]}.log"
+    raw = bytearray(log.read_bytes())
+    raw[100_000:140_000] = bytes(40_000)
+    log.write_bytes(bytes(raw))
+    batches = _batches(corpus, SEGMENTS[3])
+    first_bad = next(b for b in batches if b["position"] + b["size"] > 100_000)
+    first_good = next(b for b in batches if b["position"] >= 140_000)
+
+    plans = _plans(partition)
+    kafka = plans["kafka"]["partitions"][0]
+    [cut] = kafka["damagedRanges"]
+    assert (cut["position"], cut["bytes"]) == (first_bad["position"], log.stat().st_size - first_bad["position"])
+    assert (cut["offsets"], cut["firstOffset"], cut["lastOffset"]) == ("known", first_bad["baseOffset"], 6728)
+    assert kafka["offsetCountLost"] == 6728 - first_bad["baseOffset"] + 1
+    assert kafka["keptBeyondDamage"] == {"batches": 0, "records": 0, "firstOffset": None, "lastOffset": None}
+
+    salvage = plans["salvage"]["partitions"][0]
+    [cut] = salvage["damagedRanges"]
+    assert (cut["position"], cut["bytes"]) == (first_bad["position"], first_good["position"] - first_bad["position"])
+    assert (cut["firstOffset"], cut["lastOffset"]) == (first_bad["baseOffset"], first_good["baseOffset"] - 1)
+    after = [b for b in batches if b["position"] >= first_good["position"]]
+    assert salvage["keptBeyondDamage"] == {"batches": len(after), "records": sum(b["count"] for b in after),
+                                           "firstOffset": first_good["baseOffset"], "lastOffset": 6728}
+    for plan in plans.values():
+        _check_summary(plan)
+
+
+@pytest.mark.parametrize("mode", ["kafka", "salvage"])
+def test_tails_whose_offsets_are_none_known_or_unknown(corpus, tmp_path, mode):
+    """Zeros after the last batch hold no offsets; a torn batch names those its header claims;
+    a batch torn inside its header cannot name its offsets: the plan says unknown (no count)."""
+    batches = _batches(corpus, SEGMENTS[3])
+    last = batches[-1]
+    cases = {"zeros": lambda log: log.open("ab").write(bytes(500)),
+             "torn": lambda log: os.truncate(log, last["position"] + 100),
+             "torn-header": lambda log: os.truncate(log, last["position"] + 20)}
+    expected = {"zeros": ("none", None, None, 0, 500),
+                "torn": ("known", last["baseOffset"], last["lastOffset"], last["lastOffset"] - last["baseOffset"] + 1,
+                         100),
+                "torn-header": ("unknown", last["baseOffset"], None, None, 20)}
+    for name, damage in cases.items():
+        partition = _partition(corpus, tmp_path / name)
+        log = partition / f"{SEGMENTS[3]}.log"
+        damage(log)
+        plan = plan_recover([partition], mode=mode).as_dict()
+        [cut] = plan["partitions"][0]["damagedRanges"]
+        offsets, first, last_offset, count, length = expected[name]
+        position = last["position"] + last["size"] if name == "zeros" else last["position"]
+        assert (cut["position"], cut["bytes"]) == (position, length), name
+        assert (cut["offsets"], cut["firstOffset"], cut["lastOffset"], cut["offsetCount"]) == \
+            (offsets, first, last_offset, count), name
+        assert cut["why"] and "None" not in cut["why"]
+        assert plan["partitions"][0]["keptBeyondDamage"]["batches"] == 0
+        _check_summary(plan)

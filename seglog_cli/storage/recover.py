@@ -714,21 +714,24 @@ def _offsets_after(segment: LogSegment, position: int, first: int) -> tuple[int,
             if batch.is_valid:
                 last = batch.last_offset
         if last is None:
-            last = _torn_batch_last_offset(mapped.view, position, mapped.size, first)
+            claimed = _claimed_offsets(mapped.view, position, mapped.size, first)
+            last = None if claimed is None else claimed[0]
     return None if last is None else (first, last)
 
 
-def _torn_batch_last_offset(view, position: int, size: int, next_offset: int) -> int | None:
-    """The last offset a torn v2 batch at ``position`` claims, when its header is there and it
-    starts exactly at ``next_offset`` (a write cut short, e.g. by a power loss: a producer with
-    acks=1 may have been told these offsets were written); None for anything else (garbage)."""
+def _claimed_offsets(view, position: int, size: int, next_offset: int) -> tuple[int, bool] | None:
+    """The last offset an invalid v2 batch at ``position`` claims, when its header is there and
+    it starts exactly at ``next_offset``, and whether it is torn (cut short by the end of the
+    file, e.g. a power loss mid-write: a producer with acks=1 may have been told these offsets
+    were written) rather than complete but damaged (its CRC fails); None for anything else
+    (garbage, zeros, a header cut short)."""
     if size - position < 27:  # base offset .. last offset delta
         return None
     base_offset, length, _epoch, magic = struct.unpack_from(">qiib", view, position)
     (delta,) = struct.unpack_from(">i", view, position + 23)
-    if magic != 2 or base_offset != next_offset or length < 49 or position + 12 + length <= size or delta < 0:
+    if magic != 2 or base_offset != next_offset or length < 49 or delta < 0:
         return None
-    return base_offset + delta
+    return base_offset + delta, position + 12 + length > size
 
 
 def _all_zero(view, start: int, end: int) -> bool:
@@ -741,12 +744,12 @@ def _truncated_range(segment: LogSegment, valid: int, size: int, lost: tuple[int
     """The tail a Kafka truncation drops, with the offsets ``_offsets_after`` found in it."""
     if lost is not None:
         return DamagedRange(segment.log_path, valid, size - valid, KNOWN, lost[0], lost[1],
-                            f"{why}; offsets {lost[0]}..{lost[1]} go with it")
+                            f"{why}; the valid batches after the damage, if any, go with it")
     with MappedFile(segment.log_path) as mapped:
         zeros = _all_zero(mapped.view, valid, size)
     if zeros:
         return DamagedRange(segment.log_path, valid, size - valid, NO_OFFSETS,
-                            why=f"{why}; only zero bytes, no offsets")
+                            why=f"{why}; only zero bytes there")
     return DamagedRange(segment.log_path, valid, size - valid, UNKNOWN, next_offset,
                         why=f"{why}; no batch header can be read there, so the offsets those bytes held (from "
                             f"{next_offset} on, if any) cannot be named")
@@ -756,20 +759,21 @@ def _cut_range(segment: LogSegment, start: int, end: int, expected: int, next_ba
     """Damaged bytes between two valid batches (or before the first): the offsets between them."""
     if next_base > expected:
         return DamagedRange(segment.log_path, start, end - start, KNOWN, expected, next_base - 1,
-                            f"offsets {expected}..{next_base - 1}: between the valid batches around the damage")
+                            "the offsets between the valid batches around the damage")
     return DamagedRange(segment.log_path, start, end - start, NO_OFFSETS,
-                        why=f"no offset: the next valid batch continues at offset {next_base}")
+                        why=f"the next valid batch continues at offset {next_base}, where the last one ended")
 
 
 def _tail_range(segment: LogSegment, view, start: int, size: int, expected: int) -> DamagedRange:
     """Damaged bytes after the last valid batch of a segment: a torn batch names its offsets."""
-    torn = _torn_batch_last_offset(view, start, size, expected)
-    if torn is not None:
-        return DamagedRange(segment.log_path, start, size - start, KNOWN, expected, torn,
-                            f"offsets {expected}..{torn}: a torn batch whose header claims them")
+    claimed = _claimed_offsets(view, start, size, expected)
+    if claimed is not None:
+        last, torn = claimed
+        return DamagedRange(segment.log_path, start, size - start, KNOWN, expected, last,
+                            f"a {'torn' if torn else 'damaged'} batch whose header claims these offsets")
     if _all_zero(view, start, size):
         return DamagedRange(segment.log_path, start, size - start, NO_OFFSETS,
-                            why="only zero bytes after the last valid batch: no offsets")
+                            why="only zero bytes after the last valid batch")
     return DamagedRange(segment.log_path, start, size - start, UNKNOWN, expected,
                         why=f"no complete batch header can be read after the last valid batch, so the offsets "
                             f"those bytes held (from {expected} on, if any) cannot be named")

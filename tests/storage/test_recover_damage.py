@@ -119,30 +119,55 @@ def test_a_run_of_zeros_in_the_active_segment(corpus, tmp_path):
         _check_summary(plan)
 
 
+def _flip(log: Path, position: int) -> None:
+    raw = bytearray(log.read_bytes())
+    raw[position] ^= 0x01
+    log.write_bytes(bytes(raw))
+
+
 @pytest.mark.parametrize("mode", ["kafka", "salvage"])
 def test_tails_whose_offsets_are_none_known_or_unknown(corpus, tmp_path, mode):
-    """Zeros after the last batch hold no offsets; a torn batch names those its header claims;
-    a batch torn inside its header cannot name its offsets: the plan says unknown (no count)."""
+    """Zeros after the last batch hold no offsets; a torn batch, or a complete one whose CRC
+    fails, names those its header claims (and they are lost); a batch torn inside its header
+    cannot name its offsets: the plan says unknown (no count)."""
     batches = _batches(corpus, SEGMENTS[3])
     last = batches[-1]
-    cases = {"zeros": lambda log: log.open("ab").write(bytes(500)),
-             "torn": lambda log: os.truncate(log, last["position"] + 100),
-             "torn-header": lambda log: os.truncate(log, last["position"] + 20)}
-    expected = {"zeros": ("none", None, None, 0, 500),
-                "torn": ("known", last["baseOffset"], last["lastOffset"], last["lastOffset"] - last["baseOffset"] + 1,
-                         100),
-                "torn-header": ("unknown", last["baseOffset"], None, None, 20)}
-    for name, damage in cases.items():
+    claimed = (last["baseOffset"], last["lastOffset"], last["lastOffset"] - last["baseOffset"] + 1)
+    cases = {"zeros": (lambda log: log.open("ab").write(bytes(500)),
+                       (last["position"] + last["size"], 500, "none", None, None, 0)),
+             "torn": (lambda log: os.truncate(log, last["position"] + 100),
+                      (last["position"], 100, "known", *claimed)),
+             "crc": (lambda log: _flip(log, last["position"] + last["size"] - 10),
+                     (last["position"], last["size"], "known", *claimed)),
+             "torn-header": (lambda log: os.truncate(log, last["position"] + 20),
+                             (last["position"], 20, "unknown", last["baseOffset"], None, None))}
+    for name, (damage, expected) in cases.items():
         partition = _partition(corpus, tmp_path / name)
         log = partition / f"{SEGMENTS[3]}.log"
         damage(log)
         plan = plan_recover([partition], mode=mode).as_dict()
-        [cut] = plan["partitions"][0]["damagedRanges"]
-        offsets, first, last_offset, count, length = expected[name]
-        position = last["position"] + last["size"] if name == "zeros" else last["position"]
-        assert (cut["position"], cut["bytes"]) == (position, length), name
-        assert (cut["offsets"], cut["firstOffset"], cut["lastOffset"], cut["offsetCount"]) == \
-            (offsets, first, last_offset, count), name
+        part = plan["partitions"][0]
+        [cut] = part["damagedRanges"]
+        assert (cut["position"], cut["bytes"], cut["offsets"], cut["firstOffset"], cut["lastOffset"],
+                cut["offsetCount"]) == expected, name
+        assert part["offsetsLost"] == ([[claimed[0], claimed[1]]] if expected[2] == "known" else []), name
         assert cut["why"] and "None" not in cut["why"]
-        assert plan["partitions"][0]["keptBeyondDamage"]["batches"] == 0
+        assert part["keptBeyondDamage"]["batches"] == 0
+        _check_summary(plan)
+
+
+def test_the_brokers_own_trailing_garbage_case(corpus, tmp_path):
+    """Recovery case a: 100 random bytes after the last batch; the broker truncated them and its
+    log end stayed 8929. No header names offsets there: none are counted as lost, and the range
+    says its offsets (from 8929 on, if any) cannot be named."""
+    data = tmp_path / "data"
+    shutil.copytree(corpus / "kafka-4.2.0" / "recovery-cases" / "a-append-garbage-active-log" / "before", data)
+    for path in [data, *data.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    for mode in ("kafka", "salvage"):
+        plan = plan_recover([data / "plain-0"], mode=mode).as_dict()
+        part = plan["partitions"][0]
+        [cut] = part["damagedRanges"]
+        assert (cut["bytes"], cut["offsets"], cut["firstOffset"], cut["offsetCount"]) == (100, "unknown", 8929, None)
+        assert part["offsetCountLost"] == 0 and part["logEndOffset"] == 8929
         _check_summary(plan)

@@ -49,7 +49,8 @@ def test_help_usage_and_header(script, tmp_path):
     assert run(script, cwd=tmp_path).returncode == 2  # no path given
 
 
-@pytest.mark.parametrize("script", ["01-broker-wont-start.sh", "03-crc-error.sh", "06-retention-not-deleting.sh"])
+@pytest.mark.parametrize("script", ["01-broker-wont-start.sh", "02-power-loss-tail.sh", "03-crc-error.sh",
+                                    "06-retention-not-deleting.sh"])
 def test_a_seglog_that_misbehaves_is_exit_70_never_a_decision(script, tmp_path):
     (tmp_path / "data").mkdir()
     garbage = run(script, tmp_path / "data", cwd=tmp_path, env=dict(ENV, SEGLOG="echo"))  # not JSON
@@ -174,8 +175,11 @@ def test_02_zeroed_pages_salvage_keeps_what_lies_beyond_then_undo(tmp_path):
     assert kafka["offsetsLost"][0]["last"] == 6728
     assert salvage["offsetsLost"][0]["first"] == first_bad["baseOffset"]
     assert salvage["offsetsLost"][0]["last"] == first_good["baseOffset"] - 1
-    assert document["offsetsSavedBySalvage"] == 6728 - first_good["baseOffset"] + 1
-    assert {d["code"] for d in document["damage"]} >= {"CORRUPT_REGION"}
+    after = [b for b in batches if b["position"] >= first_good["position"]]
+    assert document["keptBeyondDamageBySalvage"] == {"batches": len(after), "records": 6728 - first_good["baseOffset"] + 1}
+    [cut] = document["damage"]
+    assert "CORRUPT_REGION" in cut["codes"] and (cut["position"], cut["bytes"]) == \
+        (first_bad["position"], first_good["position"] - first_bad["position"])
 
     applied = run("02-power-loss-tail.sh", "--yes", log_dir, cwd=tmp_path)
     assert applied.returncode == 1, applied.stderr
@@ -198,7 +202,7 @@ def test_02_zero_filled_tail_and_healthy(tmp_path):
     assert result.returncode == 1
     assert "ZERO_FILLED_TAIL" in result.stdout and "4096 byte(s)" in result.stdout
     assert "--mode kafka: 4096 byte(s) removed, 0 offset(s) lost" in result.stdout
-    assert "salvage keeps nothing more" in result.stdout
+    assert "salvage keeps nothing beyond the damage" in result.stdout
     clean = copy_log_dir(tmp_path / "clean", "smallseg-0")
     assert run("02-power-loss-tail.sh", clean, cwd=tmp_path).returncode == 0
 
@@ -222,8 +226,206 @@ def test_02_torn_last_batch_names_its_offsets(tmp_path):
     status, document = run_json("02-power-loss-tail.sh", "--mode", "kafka", "--yes", log_dir, cwd=tmp_path)
     assert status == 1 and document["applied"] is True and "--mode kafka" in document["decision"]
     [torn] = document["damage"]
-    assert torn["code"] == "TORN_TAIL" and torn["tornOffsets"] == [last["baseOffset"], last["lastOffset"]]
+    assert torn["codes"] == ["TORN_TAIL"] and torn["why"] == "a torn batch whose header claims these offsets"
+    assert (torn["firstOffset"], torn["lastOffset"]) == (last["baseOffset"], last["lastOffset"])
     assert active.stat().st_size == last["position"]
+
+
+def _plans(log_dir) -> dict[str, dict]:
+    """The plans the runbook reads, made here by the test itself."""
+    plans = {}
+    for mode in ("kafka", "salvage"):
+        result = run_seglog("recover", "--mode", mode, "--format", "json", str(log_dir))
+        assert result.exit_code in (0, 1, 3), result.err
+        plans[mode] = json.loads(result.out)
+    return plans
+
+
+_DAMAGE = re.compile(r"^  (?P<codes>[A-Z_ ]+) (?P<partition>[^/ ]+)/(?P<segment>\d{20}\.log): position (?P<position>\d+), "
+                     r"(?P<bytes>\d+) byte\(s\), (?P<offsets>[^:]+): (?P<why>.+)$")
+_DAMAGED = re.compile(r"^(\d+) damaged range\(s\), (\d+) byte\(s\), in the \.log files$")
+_MODE = re.compile(r"^--mode (kafka|salvage): (\d+) byte\(s\) removed, (\d+) offset\(s\) lost(?: \(([^)]*)\))?"
+                   r"(?: and the offsets of (\d+) range\(s\) that cannot be named)?; (\d+) record\(s\) in (\d+) "
+                   r"batch\(es\) kept beyond the damage(?:; REFUSED .*)?$")
+_PARTITION = re.compile(r"^  (\S+): (\d+) byte\(s\) removed, (\d+) offset\(s\) lost(?: \(([^)]*)\))?, "
+                        r"(?:nothing kept beyond the damage|(\d+) record\(s\) in (\d+) batch\(es\) kept beyond the "
+                        r"damage, offsets (\d+)\.\.(\d+))$")
+_RANGE = re.compile(r"^    (\d{20}\.log) position (\d+): (\d+) byte\(s\), (.+)$")
+_KEEPS = re.compile(r"^salvage keeps (\d+) record\(s\) in (\d+) batch\(es\) that lie beyond the damage")
+
+
+def _offsets_words(r: dict) -> str:
+    if r["offsets"] == "known":
+        return f"offsets {r['firstOffset']}..{r['lastOffset']} ({r['offsetCount']} offset(s))"
+    if r["offsets"] == "none":
+        return "no offsets"
+    assert r["offsets"] == "unknown" and r["offsetCount"] is None
+    return f"offsets from {r['firstOffset']} on that cannot be named (no batch header can be read there)"
+
+
+def _name(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _assert_02_prints_the_plans(out: str, plans: dict[str, dict]) -> None:
+    """Every number runbook 02 printed is the plans' (and every range of the plans is printed):
+    the damaged places, and per mode, per partition and in total the bytes removed, the offsets
+    lost and the records kept beyond the damage. Never a placeholder or a negative count."""
+    assert "?" not in out and "None" not in out and not re.search(r"(?<![\w-])-\d", out), out
+    lines = out.splitlines()
+    salvage = plans["salvage"]
+    ranges = [(p, r) for p in salvage["partitions"] for r in p["damagedRanges"]]
+    damage = [m for m in map(_DAMAGE.match, lines) if m]
+    assert len(damage) == len(ranges), out
+    for m, (p, r) in zip(damage, ranges):
+        assert (m["partition"], m["segment"]) == (_name(p["path"]), _name(r["path"]))
+        assert (int(m["position"]), int(m["bytes"])) == (r["position"], r["bytes"])
+        assert m["offsets"] == _offsets_words(r) and m["why"] == r["why"]
+    [damaged] = [m for m in map(_DAMAGED.match, lines) if m]
+    assert (int(damaged[1]), int(damaged[2])) == (salvage["summary"]["damagedRanges"], salvage["summary"]["damagedBytes"])
+
+    seen = {}
+    mode = partition = None
+    expected_partition_lines = {}
+    for line in lines:
+        if m := _MODE.match(line):
+            mode, partition = m[1], None
+            s = plans[mode]["summary"]
+            unknown = sum(r["offsets"] == "unknown" for p in plans[mode]["partitions"] for r in p["damagedRanges"])
+            ranges_text = ", ".join(f"{_name(p['path'])} {a}..{b}" for p in plans[mode]["partitions"]
+                                    for a, b in p["offsetsLost"])
+            assert (int(m[2]), int(m[3]), m[4] or "", int(m[5] or 0)) == \
+                (s["bytesTruncated"], s["offsetCountLost"], ranges_text, unknown), line
+            assert (int(m[6]), int(m[7])) == (s["keptBeyondDamage"]["records"], s["keptBeyondDamage"]["batches"]), line
+            seen[mode] = []
+            expected_partition_lines[mode] = [p for p in plans[mode]["partitions"]
+                                              if not p["refused"] and (p["damagedRanges"] or p["offsetsLost"])]
+        elif mode and (m := _PARTITION.match(line)):
+            partition = next(p for p in plans[mode]["partitions"] if _name(p["path"]) == m[1])
+            seen[mode].append(partition)
+            kept = partition["keptBeyondDamage"]
+            assert (int(m[2]), int(m[3])) == (partition["bytesTruncated"], partition["offsetCountLost"]), line
+            assert (m[4] or "") == ", ".join(f"{a}..{b}" for a, b in partition["offsetsLost"]), line
+            if m[5] is None:
+                assert kept["batches"] == 0, line
+            else:
+                assert [int(x) for x in m.groups()[4:8]] == \
+                    [kept["records"], kept["batches"], kept["firstOffset"], kept["lastOffset"]], line
+            partition["_printed"] = []
+        elif partition is not None and (m := _RANGE.match(line)):
+            partition["_printed"].append((m[1], int(m[2]), int(m[3]), m[4]))
+    for mode, plan in plans.items():
+        assert seen[mode] == expected_partition_lines[mode], mode
+        for p in seen[mode]:
+            assert p.pop("_printed") == [(_name(r["path"]), r["position"], r["bytes"], _offsets_words(r))
+                                         for r in p["damagedRanges"]]
+    beyond = salvage["summary"]["keptBeyondDamage"]
+    keeps = [m for m in map(_KEEPS.match, lines) if m]
+    if beyond["batches"]:
+        assert [(int(m[1]), int(m[2])) for m in keeps] == [(beyond["records"], beyond["batches"])]
+    else:
+        assert not keeps and "salvage keeps nothing beyond the damage" in out
+
+
+def _assert_02_document_is_the_plans(document: dict, plans: dict[str, dict]) -> None:
+    for mode, plan in plans.items():
+        mine, s = document["modes"][mode], plan["summary"]
+        assert (mine["bytesRemoved"], mine["offsetCountLost"], mine["keptBeyondDamage"], mine["damagedRanges"]) == \
+            (s["bytesTruncated"], s["offsetCountLost"], s["keptBeyondDamage"], s["damagedRanges"])
+        assert [(p["bytesRemoved"], p["offsetCountLost"], p["keptBeyondDamage"], p["damagedRanges"])
+                for p in mine["partitions"]] == \
+            [(p["bytesTruncated"], p["offsetCountLost"], p["keptBeyondDamage"], p["damagedRanges"])
+             for p in plan["partitions"]]
+    assert document["keptBeyondDamageBySalvage"] == plans["salvage"]["summary"]["keptBeyondDamage"]
+    assert [{k: v for k, v in d.items() if k not in ("partition", "codes")} for d in document["damage"]] == \
+        [r for p in plans["salvage"]["partitions"] for r in p["damagedRanges"]]
+    for mode in document["modes"].values():
+        assert mode["offsetCountLost"] >= 0 and mode["bytesRemoved"] >= 0
+        assert mode["keptBeyondDamage"]["records"] >= 0 and mode["keptBeyondDamage"]["batches"] >= 0
+
+
+def _damaged_plain_0(tmp_path, damage, clean_shutdown: bool = False):
+    """A log dir with a copy of plain-0 (4 segments) whose .log files ``damage`` changes."""
+    log_dir = copy_log_dir(tmp_path / "data", "plain-0")
+    if not clean_shutdown:
+        (log_dir / ".kafka_cleanshutdown").unlink()
+    damage(log_dir / "plain-0")
+    return log_dir
+
+
+def _torn_tail(partition):
+    last = golden_batches("plain-0", "00000000000000006225")[-1]
+    os.truncate(partition / "00000000000000006225.log", last["position"] + last["size"] // 3)
+
+
+def _zero_run(partition):
+    active = partition / "00000000000000006225.log"
+    body = bytearray(active.read_bytes())
+    body[60_000:75_000] = bytes(15_000)  # pages that never reached the disk, valid batches after them
+    active.write_bytes(bytes(body))
+
+
+def _bit_flip_in(segment: str):
+    def flip(partition):
+        batch = golden_batches("plain-0", segment)[5]
+        log = partition / f"{segment}.log"
+        body = bytearray(log.read_bytes())
+        body[batch["position"] + batch["size"] - 100] ^= 0x20  # one bit of a record: the CRC fails
+        log.write_bytes(bytes(body))
+    return flip
+
+
+@requires_corpus
+@pytest.mark.parametrize("case", ["torn-tail", "torn-tail-clean-shutdown", "zero-run", "bit-flip-active",
+                                  "bit-flip-older-segment"])
+def test_02_prints_the_plans_numbers(tmp_path, case):
+    """Runbook 02 on plain-0 with a torn tail (after an unclean and a clean shutdown: there Kafka
+    does not look, salvage still cuts), a run of zeros in the middle of the active segment with
+    valid batches after it, and one flipped bit (in the active segment; in an older one, where
+    salvage keeps the later segments): every number printed, in text and in --json, is that of
+    the plans `seglog recover --format json` gives, and --yes applies exactly that plan."""
+    damage = {"torn-tail": _torn_tail, "torn-tail-clean-shutdown": _torn_tail, "zero-run": _zero_run,
+              "bit-flip-active": _bit_flip_in("00000000000000006225"),
+              "bit-flip-older-segment": _bit_flip_in("00000000000000002071")}[case]
+    log_dir = _damaged_plain_0(tmp_path, damage, clean_shutdown=case == "torn-tail-clean-shutdown")
+    before = tree(log_dir)
+    plans = _plans(log_dir)
+    assert plans["salvage"]["summary"]["damagedRanges"] == 1
+
+    dry = run("02-power-loss-tail.sh", "--dry-run", log_dir, cwd=tmp_path)
+    assert dry.returncode == 1, dry.stdout + dry.stderr
+    _assert_02_prints_the_plans(dry.stdout, plans)
+    status, document = run_json("02-power-loss-tail.sh", "--dry-run", log_dir, cwd=tmp_path)
+    assert status == 1 and tree(log_dir) == before
+    _assert_02_document_is_the_plans(document, plans)
+    _assert_02_prints_the_plans("\n".join(document["summary"]), plans)
+
+    mode = "kafka" if case in ("torn-tail", "bit-flip-active") else "salvage"
+    sizes = {p.name: p.stat().st_size for p in (log_dir / "plain-0").glob("*.log")}
+    applied = run("02-power-loss-tail.sh", "--mode", mode, "--yes", log_dir, cwd=tmp_path)
+    assert applied.returncode == 1, applied.stdout + applied.stderr
+    _assert_02_prints_the_plans(applied.stdout, plans)
+    assert "verify after the repair: exit 0" in applied.stdout
+    for r in (r for p in plans[mode]["partitions"] for r in p["damagedRanges"]):
+        segment = log_dir / "plain-0" / _name(r["path"])
+        assert segment.stat().st_size == sizes[segment.name] - r["bytes"]  # the plan's bytes, and no more, went
+    run_undo(undo_line(applied.stdout), tmp_path)
+    assert tree(log_dir) == before
+
+
+@requires_corpus
+def test_02_real_trailing_garbage_says_its_offsets_cannot_be_named(tmp_path):
+    """The broker's own recovery case a (100 random bytes after the last batch; the broker kept
+    every offset): the runbook says the bytes' offsets cannot be named and counts none lost."""
+    log_dir = copy_case("a-append-garbage-active-log", tmp_path / "data")
+    plans = _plans(log_dir)
+    result = run("02-power-loss-tail.sh", "--dry-run", log_dir, cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    _assert_02_prints_the_plans(result.stdout, plans)
+    assert "TRAILING_GARBAGE plain-0/00000000000000008203.log: position" in result.stdout
+    assert "offsets from 8929 on that cannot be named" in result.stdout
+    assert "--mode kafka: 100 byte(s) removed, 0 offset(s) lost and the offsets of 1 range(s) that cannot be " \
+           "named" in result.stdout
 
 
 # -- 03 CRC error -----------------------------------------------------------------------------

@@ -148,6 +148,45 @@ def test_01_healthy_and_bad_input(tmp_path):
     assert missing.returncode == 4 and "no such file or directory" in missing.stdout
 
 
+@requires_corpus
+@pytest.mark.parametrize("case", ["torn-header", "zero-run"])
+def test_01_prints_the_plans_numbers(tmp_path, case):
+    """Runbook 01's numbers are the plan's: the segments and bytes start-up re-reads (per
+    partition and in total), the bytes truncated, each lost range, and the offsets below the
+    recovery point that the log no longer holds (a batch torn inside its header)."""
+    log_dir = copy_log_dir(tmp_path / "data", "plain-0", "smallseg-0")
+    (log_dir / ".kafka_cleanshutdown").unlink()
+    if case == "torn-header":
+        last = golden_batches("plain-0", "00000000000000006225")[-1]
+        os.truncate(log_dir / "plain-0" / "00000000000000006225.log", last["position"] + 20)
+    else:
+        _zero_run(log_dir / "plain-0")
+    plan = json.loads(run_seglog("recover", "--mode", "kafka", "--format", "json", str(log_dir)).out)
+    result = run("01-broker-wont-start.sh", "--dry-run", log_dir, cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    out = result.stdout
+    assert "?" not in out and "None" not in out and not re.search(r"(?<![\w-])-\d", out), out
+    lost_lines = re.findall(r"^  LOST offsets (\d+)\.\.(\d+)", out, re.M)
+    expected_lost = []
+    for p in plan["partitions"]:
+        name = p["path"].rsplit("/", 1)[-1]
+        reread = re.search(rf"^{name}: .*start-up re-reads (\d+) segment\(s\), (\d+) bytes$", out, re.M)
+        assert (int(reread[1]), int(reread[2])) == (len(p["recoveredSegments"]), p["recoveredBytes"])
+        assert p["recoveredBytes"] == sum((log_dir / name / f"{b:020d}.log").stat().st_size
+                                          for b in p["recoveredSegments"])
+        expected_lost += [tuple(map(str, r)) for r in p["offsetsLost"]]
+        if p["flushedOffsetsLost"]:
+            expected_lost.append(tuple(map(str, p["flushedOffsetsLost"])))
+    assert lost_lines == expected_lost and expected_lost
+    s = plan["summary"]
+    total = re.search(r"^plan: (\d+) step\(s\) in (\d+) partition\(s\), (\d+) byte\(s\) truncated, (\d+) offset "
+                      r"range\(s\) lost, (\d+) refused; (\d+) segment\(s\), (\d+) bytes re-read at start-up$", out, re.M)
+    assert [int(x) for x in total.groups()] == [s["steps"], s["partitions"], s["bytesTruncated"], len(expected_lost),
+                                                s["refused"], s["recoveredSegments"], s["recoveredBytes"]]
+    if case == "torn-header":  # the torn batch's offsets, named by the recovery point alone
+        assert f"LOST offsets {last['baseOffset']}..{last['lastOffset']}: below the recovery point" in out
+
+
 # -- 02 power-loss tail -----------------------------------------------------------------------
 
 @requires_corpus

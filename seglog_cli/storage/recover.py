@@ -171,6 +171,17 @@ class PartitionRecovery:
     refused: str | None = None  # why nothing is planned for this partition
     damaged_ranges: list[DamagedRange] = field(default_factory=list)  # in log order
     kept_beyond: KeptBeyond = field(default_factory=KeptBeyond)
+    recovered_bytes: int = 0  # the size of the .log files of recovered_segments (what start-up re-reads)
+
+    @property
+    def flushed_offsets_lost(self) -> tuple[int, int] | None:
+        """Offsets below the recovery point (so flushed to disk once) that the log no longer
+        holds after the plan and that ``offsets_lost`` does not name (their bytes are zeros or
+        no longer carry a readable header): [first, last], or None."""
+        if self.refused is not None:
+            return None
+        named = max([self.log_end_offset - 1] + [last for _, last in self.offsets_lost if last is not None])
+        return (named + 1, self.recovery_point - 1) if self.recovery_point - 1 > named else None
 
     @property
     def offset_count_lost(self) -> int:
@@ -182,7 +193,8 @@ class PartitionRecovery:
                 "recoveryPoint": self.recovery_point, "recoveredSegments": self.recovered_segments,
                 "logStartOffset": self.log_start_offset, "logEndOffset": self.log_end_offset,
                 "bytesTruncated": self.bytes_truncated, "offsetsLost": [list(r) for r in self.offsets_lost],
-                "offsetCountLost": self.offset_count_lost,
+                "offsetCountLost": self.offset_count_lost, "recoveredBytes": self.recovered_bytes,
+                "flushedOffsetsLost": None if self.flushed_offsets_lost is None else list(self.flushed_offsets_lost),
                 "damagedRanges": [r.as_dict() for r in self.damaged_ranges],
                 "keptBeyondDamage": self.kept_beyond.as_dict(),
                 "steps": [s.as_dict() for s in self.steps], "notes": self.notes, "refused": self.refused}
@@ -207,6 +219,8 @@ class RecoveryPlan:
                             "refused": sum(1 for p in self.partitions if p.refused is not None),
                             "offsetRangesLost": sum(len(p.offsets_lost) for p in self.partitions),
                             "offsetCountLost": sum(p.offset_count_lost for p in self.partitions),
+                            "recoveredSegments": sum(len(p.recovered_segments) for p in self.partitions),
+                            "recoveredBytes": sum(p.recovered_bytes for p in self.partitions),
                             "damagedRanges": sum(len(p.damaged_ranges) for p in self.partitions),
                             "damagedBytes": sum(r.length for p in self.partitions for r in p.damaged_ranges),
                             "keptBeyondDamage": {
@@ -445,10 +459,12 @@ def _recover_segments(work: _Work, segments: list[LogSegment], recover: list[int
         if base in if_damaged:
             if _damaged(segment, work.config):
                 out.recovered_segments.append(base)
+                out.recovered_bytes += os.path.getsize(segment.log_path)
                 _salvage_outside_recovery(work, log, segment)
                 previous = None  # the next recovered segment loads the producer state afresh
             continue
         out.recovered_segments.append(base)
+        out.recovered_bytes += os.path.getsize(segment.log_path)
         before = [s.base_offset for s in kept if s.base_offset < base]
         if manager is not None and before and before[-1] == previous:
             # the state after the segment just recovered is what Kafka's loader reads back from
@@ -463,6 +479,7 @@ def _recover_segments(work: _Work, segments: list[LogSegment], recover: list[int
             truncated = _recover_one(work, segment, manager)
         except _NeedsSplit:
             out.recovered_segments.remove(base)  # its pieces are listed as Kafka's second load recovers them
+            out.recovered_bytes -= os.path.getsize(segment.log_path)
             kept, again = _split(work, segment, kept)
             queue[:0] = again  # Kafka loads again after the split: the pieces it recovers come next
             previous = None

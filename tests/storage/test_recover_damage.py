@@ -171,3 +171,30 @@ def test_the_brokers_own_trailing_garbage_case(corpus, tmp_path):
         assert (cut["bytes"], cut["offsets"], cut["firstOffset"], cut["offsetCount"]) == (100, "unknown", 8929, None)
         assert part["offsetCountLost"] == 0 and part["logEndOffset"] == 8929
         _check_summary(plan)
+
+
+def test_recovered_bytes_and_flushed_offsets_lost(corpus, tmp_path):
+    """A batch torn inside its header at the end of the active segment: its offsets cannot be
+    named from its bytes, but the recovery point (6729) says they were flushed once: the plan
+    names them as flushed offsets lost. Start-up re-reads the active segment only (the one
+    holding the recovery point): recoveredBytes is that file's size."""
+    last = _batches(corpus, SEGMENTS[3])[-1]
+    partition = _partition(corpus, tmp_path / "data")
+    log = partition / f"{SEGMENTS[3]}.log"
+    os.truncate(log, last["position"] + 20)
+    for mode in ("kafka", "salvage"):
+        plan = plan_recover([partition], mode=mode).as_dict()
+        part = plan["partitions"][0]
+        assert part["recoveryPoint"] == 6729 == last["lastOffset"] + 1
+        assert part["offsetsLost"] == [] and part["logEndOffset"] == last["baseOffset"]
+        assert part["flushedOffsetsLost"] == [last["baseOffset"], last["lastOffset"]]
+        if mode == "kafka":
+            assert part["recoveredSegments"] == [6225]
+        assert part["recoveredBytes"] == sum(os.path.getsize(partition / f"{b:020d}.log")
+                                             for b in part["recoveredSegments"])
+        assert plan["summary"]["recoveredBytes"] == part["recoveredBytes"]
+    # a torn batch whose header names its offsets: they are named as lost, and none besides
+    partition = _partition(corpus, tmp_path / "torn")
+    os.truncate(partition / f"{SEGMENTS[3]}.log", last["position"] + 100)
+    part = plan_recover([partition]).as_dict()["partitions"][0]
+    assert part["offsetsLost"] == [[last["baseOffset"], last["lastOffset"]]] and part["flushedOffsetsLost"] is None

@@ -290,6 +290,8 @@ _PARTITION = re.compile(r"^  (\S+): (\d+) byte\(s\) removed, (\d+) offset\(s\) l
                         r"(?:nothing kept beyond the damage|(\d+) record\(s\) in (\d+) batch\(es\) kept beyond the "
                         r"damage, offsets (\d+)\.\.(\d+))$")
 _RANGE = re.compile(r"^    (\d{20}\.log) position (\d+): (\d+) byte\(s\), (.+)$")
+_FLUSHED = re.compile(r"^    and offsets (\d+)\.\.(\d+), below the recovery point \(so flushed once\), are no longer in "
+                      r"the log$")
 _KEEPS = re.compile(r"^salvage keeps (\d+) record\(s\) in (\d+) batch\(es\) that lie beyond the damage")
 
 
@@ -353,11 +355,15 @@ def _assert_02_prints_the_plans(out: str, plans: dict[str, dict]) -> None:
             partition["_printed"] = []
         elif partition is not None and (m := _RANGE.match(line)):
             partition["_printed"].append((m[1], int(m[2]), int(m[3]), m[4]))
+        elif partition is not None and (m := _FLUSHED.match(line)):
+            assert [int(m[1]), int(m[2])] == partition["flushedOffsetsLost"], line
+            partition["_flushed"] = True
     for mode, plan in plans.items():
         assert seen[mode] == expected_partition_lines[mode], mode
         for p in seen[mode]:
             assert p.pop("_printed") == [(_name(r["path"]), r["position"], r["bytes"], _offsets_words(r))
                                          for r in p["damagedRanges"]]
+            assert p.pop("_flushed", False) == bool(p["flushedOffsetsLost"])
     beyond = salvage["summary"]["keptBeyondDamage"]
     keeps = [m for m in map(_KEEPS.match, lines) if m]
     if beyond["batches"]:
@@ -397,6 +403,11 @@ def _torn_tail(partition):
     os.truncate(partition / "00000000000000006225.log", last["position"] + last["size"] // 3)
 
 
+def _torn_header(partition):
+    last = golden_batches("plain-0", "00000000000000006225")[-1]
+    os.truncate(partition / "00000000000000006225.log", last["position"] + 20)  # not even its header is whole
+
+
 def _zero_run(partition):
     active = partition / "00000000000000006225.log"
     body = bytearray(active.read_bytes())
@@ -415,8 +426,8 @@ def _bit_flip_in(segment: str):
 
 
 @requires_corpus
-@pytest.mark.parametrize("case", ["torn-tail", "torn-tail-clean-shutdown", "zero-run", "bit-flip-active",
-                                  "bit-flip-older-segment"])
+@pytest.mark.parametrize("case", ["torn-tail", "torn-tail-clean-shutdown", "torn-header", "zero-run",
+                                  "bit-flip-active", "bit-flip-older-segment"])
 def test_02_prints_the_plans_numbers(tmp_path, case):
     """Runbook 02 on plain-0 with a torn tail (after an unclean and a clean shutdown: there Kafka
     does not look, salvage still cuts), a run of zeros in the middle of the active segment with
@@ -424,6 +435,7 @@ def test_02_prints_the_plans_numbers(tmp_path, case):
     salvage keeps the later segments): every number printed, in text and in --json, is that of
     the plans `seglog recover --format json` gives, and --yes applies exactly that plan."""
     damage = {"torn-tail": _torn_tail, "torn-tail-clean-shutdown": _torn_tail, "zero-run": _zero_run,
+              "torn-header": _torn_header,
               "bit-flip-active": _bit_flip_in("00000000000000006225"),
               "bit-flip-older-segment": _bit_flip_in("00000000000000002071")}[case]
     log_dir = _damaged_plain_0(tmp_path, damage, clean_shutdown=case == "torn-tail-clean-shutdown")
@@ -439,7 +451,7 @@ def test_02_prints_the_plans_numbers(tmp_path, case):
     _assert_02_document_is_the_plans(document, plans)
     _assert_02_prints_the_plans("\n".join(document["summary"]), plans)
 
-    mode = "kafka" if case in ("torn-tail", "bit-flip-active") else "salvage"
+    mode = "kafka" if case in ("torn-tail", "bit-flip-active", "torn-header") else "salvage"
     sizes = {p.name: p.stat().st_size for p in (log_dir / "plain-0").glob("*.log")}
     applied = run("02-power-loss-tail.sh", "--mode", mode, "--yes", log_dir, cwd=tmp_path)
     assert applied.returncode == 1, applied.stdout + applied.stderr
@@ -450,6 +462,10 @@ def test_02_prints_the_plans_numbers(tmp_path, case):
         assert segment.stat().st_size == sizes[segment.name] - r["bytes"]  # the plan's bytes, and no more, went
     run_undo(undo_line(applied.stdout), tmp_path)
     assert tree(log_dir) == before
+    if case == "torn-header":  # offsets the bytes cannot name, but the recovery point can
+        last = golden_batches("plain-0", "00000000000000006225")[-1]
+        assert (f"offsets from {last['baseOffset']} on that cannot be named" in dry.stdout
+                and f"and offsets {last['baseOffset']}..{last['lastOffset']}, below the recovery point" in dry.stdout)
 
 
 @requires_corpus

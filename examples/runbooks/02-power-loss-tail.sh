@@ -167,6 +167,9 @@ for mode in ("kafka", "salvage"):
               + (f" ({mine})" if mine else "") + f", {kept(p['keptBeyondDamage'])}")
         for r in p["damagedRanges"]:
             print(f"    {name(r['path'])} position {r['position']}: {r['bytes']} byte(s), {offsets(r)}")
+        if p["flushedOffsetsLost"]:
+            a, b = p["flushedOffsetsLost"]
+            print(f"    and offsets {a}..{b}, below the recovery point (so flushed once), are no longer in the log")
     details["modes"][mode] = {"bytesRemoved": s["bytesTruncated"], "offsetsLost": lost,
                               "offsetCountLost": s["offsetCountLost"], "keptBeyondDamage": s["keptBeyondDamage"],
                               "damagedRanges": s["damagedRanges"], "steps": s["steps"], "refused": refused,

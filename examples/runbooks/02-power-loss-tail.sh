@@ -133,7 +133,7 @@ for p in salvage["partitions"]:
                        and f["path"] == os.path.realpath(r["path"])
                        and r["position"] <= f["position"] < r["position"] + r["bytes"])
         print(f"  {' '.join(inside) or 'DAMAGE'} {name(p['path'])}/{name(r['path'])}: position {r['position']}, "
-              f"{r['bytes']} byte(s), {offsets(r)}: {r['why']}")
+              f"{r['bytes']} byte(s), {offsets(r)}" + (f": {r['why']}" if r["offsets"] != "unknown" else ""))
 for f in findings:
     if (f["path"], f["position"]) not in covered:
         print(f"  {f['code']} {f['path']}: {f['message']} (not in the salvage plan: see its notes or REFUSED below)")

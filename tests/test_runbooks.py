@@ -514,6 +514,71 @@ def test_03_flipped_byte_gives_the_batch_range_and_commands(tmp_path):
     assert status == 0 and "ranges" not in document
 
 
+def _flip_last_batch(partition):
+    last = golden_batches("plain-0", "00000000000000006225")[-1]
+    log = partition / "00000000000000006225.log"
+    body = bytearray(log.read_bytes())
+    body[last["position"] + last["size"] - 50] ^= 0x01
+    log.write_bytes(bytes(body))
+
+
+@requires_corpus
+@pytest.mark.parametrize("case", ["bit-flip-active", "bit-flip-last-batch", "bit-flip-older-segment", "zero-run"])
+def test_03_ranges_are_the_salvage_plans(tmp_path, case):
+    """Runbook 03's unreadable ranges, consumer resets and delete-records offsets are the offsets
+    of the salvage plan's damaged ranges (made here by the test). A flipped bit in the last batch
+    of the log loses that whole batch (it used to print one offset, and a reset into the middle
+    of the damaged batch)."""
+    damage = {"bit-flip-active": _bit_flip_in("00000000000000006225"), "bit-flip-last-batch": _flip_last_batch,
+              "bit-flip-older-segment": _bit_flip_in("00000000000000002071"), "zero-run": _zero_run}[case]
+    log_dir = _damaged_plain_0(tmp_path, damage)
+    before = tree(log_dir)
+    plan = _plans(log_dir)["salvage"]
+    [cut] = [r for p in plan["partitions"] for r in p["damagedRanges"]]
+    assert cut["offsets"] == "known"
+    status, document = run_json("03-crc-error.sh", log_dir, cwd=tmp_path)
+    assert status == 3 and tree(log_dir) == before
+    out = "\n".join(document["summary"])
+    assert "?" not in out and "None" not in out and not re.search(r"(?<![\w-])-\d", out), out
+    [r] = document["ranges"]
+    assert (r["topic"], r["partition"], r["first"], r["last"]) == ("plain", 0, cut["firstOffset"], cut["lastOffset"])
+    assert f"plain-0: offsets {cut['firstOffset']}..{cut['lastOffset']} unreadable ({cut['offsetCount']} offset(s))" in out
+    assert f"--reset-offsets --to-offset {cut['lastOffset'] + 1} --execute" in r["consumerReset"]
+    assert document["deleteRecords"]["partitions"] == [{"topic": "plain", "partition": 0, "offset": cut["lastOffset"] + 1}]
+    if case == "bit-flip-last-batch":
+        last = golden_batches("plain-0", "00000000000000006225")[-1]
+        assert (cut["firstOffset"], cut["lastOffset"]) == (last["baseOffset"], last["lastOffset"])
+
+
+@requires_corpus
+def test_03_deep_damage_inside_a_batch_whose_crc_holds(tmp_path):
+    """A record that cannot be parsed in a batch whose CRC was recomputed over it: salvage keeps
+    the batch (nothing for its plan to place), --deep finds it, and seglog dump places it: the
+    batch's own offsets."""
+    import struct
+
+    from seglog_cli.storage.checksums import crc32c
+
+    batch = golden_batches("plain-0", "00000000000000006225")[5]
+
+    def damage(partition):
+        log = partition / "00000000000000006225.log"
+        body = bytearray(log.read_bytes())
+        start = batch["position"]
+        body[start + 61] = 0x7F  # the first record's length varint
+        body[start + 17:start + 21] = struct.pack(">I", crc32c(bytes(body[start + 21:start + batch["size"]])))
+        log.write_bytes(bytes(body))
+
+    log_dir = _damaged_plain_0(tmp_path, damage)
+    assert _plans(log_dir)["salvage"]["summary"]["damagedRanges"] == 0
+    assert run("03-crc-error.sh", log_dir, cwd=tmp_path).returncode == 0  # shallow: every CRC holds
+    status, document = run_json("03-crc-error.sh", "--deep", log_dir, cwd=tmp_path)
+    assert status == 3
+    [r] = document["ranges"]
+    assert (r["first"], r["last"]) == (batch["baseOffset"], batch["lastOffset"])
+    assert r["places"][0]["code"] == "RECORD_PARSE_ERROR"
+
+
 # -- 04 rebuild index -------------------------------------------------------------------------
 
 @requires_corpus

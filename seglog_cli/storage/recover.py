@@ -612,7 +612,7 @@ def _salvage(work: _Work, segment: LogSegment, valid: int | None, manager: Produ
             expected = batch.next_offset
             last_end = batch.end_position
         if last_end < size:
-            ranges.append(_tail_range(segment, mapped.view, last_end, size, expected))
+            ranges.append(_tail_range(segment, mapped, last_end, size, expected))
     _index_kept(indexer, segment)
     data = b"".join(pieces)
     out.bytes_truncated += size - len(data)
@@ -751,11 +751,6 @@ def _claimed_offsets(view, position: int, size: int, next_offset: int) -> tuple[
     return base_offset + delta, position + 12 + length > size
 
 
-def _all_zero(view, start: int, end: int) -> bool:
-    chunk = 1 << 20
-    return all(not any(view[at:min(at + chunk, end)]) for at in range(start, end, chunk))
-
-
 def _truncated_range(segment: LogSegment, valid: int, size: int, lost: tuple[int, int] | None, next_offset: int,
                      why: str) -> DamagedRange:
     """The tail a Kafka truncation drops, with the offsets ``_offsets_after`` found in it."""
@@ -763,7 +758,7 @@ def _truncated_range(segment: LogSegment, valid: int, size: int, lost: tuple[int
         return DamagedRange(segment.log_path, valid, size - valid, KNOWN, lost[0], lost[1],
                             f"{why}; the valid batches after the damage, if any, go with it")
     with MappedFile(segment.log_path) as mapped:
-        zeros = _all_zero(mapped.view, valid, size)
+        zeros = mapped.find_non_zero(valid, size) is None
     if zeros:
         return DamagedRange(segment.log_path, valid, size - valid, NO_OFFSETS,
                             why=f"{why}; only zero bytes there")
@@ -781,14 +776,14 @@ def _cut_range(segment: LogSegment, start: int, end: int, expected: int, next_ba
                         why=f"the next valid batch continues at offset {next_base}, where the last one ended")
 
 
-def _tail_range(segment: LogSegment, view, start: int, size: int, expected: int) -> DamagedRange:
+def _tail_range(segment: LogSegment, mapped: MappedFile, start: int, size: int, expected: int) -> DamagedRange:
     """Damaged bytes after the last valid batch of a segment: a torn batch names its offsets."""
-    claimed = _claimed_offsets(view, start, size, expected)
+    claimed = _claimed_offsets(mapped.view, start, size, expected)
     if claimed is not None:
         last, torn = claimed
         return DamagedRange(segment.log_path, start, size - start, KNOWN, expected, last,
                             f"a {'torn' if torn else 'damaged'} batch whose header claims these offsets")
-    if _all_zero(view, start, size):
+    if mapped.find_non_zero(start, size) is None:
         return DamagedRange(segment.log_path, start, size - start, NO_OFFSETS,
                             why="only zero bytes after the last valid batch")
     return DamagedRange(segment.log_path, start, size - start, UNKNOWN, expected,

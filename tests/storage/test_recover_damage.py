@@ -198,3 +198,24 @@ def test_recovered_bytes_and_flushed_offsets_lost(corpus, tmp_path):
     os.truncate(partition / f"{SEGMENTS[3]}.log", last["position"] + 100)
     part = plan_recover([partition]).as_dict()["partitions"][0]
     assert part["offsetsLost"] == [[last["baseOffset"], last["lastOffset"]]] and part["flushedOffsetsLost"] is None
+
+
+def test_an_offset_gap_between_adjacent_batches_is_not_lost_by_salvage(corpus, tmp_path):
+    """A batch missing whole, with no bytes left of it (as the log cleaner removes a batch all of
+    whose records are gone): nothing of it is in the file, so salvage, which cuts only damaged
+    bytes, loses none of its offsets. Only the damaged batch's offsets are lost."""
+    batches = _batches(corpus, SEGMENTS[3])
+    damaged, missing = batches[2], batches[10]
+    partition = _partition(corpus, tmp_path / "data")
+    log = partition / f"{SEGMENTS[3]}.log"
+    raw = bytearray(log.read_bytes())
+    raw[damaged["position"] + damaged["size"] - 30] ^= 0x02
+    del raw[missing["position"]:missing["position"] + missing["size"]]
+    log.write_bytes(bytes(raw))
+    part = plan_recover([partition], mode="salvage").as_dict()["partitions"][0]
+    assert part["offsetsLost"] == [[damaged["baseOffset"], damaged["lastOffset"]]]
+    [cut] = part["damagedRanges"]
+    assert (cut["position"], cut["bytes"]) == (damaged["position"], damaged["size"])
+    kept = [b for b in batches[3:] if b is not missing]
+    assert part["keptBeyondDamage"]["batches"] == len(kept)
+    assert part["keptBeyondDamage"]["records"] == sum(b["count"] for b in kept)

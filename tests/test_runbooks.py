@@ -283,12 +283,15 @@ def _plans(log_dir) -> dict[str, dict]:
 _DAMAGE = re.compile(r"^  (?P<codes>[A-Z_ ]+) (?P<partition>[^/ ]+)/(?P<segment>\d{20}\.log): position (?P<position>\d+), "
                      r"(?P<bytes>\d+) byte\(s\), (?P<offsets>[^:]+)(?:: (?P<why>.+))?$")
 _DAMAGED = re.compile(r"^(\d+) damaged range\(s\), (\d+) byte\(s\), in the \.log files$")
-_MODE = re.compile(r"^--mode (kafka|salvage): (\d+) byte\(s\) removed, (\d+) offset\(s\) lost(?: \(([^)]*)\))?"
-                   r"(?: and the offsets of (\d+) range\(s\) that cannot be named)?; (\d+) record\(s\) in (\d+) "
-                   r"batch\(es\) kept beyond the damage(?:; REFUSED .*)?$")
-_PARTITION = re.compile(r"^  (\S+): (\d+) byte\(s\) removed, (\d+) offset\(s\) lost(?: \(([^)]*)\))?, "
-                        r"(?:nothing kept beyond the damage|(\d+) record\(s\) in (\d+) batch\(es\) kept beyond the "
-                        r"damage, offsets (\d+)\.\.(\d+))$")
+_WHOLE = r"(?:, (?P<segments>\d+) later segment\(s\) \((?P<segment_bytes>\d+) byte\(s\)\) deleted whole)?"
+_MODE = re.compile(r"^--mode (?P<mode>kafka|salvage): (?P<bytes>\d+) byte\(s\) removed" + _WHOLE +
+                   r", (?P<lost>\d+) offset\(s\) lost(?: \((?P<ranges>[^)]*)\))?"
+                   r"(?: and the offsets of (?P<unknown>\d+) range\(s\) that cannot be named)?; (?P<records>\d+) "
+                   r"record\(s\) in (?P<batches>\d+) batch\(es\) kept beyond the damage(?:; REFUSED .*)?$")
+_PARTITION = re.compile(r"^  (?P<partition>\S+): (?P<bytes>\d+) byte\(s\) removed" + _WHOLE +
+                        r", (?P<lost>\d+) offset\(s\) lost(?: \((?P<ranges>[^)]*)\))?, "
+                        r"(?:nothing kept beyond the damage|(?P<records>\d+) record\(s\) in (?P<batches>\d+) "
+                        r"batch\(es\) kept beyond the damage, offsets (?P<first>\d+)\.\.(?P<last>\d+))$")
 _RANGE = re.compile(r"^    (\d{20}\.log) position (\d+): (\d+) byte\(s\), (.+)$")
 _FLUSHED = re.compile(r"^    and offsets (\d+)\.\.(\d+), below the recovery point \(so flushed once\), are no longer in "
                       r"the log$")
@@ -331,27 +334,32 @@ def _assert_02_prints_the_plans(out: str, plans: dict[str, dict]) -> None:
     expected_partition_lines = {}
     for line in lines:
         if m := _MODE.match(line):
-            mode, partition = m[1], None
+            mode, partition = m["mode"], None
             s = plans[mode]["summary"]
             unknown = sum(r["offsets"] == "unknown" for p in plans[mode]["partitions"] for r in p["damagedRanges"])
             ranges_text = ", ".join(f"{_name(p['path'])} {a}..{b}" for p in plans[mode]["partitions"]
                                     for a, b in p["offsetsLost"])
-            assert (int(m[2]), int(m[3]), m[4] or "", int(m[5] or 0)) == \
+            assert (int(m["bytes"]), int(m["lost"]), m["ranges"] or "", int(m["unknown"] or 0)) == \
                 (s["bytesTruncated"], s["offsetCountLost"], ranges_text, unknown), line
-            assert (int(m[6]), int(m[7])) == (s["keptBeyondDamage"]["records"], s["keptBeyondDamage"]["batches"]), line
+            assert (int(m["segments"] or 0), int(m["segment_bytes"] or 0)) == \
+                (s["removedSegments"], s["removedSegmentBytes"]), line
+            assert (int(m["records"]), int(m["batches"])) == \
+                (s["keptBeyondDamage"]["records"], s["keptBeyondDamage"]["batches"]), line
             seen[mode] = []
-            expected_partition_lines[mode] = [p for p in plans[mode]["partitions"]
-                                              if not p["refused"] and (p["damagedRanges"] or p["offsetsLost"])]
+            expected_partition_lines[mode] = [p for p in plans[mode]["partitions"] if not p["refused"] and (
+                p["damagedRanges"] or p["offsetsLost"] or p["removedSegments"])]
         elif mode and (m := _PARTITION.match(line)):
-            partition = next(p for p in plans[mode]["partitions"] if _name(p["path"]) == m[1])
+            partition = next(p for p in plans[mode]["partitions"] if _name(p["path"]) == m["partition"])
             seen[mode].append(partition)
             kept = partition["keptBeyondDamage"]
-            assert (int(m[2]), int(m[3])) == (partition["bytesTruncated"], partition["offsetCountLost"]), line
-            assert (m[4] or "") == ", ".join(f"{a}..{b}" for a, b in partition["offsetsLost"]), line
-            if m[5] is None:
+            assert (int(m["bytes"]), int(m["lost"])) == (partition["bytesTruncated"], partition["offsetCountLost"]), line
+            assert (int(m["segments"] or 0), int(m["segment_bytes"] or 0)) == \
+                (len(partition["removedSegments"]), partition["removedSegmentBytes"]), line
+            assert (m["ranges"] or "") == ", ".join(f"{a}..{b}" for a, b in partition["offsetsLost"]), line
+            if m["records"] is None:
                 assert kept["batches"] == 0, line
             else:
-                assert [int(x) for x in m.groups()[4:8]] == \
+                assert [int(m[k]) for k in ("records", "batches", "first", "last")] == \
                     [kept["records"], kept["batches"], kept["firstOffset"], kept["lastOffset"]], line
             partition["_printed"] = []
         elif partition is not None and (m := _RANGE.match(line)):
@@ -428,7 +436,7 @@ def _bit_flip_in(segment: str):
 
 @requires_corpus
 @pytest.mark.parametrize("case", ["torn-tail", "torn-tail-clean-shutdown", "torn-header", "zero-run",
-                                  "bit-flip-active", "bit-flip-older-segment"])
+                                  "bit-flip-active", "bit-flip-older-segment", "bit-flip-recovered-older-segment"])
 def test_02_prints_the_plans_numbers(tmp_path, case):
     """Runbook 02 on plain-0 with a torn tail (after an unclean and a clean shutdown: there Kafka
     does not look, salvage still cuts), a run of zeros in the middle of the active segment with
@@ -436,10 +444,14 @@ def test_02_prints_the_plans_numbers(tmp_path, case):
     salvage keeps the later segments): every number printed, in text and in --json, is that of
     the plans `seglog recover --format json` gives, and --yes applies exactly that plan."""
     damage = {"torn-tail": _torn_tail, "torn-tail-clean-shutdown": _torn_tail, "zero-run": _zero_run,
+              "bit-flip-recovered-older-segment": _bit_flip_in("00000000000000002071"),
               "torn-header": _torn_header,
               "bit-flip-active": _bit_flip_in("00000000000000006225"),
               "bit-flip-older-segment": _bit_flip_in("00000000000000002071")}[case]
     log_dir = _damaged_plain_0(tmp_path, damage, clean_shutdown=case == "torn-tail-clean-shutdown")
+    if case == "bit-flip-recovered-older-segment":  # recovery starts at segment 2071: Kafka truncates it, drops the rest
+        checkpoint = log_dir / "recovery-point-offset-checkpoint"
+        checkpoint.write_text(re.sub(r"(?m)^plain 0 \d+$", "plain 0 2071", checkpoint.read_text()))
     before = tree(log_dir)
     plans = _plans(log_dir)
     assert plans["salvage"]["summary"]["damagedRanges"] == 1
@@ -452,7 +464,8 @@ def test_02_prints_the_plans_numbers(tmp_path, case):
     _assert_02_document_is_the_plans(document, plans)
     _assert_02_prints_the_plans("\n".join(document["summary"]), plans)
 
-    mode = "kafka" if case in ("torn-tail", "bit-flip-active", "torn-header") else "salvage"
+    mode = "kafka" if case in ("torn-tail", "bit-flip-active", "torn-header",
+                               "bit-flip-recovered-older-segment") else "salvage"
     sizes = {p.name: p.stat().st_size for p in (log_dir / "plain-0").glob("*.log")}
     applied = run("02-power-loss-tail.sh", "--mode", mode, "--yes", log_dir, cwd=tmp_path)
     assert applied.returncode == 1, applied.stdout + applied.stderr
@@ -461,6 +474,12 @@ def test_02_prints_the_plans_numbers(tmp_path, case):
     for r in (r for p in plans[mode]["partitions"] for r in p["damagedRanges"]):
         segment = log_dir / "plain-0" / _name(r["path"])
         assert segment.stat().st_size == sizes[segment.name] - r["bytes"]  # the plan's bytes, and no more, went
+    for base in (b for p in plans[mode]["partitions"] for b in p["removedSegments"]):
+        assert not (log_dir / "plain-0" / f"{base:020d}.log").exists()
+    assert sum(sizes[f"{b:020d}.log"] for p in plans[mode]["partitions"] for b in p["removedSegments"]) == \
+        plans[mode]["summary"]["removedSegmentBytes"]
+    if case == "bit-flip-recovered-older-segment":
+        assert plans["kafka"]["summary"]["removedSegments"] == 2
     run_undo(undo_line(applied.stdout), tmp_path)
     assert tree(log_dir) == before
     if case == "torn-header":  # offsets the bytes cannot name, but the recovery point can

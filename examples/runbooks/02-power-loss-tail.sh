@@ -115,6 +115,10 @@ def codes(r):
     return inside
 
 
+def whole(segments, size):
+    return f", {segments} later segment(s) ({size} byte(s)) deleted whole" if segments else ""
+
+
 def kept(k):
     if not k["batches"]:
         return "nothing kept beyond the damage"
@@ -150,7 +154,8 @@ for mode in ("kafka", "salvage"):
     unknown = [r for p in d["partitions"] for r in p["damagedRanges"] if r["offsets"] == "unknown"]
     ranges = ", ".join(f"{r['partition']} {r['first']}..{r['last']}" for r in lost)
     refused = [p["path"] for p in d["partitions"] if p.get("refused")]
-    print(f"--mode {mode}: {s['bytesTruncated']} byte(s) removed, {s['offsetCountLost']} offset(s) lost"
+    print(f"--mode {mode}: {s['bytesTruncated']} byte(s) removed{whole(s['removedSegments'], s['removedSegmentBytes'])}, "
+          f"{s['offsetCountLost']} offset(s) lost"
           + (f" ({ranges})" if ranges else "")
           + (f" and the offsets of {len(unknown)} range(s) that cannot be named" if unknown else "")
           + f"; {s['keptBeyondDamage']['records']} record(s) in {s['keptBeyondDamage']['batches']} batch(es) kept "
@@ -160,10 +165,11 @@ for mode in ("kafka", "salvage"):
         if p.get("refused"):
             print(f"  {name(p['path'])}: REFUSED: {p['refused']}")
             continue
-        if not p["damagedRanges"] and not p["offsetsLost"]:
+        if not p["damagedRanges"] and not p["offsetsLost"] and not p["removedSegments"]:
             continue
         mine = ", ".join(f"{a}..{b}" for a, b in p["offsetsLost"])
-        print(f"  {name(p['path'])}: {p['bytesTruncated']} byte(s) removed, {p['offsetCountLost']} offset(s) lost"
+        print(f"  {name(p['path'])}: {p['bytesTruncated']} byte(s) removed"
+              f"{whole(len(p['removedSegments']), p['removedSegmentBytes'])}, {p['offsetCountLost']} offset(s) lost"
               + (f" ({mine})" if mine else "") + f", {kept(p['keptBeyondDamage'])}")
         for r in p["damagedRanges"]:
             print(f"    {name(r['path'])} position {r['position']}: {r['bytes']} byte(s), {offsets(r)}")
@@ -171,6 +177,7 @@ for mode in ("kafka", "salvage"):
             a, b = p["flushedOffsetsLost"]
             print(f"    and offsets {a}..{b}, below the recovery point (so flushed once), are no longer in the log")
     details["modes"][mode] = {"bytesRemoved": s["bytesTruncated"], "offsetsLost": lost,
+                              "segmentsDeleted": s["removedSegments"], "segmentBytesDeleted": s["removedSegmentBytes"],
                               "offsetCountLost": s["offsetCountLost"], "keptBeyondDamage": s["keptBeyondDamage"],
                               "damagedRanges": s["damagedRanges"], "steps": s["steps"], "refused": refused,
                               "partitions": [{"partition": name(p["path"]), "bytesRemoved": p["bytesTruncated"],

@@ -172,6 +172,8 @@ class PartitionRecovery:
     damaged_ranges: list[DamagedRange] = field(default_factory=list)  # in log order
     kept_beyond: KeptBeyond = field(default_factory=KeptBeyond)
     recovered_bytes: int = 0  # the size of the .log files of recovered_segments (what start-up re-reads)
+    removed_segments: list[int] = field(default_factory=list)  # segments removed whole (after a truncation...)
+    removed_bytes: int = 0  # the size of their .log files (not in bytes_truncated)
 
     @property
     def flushed_offsets_lost(self) -> tuple[int, int] | None:
@@ -192,8 +194,9 @@ class PartitionRecovery:
         return {"path": str(self.path), "mode": self.mode, "cleanShutdown": self.clean_shutdown,
                 "recoveryPoint": self.recovery_point, "recoveredSegments": self.recovered_segments,
                 "logStartOffset": self.log_start_offset, "logEndOffset": self.log_end_offset,
-                "bytesTruncated": self.bytes_truncated, "offsetsLost": [list(r) for r in self.offsets_lost],
+                "bytesTruncated": self.bytes_truncated, "offsetsLost": [list(r) for r in sorted(self.offsets_lost, key=lambda r: r[0])],
                 "offsetCountLost": self.offset_count_lost, "recoveredBytes": self.recovered_bytes,
+                "removedSegments": self.removed_segments, "removedSegmentBytes": self.removed_bytes,
                 "flushedOffsetsLost": None if self.flushed_offsets_lost is None else list(self.flushed_offsets_lost),
                 "damagedRanges": [r.as_dict() for r in self.damaged_ranges],
                 "keptBeyondDamage": self.kept_beyond.as_dict(),
@@ -221,6 +224,8 @@ class RecoveryPlan:
                             "offsetCountLost": sum(p.offset_count_lost for p in self.partitions),
                             "recoveredSegments": sum(len(p.recovered_segments) for p in self.partitions),
                             "recoveredBytes": sum(p.recovered_bytes for p in self.partitions),
+                            "removedSegments": sum(len(p.removed_segments) for p in self.partitions),
+                            "removedSegmentBytes": sum(p.removed_bytes for p in self.partitions),
                             "damagedRanges": sum(len(p.damaged_ranges) for p in self.partitions),
                             "damagedBytes": sum(r.length for p in self.partitions for r in p.damaged_ranges),
                             "keptBeyondDamage": {
@@ -335,6 +340,7 @@ def plan_partition(directory: Path, state: _LogDirState, mode: str, config: Topi
     except _Refused as exc:
         out.refused, out.steps, out.offsets_lost, out.bytes_truncated = str(exc), [], [], 0
         out.damaged_ranges, out.kept_beyond = [], KeptBeyond()
+        out.removed_segments, out.removed_bytes = [], 0
         return out
     finally:
         if work.scratch_dir is not None:
@@ -492,6 +498,7 @@ def _recover_segments(work: _Work, segments: list[LogSegment], recover: list[int
                 first, last = victim.base_offset, victim.read_next_offset() - 1
                 victim.close()
                 lost = (first, last) if last >= first else None
+                _removed_whole(out, victim)
                 for path in _segment_files(work.files, victim):
                     removals.append(Step("remove", path, f"after the truncation of segment {base} (Kafka deletes "
                                                          "every later segment)",
@@ -837,6 +844,11 @@ def _finish(work: _Work, kept: list[LogSegment], log_start_checkpoint: int) -> N
     _snapshots(work, kept)
 
 
+def _removed_whole(out: PartitionRecovery, segment: LogSegment) -> None:
+    out.removed_segments.append(segment.base_offset)
+    out.removed_bytes += os.path.getsize(segment.log_path)
+
+
 def _delete_all(work: _Work, kept: list[LogSegment], end: int, log_start: int) -> list[LogSegment]:
     """``deleteSegmentsIfLogStartGreaterThanLogEnd``: every segment and producer snapshot goes,
     the leader epochs are cleared. Returns the segments left (none)."""
@@ -855,6 +867,7 @@ def _delete_all(work: _Work, kept: list[LogSegment], end: int, log_start: int) -
         last = (last if last is not None else segment.read_next_offset()) - 1
         segment.close()
         lost = (segment.base_offset, last) if last >= segment.base_offset else None
+        _removed_whole(out, segment)
         removals.append([Step("remove", path, f"the log ends below its start offset {log_start} (Kafka deletes every "
                                               "segment)", offsets_lost=lost if path.suffix == ".log" else None)
                          for path in _segment_files(work.files, segment)])

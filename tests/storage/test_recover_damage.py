@@ -219,3 +219,32 @@ def test_an_offset_gap_between_adjacent_batches_is_not_lost_by_salvage(corpus, t
     kept = [b for b in batches[3:] if b is not missing]
     assert part["keptBeyondDamage"]["batches"] == len(kept)
     assert part["keptBeyondDamage"]["records"] == sum(b["count"] for b in kept)
+
+
+def test_kafka_truncation_of_an_older_segment_deletes_the_later_ones_whole(corpus, tmp_path):
+    """With the recovery point lowered to 2071, Kafka recovers segment 2071, truncates it at the
+    damaged batch and deletes 4138 and 6225 whole: their bytes are counted apart from the bytes
+    truncated, their offsets are lost (in log order); salvage keeps all of them."""
+    partition = _partition(corpus, tmp_path / "data")
+    checkpoint = partition.parent / "recovery-point-offset-checkpoint"
+    checkpoint.write_text(re.sub(r"(?m)^plain 0 \d+$", "plain 0 2071", checkpoint.read_text()))
+    batches = _batches(corpus, SEGMENTS[1])
+    bad = batches[20]
+    _flip(partition / f"{SEGMENTS[1]}.log", bad["position"] + bad["size"] - 40)
+    sizes = {s: os.path.getsize(partition / f"{s}.log") for s in SEGMENTS}
+    plans = _plans(partition)
+    kafka = plans["kafka"]["partitions"][0]
+    assert sorted(kafka["removedSegments"]) == [4138, 6225]
+    assert kafka["removedSegmentBytes"] == sizes[SEGMENTS[2]] + sizes[SEGMENTS[3]]
+    assert kafka["bytesTruncated"] == sizes[SEGMENTS[1]] - bad["position"]
+    assert kafka["offsetsLost"] == [[bad["baseOffset"], 4137], [4138, 6224], [6225, 6728]]
+    assert kafka["offsetCountLost"] == 6728 - bad["baseOffset"] + 1
+    [cut] = kafka["damagedRanges"]
+    assert (cut["position"], cut["firstOffset"], cut["lastOffset"]) == (bad["position"], bad["baseOffset"], 4137)
+    salvage = plans["salvage"]["partitions"][0]
+    assert salvage["removedSegments"] == [] and salvage["removedSegmentBytes"] == 0
+    after = batches[21:] + [b for s in SEGMENTS[2:] for b in _batches(corpus, s)]
+    assert salvage["keptBeyondDamage"]["records"] == sum(b["count"] for b in after)
+    for plan in plans.values():
+        _check_summary(plan)
+        assert plan["summary"]["removedSegmentBytes"] == sum(p["removedSegmentBytes"] for p in plan["partitions"])

@@ -95,7 +95,7 @@ class Step:
         return out
 
 
-@dataclass
+@dataclass(frozen=True)
 class DamagedRange:
     """Bytes of a ``.log`` that a plan removes as damage: the region salvage cuts out, or the
     tail Kafka's truncation drops (the valid batches after the damage included).
@@ -194,7 +194,8 @@ class PartitionRecovery:
         return {"path": str(self.path), "mode": self.mode, "cleanShutdown": self.clean_shutdown,
                 "recoveryPoint": self.recovery_point, "recoveredSegments": self.recovered_segments,
                 "logStartOffset": self.log_start_offset, "logEndOffset": self.log_end_offset,
-                "bytesTruncated": self.bytes_truncated, "offsetsLost": [list(r) for r in sorted(self.offsets_lost, key=lambda r: r[0])],
+                "bytesTruncated": self.bytes_truncated,
+                "offsetsLost": [list(r) for r in sorted(self.offsets_lost, key=lambda r: r[0])],
                 "offsetCountLost": self.offset_count_lost, "recoveredBytes": self.recovered_bytes,
                 "removedSegments": self.removed_segments, "removedSegmentBytes": self.removed_bytes,
                 "flushedOffsetsLost": None if self.flushed_offsets_lost is None else list(self.flushed_offsets_lost),
@@ -744,18 +745,23 @@ def _offsets_after(segment: LogSegment, position: int, first: int) -> tuple[int,
 
 
 def _claimed_offsets(view, position: int, size: int, next_offset: int) -> tuple[int, bool] | None:
-    """The last offset an invalid v2 batch at ``position`` claims, when its header is there and
-    it starts exactly at ``next_offset``, and whether it is torn (cut short by the end of the
-    file, e.g. a power loss mid-write: a producer with acks=1 may have been told these offsets
-    were written) rather than complete but damaged (its CRC fails); None for anything else
+    """The last offset the invalid v2 batches from ``position`` to the end of the file claim,
+    when their headers are there and chain from ``next_offset`` (each starts at the offset after
+    the one before), and whether the last is torn (cut short by the end of the file, e.g. a
+    power loss mid-write: a producer with acks=1 may have been told these offsets were written)
+    rather than complete but damaged (its CRC fails); None when no such header is there
     (garbage, zeros, a header cut short)."""
-    if size - position < 27:  # base offset .. last offset delta
-        return None
-    base_offset, length, _epoch, magic = struct.unpack_from(">qiib", view, position)
-    (delta,) = struct.unpack_from(">i", view, position + 23)
-    if magic != 2 or base_offset != next_offset or length < 49 or delta < 0:
-        return None
-    return base_offset + delta, position + 12 + length > size
+    last = None
+    while size - position >= 27:  # base offset .. last offset delta
+        base_offset, length, _epoch, magic = struct.unpack_from(">qiib", view, position)
+        (delta,) = struct.unpack_from(">i", view, position + 23)
+        if magic != 2 or base_offset != next_offset or length < 49 or delta < 0:
+            break
+        last, end = base_offset + delta, position + 12 + length
+        if end > size:
+            return last, True
+        position, next_offset = end, last + 1
+    return None if last is None else (last, False)
 
 
 def _truncated_range(segment: LogSegment, valid: int, size: int, lost: tuple[int, int] | None, next_offset: int,
@@ -1060,5 +1066,5 @@ def _file_step(step: Step) -> FileStep:
                     offsets=step.offsets_lost)
 
 
-__all__ = ["KAFKA", "SALVAGE", "DamagedRange", "KeptBeyond", "PartitionRecovery", "RecoverError", "RecoveryPlan", "RecoveryResult", "Step",
-           "apply_recover", "plan_partition", "plan_recover"]
+__all__ = ["KAFKA", "SALVAGE", "DamagedRange", "KeptBeyond", "PartitionRecovery", "RecoverError", "RecoveryPlan",
+           "RecoveryResult", "Step", "apply_recover", "plan_partition", "plan_recover"]

@@ -127,11 +127,11 @@ def _flip(log: Path, position: int) -> None:
 
 @pytest.mark.parametrize("mode", ["kafka", "salvage"])
 def test_tails_whose_offsets_are_none_known_or_unknown(corpus, tmp_path, mode):
-    """Zeros after the last batch hold no offsets; a torn batch, or a complete one whose CRC
-    fails, names those its header claims (and they are lost); a batch torn inside its header
-    cannot name its offsets: the plan says unknown (no count)."""
+    """Zeros after the last batch hold no offsets; a torn batch, or complete ones whose CRC
+    fails (their headers chained), name those their headers claim (and they are lost); a batch
+    torn inside its header cannot name its offsets: the plan says unknown (no count)."""
     batches = _batches(corpus, SEGMENTS[3])
-    last = batches[-1]
+    before, last = batches[-2], batches[-1]
     claimed = (last["baseOffset"], last["lastOffset"], last["lastOffset"] - last["baseOffset"] + 1)
     cases = {"zeros": (lambda log: log.open("ab").write(bytes(500)),
                        (last["position"] + last["size"], 500, "none", None, None, 0)),
@@ -139,6 +139,10 @@ def test_tails_whose_offsets_are_none_known_or_unknown(corpus, tmp_path, mode):
                       (last["position"], 100, "known", *claimed)),
              "crc": (lambda log: _flip(log, last["position"] + last["size"] - 10),
                      (last["position"], last["size"], "known", *claimed)),
+             "crc-last-two": (lambda log: (_flip(log, before["position"] + before["size"] - 10),
+                                           _flip(log, last["position"] + last["size"] - 10)),
+                              (before["position"], before["size"] + last["size"], "known", before["baseOffset"],
+                               last["lastOffset"], last["lastOffset"] - before["baseOffset"] + 1)),
              "torn-header": (lambda log: os.truncate(log, last["position"] + 20),
                              (last["position"], 20, "unknown", last["baseOffset"], None, None))}
     for name, (damage, expected) in cases.items():
@@ -150,7 +154,7 @@ def test_tails_whose_offsets_are_none_known_or_unknown(corpus, tmp_path, mode):
         [cut] = part["damagedRanges"]
         assert (cut["position"], cut["bytes"], cut["offsets"], cut["firstOffset"], cut["lastOffset"],
                 cut["offsetCount"]) == expected, name
-        assert part["offsetsLost"] == ([[claimed[0], claimed[1]]] if expected[2] == "known" else []), name
+        assert part["offsetsLost"] == ([[expected[3], expected[4]]] if expected[2] == "known" else []), name
         assert cut["why"] and "None" not in cut["why"]
         assert part["keptBeyondDamage"]["batches"] == 0
         _check_summary(plan)

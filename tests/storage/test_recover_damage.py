@@ -50,6 +50,7 @@ def _check_summary(plan: dict) -> None:
     assert summary["offsetCountLost"] == sum(p["offsetCountLost"] for p in parts)
     assert summary["damagedRanges"] == sum(len(p["damagedRanges"]) for p in parts)
     assert summary["damagedBytes"] == sum(r["bytes"] for p in parts for r in p["damagedRanges"])
+    assert summary["damagedBytes"] == summary["bytesTruncated"]  # every byte cut is in a damaged range
     for key in ("batches", "records"):
         assert summary["keptBeyondDamage"][key] == sum(p["keptBeyondDamage"][key] for p in parts)
     for p in parts:

@@ -149,7 +149,7 @@ def _on_a_terminal(command: str) -> tuple[list[str], bytes]:
     pyte = pytest.importorskip("pyte", reason="pyte (a test dependency) draws the terminal's screen")
     pid, fd = pty.fork()
     if pid == 0:  # the child: bash on the pty
-        os.environ["COLUMNS"], os.environ["LINES"] = "100", "30"
+        os.environ["COLUMNS"], os.environ["LINES"] = "250", "30"
         os.execv("/bin/bash", ["bash", "-c", command])
     output = bytearray()
     while True:
@@ -165,7 +165,7 @@ def _on_a_terminal(command: str) -> tuple[list[str], bytes]:
             break
         output += chunk
     os.waitpid(pid, 0)
-    screen = pyte.Screen(100, 30)
+    screen = pyte.Screen(250, 30)
     pyte.ByteStream(screen).feed(bytes(output).replace(b"\n", b"\r\n"))
     return [line.rstrip() for line in screen.display if line.strip()], bytes(output)
 

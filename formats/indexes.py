@@ -37,7 +37,8 @@ TimeIndexEntry = Struct(
 
 OFFSET_INDEX_ENTRY_SIZE = OffsetIndexEntry.sizeof()  # 8
 TIME_INDEX_ENTRY_SIZE = TimeIndexEntry.sizeof()  # 12
-assert (OFFSET_INDEX_ENTRY_SIZE, TIME_INDEX_ENTRY_SIZE) == (layout.OFFSET_INDEX_ENTRY_SIZE, layout.TIME_INDEX_ENTRY_SIZE)
+assert OFFSET_INDEX_ENTRY_SIZE == layout.OFFSET_INDEX_ENTRY_SIZE
+assert TIME_INDEX_ENTRY_SIZE == layout.TIME_INDEX_ENTRY_SIZE
 
 OffsetIndexFile = GreedyRange(OffsetIndexEntry)
 TimeIndexFile = GreedyRange(TimeIndexEntry)

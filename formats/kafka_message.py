@@ -171,5 +171,6 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["ArrayOf", "Field", "KafkaReadError", "MAX_STRING_LENGTH", "Message", "NO_DEFAULT", "RawString",
-           "RawUuid", "TAGGED", "ZERO_UUID", "java_int", "read_unsigned_varint", "struct_for", "versions"]
+# the declarations; KafkaReadError, read_unsigned_varint and struct_for are importable from here too
+__all__ = ["ArrayOf", "Field", "MAX_STRING_LENGTH", "Message", "NO_DEFAULT", "RawString", "RawUuid", "TAGGED",
+           "ZERO_UUID", "java_int", "versions"]

@@ -91,8 +91,8 @@ def test_dump_of_a_data_segment(tmp_path, log_dir, options):
     assert modules.isdisjoint(other_commands)
 
 
-@pytest.mark.parametrize("options", [["--format", "text"], ["--format", "json"], ["--level", "deep", "--format", "text"]],
-                         ids=["text", "json", "deep-text"])
+@pytest.mark.parametrize("options", [["--format", "text"], ["--format", "json"],
+                                     ["--level", "deep", "--format", "text"]], ids=["text", "json", "deep-text"])
 def test_verify_of_a_partition(tmp_path, log_dir, options):
     modules = loaded_modules(tmp_path, "verify", str(log_dir / "orders-0"), *options)
     assert "seglog_cli.storage.verify" in modules

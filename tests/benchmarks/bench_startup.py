@@ -14,7 +14,7 @@ Steps, each a fresh process with stdout to /dev/null, the page cache warm:
     dump_jsonl      ``seglog dump --format jsonl SEGMENT``
     verify_text     ``seglog verify PARTITION --format text`` (orders-0: 3 segments, indexes,
                     snapshots, leader-epoch checkpoint)
-    offsets         ``seglog offsets LOG_DIR`` (a generated ``__consumer_offsets-0``, 200 records)
+    offsets         ``seglog offsets LOG_DIR`` (a generated ``__consumer_offsets-0``, about 200 records)
 
 Before measuring, the bytecode of ``seglog_cli`` and ``formats`` (where the interpreter imports
 them from) is written with ``compileall``, as ``pip install`` does: an editable install run with
@@ -193,13 +193,14 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     seglog = [sys.executable, "-m", "seglog_cli"] if args.module else bench_dump.seglog_command()
     compiled = [] if args.no_compile else compile_bytecode()
+    machine = bench_dump.machine_info()  # the load average before the runs
     with tempfile.TemporaryDirectory(prefix="seglog-bench-startup-") as scratch:
         inputs = build_inputs(Path(scratch))
         steps = measure(step_commands(inputs, seglog), args.runs)
     goal = add_ratios(steps)
     for result in steps.values():  # the scratch directory is gone: keep the argv readable
         result["argv"] = [arg.replace(scratch, "<scratch>") for arg in result["argv"]]
-    report = {"machine": bench_dump.machine_info(),
+    report = {"machine": machine,
               "settings": {"runs": args.runs, "seglog": seglog, "segment_bytes": inputs["segment_bytes"],
                            "offsets_records": inputs["offsets_records"], "bytecode_compiled": compiled,
                            "PYTHONDONTWRITEBYTECODE": os.environ.get("PYTHONDONTWRITEBYTECODE")},

@@ -36,26 +36,19 @@ from construct import GreedyBytes, Int16sb, Int32sb, Int64sb, Struct
 
 from formats.protocol import CompactArray, CompactString, TaggedFields, Uint16, Uuid
 
-ABORT = 0
-COMMIT = 1
-LEADER_CHANGE = 2
-SNAPSHOT_HEADER = 3
-SNAPSHOT_FOOTER = 4
-KRAFT_VERSION = 5
-KRAFT_VOTERS = 6
-
-CONTROL_TYPES = {
-    ABORT: "ABORT",
-    COMMIT: "COMMIT",
-    LEADER_CHANGE: "LEADER_CHANGE",
-    SNAPSHOT_HEADER: "SNAPSHOT_HEADER",
-    SNAPSHOT_FOOTER: "SNAPSHOT_FOOTER",
-    KRAFT_VERSION: "KRAFT_VERSION",
-    KRAFT_VOTERS: "KRAFT_VOTERS",
-}
-
-CONTROL_KEY_SIZE = 4
-END_TXN_MARKER_VALUE_SIZE = 6
+# The type ids and sizes, in formats/layout.py: the engine reads keys and markers with struct
+from formats.layout import (  # noqa: F401 - part of this module's interface
+    ABORT,
+    COMMIT,
+    CONTROL_KEY_SIZE,
+    CONTROL_TYPES,
+    END_TXN_MARKER_VALUE_SIZE,
+    KRAFT_VERSION,
+    KRAFT_VOTERS,
+    LEADER_CHANGE,
+    SNAPSHOT_FOOTER,
+    SNAPSHOT_HEADER,
+)
 
 ControlRecordKey = Struct(
     "version" / Int16sb,

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from construct import GreedyRange, Int32sb, Int64sb, Struct
 
+from formats import layout
+
 OffsetIndexEntry = Struct(
     "relative_offset" / Int32sb,
     "position" / Int32sb,
@@ -35,6 +37,8 @@ TimeIndexEntry = Struct(
 
 OFFSET_INDEX_ENTRY_SIZE = OffsetIndexEntry.sizeof()  # 8
 TIME_INDEX_ENTRY_SIZE = TimeIndexEntry.sizeof()  # 12
+assert OFFSET_INDEX_ENTRY_SIZE == layout.OFFSET_INDEX_ENTRY_SIZE
+assert TIME_INDEX_ENTRY_SIZE == layout.TIME_INDEX_ENTRY_SIZE
 
 OffsetIndexFile = GreedyRange(OffsetIndexEntry)
 TimeIndexFile = GreedyRange(TimeIndexEntry)

@@ -42,6 +42,7 @@ from construct import (
     this,
 )
 
+from formats import layout
 from formats.fields import NullableBytes
 
 MAGIC_V0 = 0
@@ -89,3 +90,6 @@ LegacyEntry = Struct(
 
 # The decompressed value of a wrapper: inner log entries back to back.
 LegacyMessageSet = GreedyRange(LegacyEntry)
+
+assert (LogOverhead.sizeof() + MAGIC_OFFSET, RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1, COMPRESSION_CODEC_MASK) == (
+    layout.MAGIC_OFFSET, layout.RECORD_OVERHEAD_V0, layout.RECORD_OVERHEAD_V1, layout.COMPRESSION_CODEC_MASK)

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from construct import Array, GreedyBytes, Int16sb, Int32sb, Int32ub, Int64sb, Rebuild, Struct, len_, this
 
+from formats import layout
+
 SNAPSHOT_VERSION = 1
 CRC_OFFSET = 2
 CRC_COVERED_START = 6
@@ -51,6 +53,8 @@ ProducerSnapshotHeader = Struct(
 )
 
 SNAPSHOT_HEADER_SIZE = ProducerSnapshotHeader.sizeof()  # 10
+assert (SNAPSHOT_VERSION, CRC_COVERED_START, SNAPSHOT_HEADER_SIZE, PRODUCER_ENTRY_SIZE) == (
+    layout.SNAPSHOT_VERSION, layout.SNAPSHOT_CRC_COVERED_START, layout.SNAPSHOT_HEADER_SIZE, layout.PRODUCER_ENTRY_SIZE)
 
 ProducerSnapshot = Struct(
     "version" / Int16sb,

@@ -66,6 +66,7 @@ from construct import (
     this,
 )
 
+from formats import layout
 from formats.fields import NullableBytes
 from formats.varint import ZigZagVarInt, ZigZagVarLong
 
@@ -127,6 +128,8 @@ RecordBatchHeader = Struct(
     "base_sequence" / Int32sb,
     "records_count" / Int32sb,
 )
+assert (RecordBatchHeader.sizeof(), LOG_OVERHEAD, MAGIC_OFFSET, COMPRESSION_CODEC_MASK) == (
+    layout.RECORD_BATCH_OVERHEAD, layout.LOG_OVERHEAD, layout.MAGIC_OFFSET, layout.COMPRESSION_CODEC_MASK)
 
 RecordBatch = Struct(
     "header" / RecordBatchHeader,

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from construct import GreedyRange, Int16sb, Int64sb, Struct
 
+from formats import layout
+
 AbortedTxnEntry = Struct(
     "version" / Int16sb,
     "producer_id" / Int64sb,
@@ -25,5 +27,6 @@ AbortedTxnEntry = Struct(
 )
 
 ABORTED_TXN_ENTRY_SIZE = AbortedTxnEntry.sizeof()  # 34
+assert ABORTED_TXN_ENTRY_SIZE == layout.ABORTED_TXN_ENTRY_SIZE
 
 TransactionIndexFile = GreedyRange(AbortedTxnEntry)

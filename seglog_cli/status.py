@@ -9,9 +9,8 @@ import os
 import sys
 from enum import IntEnum
 
-from seglog_cli.storage.errors import SeglogError, UnreadableInputError
-from seglog_cli.storage.durable import CannotWriteError
-from seglog_cli.storage.safety import LogDirLockedError
+# the engine's light error module only: the write path (durable, safety) is imported by writing commands
+from seglog_cli.storage.errors import CannotWriteError, LogDirLockedError, SeglogError, UnreadableInputError
 from seglog_cli.storage.text import printable
 
 

@@ -26,10 +26,7 @@ from __future__ import annotations
 import base64
 import json
 import math
-from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from functools import lru_cache
-
-from formats.kafka_message import ArrayOf
 
 _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 _ESCAPES = {chr(code): _SHORT_ESCAPES.get(chr(code), f"\\u{code:04X}") for code in range(0x20)}
@@ -119,6 +116,8 @@ def _shortest_digits(value: float) -> tuple[str, int]:
     Java prints at least two digits, and when one would do it takes the two-digit decimal
     nearest the exact value if that one reads back as the same double (``Double.MIN_VALUE``
     is ``4.9E-324``, not ``5.0E-324``)."""
+    from decimal import Decimal  # doubles only (metadata records): most commands print none
+
     _, digits, exponent = Decimal(repr(value)).as_tuple()
     text = "".join(map(str, digits))
     first = len(text) - 1 + exponent
@@ -131,6 +130,8 @@ def _shortest_digits(value: float) -> tuple[str, int]:
 def _nearest_two_digits(value: float, digit: int, first: int) -> tuple[str, int]:
     """Java's choice among the decimals of one or two digits that read back as ``value``: the
     one nearest its exact value (an even last digit on a tie)."""
+    from decimal import ROUND_HALF_EVEN, Decimal, localcontext
+
     with localcontext() as context:
         context.prec = 1100  # enough for the exact value of any double
         exact = Decimal(value)
@@ -148,6 +149,8 @@ def _nearest_two_digits(value: float, digit: int, first: int) -> tuple[str, int]
 def declares_floats(fields: tuple) -> bool:
     """Whether message declarations (:mod:`formats.kafka_message` fields) have a ``float64``
     anywhere, nested structs included: when not, their JSON tree holds no float."""
+    from formats.kafka_message import ArrayOf  # imported already by whoever holds the declarations
+
     for spec in fields:
         kind = spec.kind
         if isinstance(kind, ArrayOf):

@@ -8,12 +8,12 @@ as it is instead of styling the output or failing with a ``MarkupError``.
 
 from __future__ import annotations
 
-from rich.markup import escape
-
 from seglog_cli.storage.text import printable
 
 
 def markup_literal(text: object) -> str:
+    from rich.markup import escape  # here: only output that rich draws needs it (and rich itself)
+
     return escape(printable(str(text)))
 
 

@@ -6,7 +6,6 @@ of Kafka's tool. Lines are buffered and written as UTF-8 bytes in large chunks.
 
 from __future__ import annotations
 
-from seglog_cli.render.kafka_json import to_kafka_json
 from seglog_cli.render.output import LineOutput
 from seglog_cli.storage import native
 from seglog_cli.storage.batches import BatchHeader, BatchRun
@@ -62,10 +61,12 @@ def control_text(control: ControlRecord) -> str:
     type_id = control.type_id
     if control.is_transaction_marker:
         return f" endTxnMarker: {control.type_name} coordinatorEpoch: {control.coordinator_epoch}"
-    if type_id in CONTROL_LABELS:
+    if type_id in CONTROL_LABELS or type_id == 2:
+        from seglog_cli.render.kafka_json import to_kafka_json  # KRaft control records only
+
+        if type_id == 2:  # Kafka 4.1+ (KAFKA-19069)
+            return f" LeaderChange: {to_kafka_json(control.data)}"
         return f" {CONTROL_LABELS[type_id]} {to_kafka_json(control.data)}"
-    if type_id == 2:  # Kafka 4.1+ (KAFKA-19069)
-        return f" LeaderChange: {to_kafka_json(control.data)}"
     return f" controlType: {control.type_name}({type_id})"
 
 

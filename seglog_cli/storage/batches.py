@@ -21,17 +21,16 @@ from typing import Iterator
 
 from seglog_cli.storage.checksums import crc32c
 
-from formats import legacy as legacy_format
-from formats import record_batch as v2_format
+from formats import layout
 from seglog_cli.storage.errors import CorruptRecordError
 from seglog_cli.storage import native
 from seglog_cli.storage.files import RELEASE_STEP, MappedFile
 from seglog_cli.storage.findings import Code, Finding, Severity
 
-LOG_OVERHEAD = v2_format.LOG_OVERHEAD  # 12
-HEADER_SIZE_UP_TO_MAGIC = v2_format.MAGIC_OFFSET + 1  # 17
-MIN_ENTRY_SIZE = legacy_format.RECORD_OVERHEAD_V0  # 14: the smallest legal size field
-RECORD_BATCH_OVERHEAD = v2_format.RECORD_BATCH_OVERHEAD  # 61
+LOG_OVERHEAD = layout.LOG_OVERHEAD  # 12
+HEADER_SIZE_UP_TO_MAGIC = layout.MAGIC_OFFSET + 1  # 17
+MIN_ENTRY_SIZE = layout.RECORD_OVERHEAD_V0  # 14: the smallest legal size field
+RECORD_BATCH_OVERHEAD = layout.RECORD_BATCH_OVERHEAD  # 61
 
 # base_offset, length, partition_leader_epoch, magic, crc, attributes, last_offset_delta,
 # base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, records_count

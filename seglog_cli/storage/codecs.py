@@ -12,6 +12,9 @@ Bindings were chosen by measurement (``tests/benchmarks/bench_codecs.py``):
 * zstd: ``zstandard`` streaming decompression object (Java producers write frames without a
   content size; concatenated frames are accepted).
 
+The bindings are imported when a batch of their codec is first met: a command on uncompressed
+data (and every command's start) loads none of them.
+
 Every decompressor checks its output against ``max_output`` bytes (gzip, snappy and lz4 before
 allocating it) so a hostile batch cannot exhaust memory; exceeding it is reported like any
 other decompression failure.
@@ -21,13 +24,9 @@ from __future__ import annotations
 
 import struct
 import zlib
+from functools import lru_cache
 
-import cramjam
-import zstandard
-
-from seglog_cli.storage import lz4_frame
 from seglog_cli.storage.errors import DecompressionError
-from seglog_cli.storage.lz4_frame import xxh32  # noqa: F401 - part of this module's interface
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
@@ -54,6 +53,8 @@ def decompress(codec: int, data, magic: int, max_output: int = DEFAULT_MAX_OUTPU
     if codec == SNAPPY:
         return _xerial_snappy(data, max_output)
     if codec == LZ4:
+        from seglog_cli.storage import lz4_frame
+
         return lz4_frame.decompress(data, ignore_header_checksum=magic == 0, max_output=max_output)
     if codec == ZSTD:
         return _zstd(data, max_output)
@@ -186,6 +187,8 @@ _MAX_SNAPPY_CHUNK = 512 * 1024 * 1024
 
 
 def _raw_snappy(chunk, max_output: int) -> bytes:
+    import cramjam
+
     try:
         size = _uvarint_prefix(chunk)
         if size > max_output:
@@ -242,7 +245,6 @@ def _xerial_snappy(data, max_output: int) -> bytes:
 
 # -- zstd ------------------------------------------------------------------------------------
 
-_ZSTD = zstandard.ZstdDecompressor()
 _ZSTD_MAX_RATIO = 32 * 1024  # a zstd block decodes to at most 128 KiB and takes at least 4 bytes
 _ZSTD_MIN_STEP = 1024
 
@@ -255,13 +257,15 @@ def _zstd(data, max_output: int) -> bytes:
     fed in pieces that cannot decode to much more than the room left under ``max_output``, so a
     bomb (1 GiB of zeros fits in 32 KiB) hits the cap before it is inflated.
     """
+    import zstandard
+
     data = bytes(data)
     end = len(data)
     out = []
     total = pos = 0
     try:
         while pos < end:
-            inflater = _ZSTD.decompressobj()
+            inflater = _zstd_decompressor().decompressobj()
             while not inflater.eof:
                 if pos >= end:
                     raise DecompressionError("zstd: Truncated source")
@@ -276,6 +280,13 @@ def _zstd(data, max_output: int) -> bytes:
     except zstandard.ZstdError as exc:
         raise DecompressionError(f"zstd: {exc}") from None
     return b"".join(out)
+
+
+@lru_cache(maxsize=None)
+def _zstd_decompressor():
+    import zstandard
+
+    return zstandard.ZstdDecompressor()
 
 
 # -- compression (what Kafka's producers and brokers write) ---------------------------------
@@ -295,8 +306,12 @@ def compress(codec: int, data: bytes, magic: int = 2) -> bytes:
         return _XERIAL_HEADER + b"".join(
             _xerial_chunk(data[i:i + _XERIAL_BLOCK]) for i in range(0, len(data), _XERIAL_BLOCK))
     if codec == LZ4:
+        from seglog_cli.storage import lz4_frame
+
         return lz4_frame.compress(data, broken_header_checksum=magic == 0)
     if codec == ZSTD:
+        import zstandard
+
         return zstandard.ZstdCompressor(level=_ZSTD_LEVEL, write_content_size=False).compress(data)
     if codec == NONE:
         return bytes(data)
@@ -310,5 +325,14 @@ def _gzip(data: bytes) -> bytes:
 
 
 def _xerial_chunk(chunk: bytes) -> bytes:
+    import cramjam
+
     compressed = bytes(cramjam.snappy.compress_raw(chunk))
     return struct.pack(">i", len(compressed)) + compressed
+
+
+def xxh32(data: bytes, seed: int = 0) -> int:
+    """XXH32 as the LZ4 frame uses it (``lz4_frame.xxh32``)."""
+    from seglog_cli.storage import lz4_frame
+
+    return lz4_frame.xxh32(data, seed)

@@ -18,10 +18,8 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from construct import ConstructError
-
 from formats import group_coordinator, share_coordinator, transaction_log
-from formats.kafka_message import TAGGED, ArrayOf, KafkaReadError, Message, RawString, versions
+from formats.kafka_message import TAGGED, ArrayOf, Message, RawString, versions
 from seglog_cli.storage.coordinator_fast import (
     read_consumer_assignment,
     read_consumer_subscription,
@@ -124,6 +122,10 @@ _INT16 = struct.Struct(">h").unpack_from
 
 
 def read_message(message: Message, version: int, data: bytes, name: str, shown_version: int | None = None) -> dict:
+    from construct import ConstructError  # the schemas' path only: the fast readers need no construct
+
+    from formats.message_constructs import KafkaReadError
+
     shown = version if shown_version is None else shown_version
     try:
         parsed = message.struct(version).parse(data)

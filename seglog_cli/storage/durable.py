@@ -23,18 +23,13 @@ import stat
 import sys
 from pathlib import Path
 
-from seglog_cli.storage.errors import SeglogError
+from seglog_cli.storage.errors import CannotWriteError  # defined there, so status.py need not import this module
 
 FAULT_ENV = "SEGLOG_FAULT_AT"
 TRACE_ENV = "SEGLOG_FAULT_TRACE"
 FAULT_EXIT_STATUS = 137  # what a shell reports for a process killed by SIGKILL
 COPY_CHUNK = 1 << 20
 _NOFOLLOW = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-
-
-class CannotWriteError(SeglogError):
-    """The file system refused a write (read-only, permission, disk full) or the target is not
-    something seglog writes to (a symlink, a FIFO, a directory)."""
 
 
 class MissingDirectoryError(CannotWriteError):

@@ -11,10 +11,12 @@ command can print Kafka's own line for it.
 from __future__ import annotations
 
 import struct
-from pathlib import Path
-
+from typing import TYPE_CHECKING
 
 from seglog_cli.storage.text import printable
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 CORRUPT_RECORD = "org.apache.kafka.common.errors.CorruptRecordException"
 INVALID_RECORD = "org.apache.kafka.common.InvalidRecordException"
@@ -93,6 +95,18 @@ class WriteError(SeglogError):
 
 class CheckpointError(SeglogError):
     """A text checkpoint or metadata file that does not follow Kafka's format."""
+
+
+# The write path's two refusals live here, not in durable.py / safety.py (which re-export them),
+# so the exit-status mapping (seglog_cli/status.py) can catch them without importing the write path.
+
+class CannotWriteError(SeglogError):
+    """The file system refused a write (read-only, permission, disk full) or the target is not
+    something seglog writes to (a symlink, a FIFO, a directory)."""
+
+
+class LogDirLockedError(SeglogError):
+    """A broker (or another seglog) holds the log dir's ``.lock``: nothing was written."""
 
 
 class DecompressionError(Exception):

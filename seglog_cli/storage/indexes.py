@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from formats import indexes as index_format
-from formats import txn_index as txn_format
+from formats import layout
 from seglog_cli.storage.errors import CorruptIndexError, DecodeError
 from seglog_cli.storage.files import MappedFile, read_small_file
 
@@ -122,7 +121,7 @@ class _MappedIndex:
 class OffsetIndex(_MappedIndex):
     """``<base>.index``: 8-byte entries (relative offset, position)."""
 
-    entry_size = index_format.OFFSET_INDEX_ENTRY_SIZE
+    entry_size = layout.OFFSET_INDEX_ENTRY_SIZE
     _layout = struct.Struct(">ii")
 
     def entry(self, n: int) -> OffsetPosition:
@@ -172,7 +171,7 @@ class OffsetIndex(_MappedIndex):
 class TimeIndex(_MappedIndex):
     """``<base>.timeindex``: 12-byte entries (timestamp, relative offset)."""
 
-    entry_size = index_format.TIME_INDEX_ENTRY_SIZE
+    entry_size = layout.TIME_INDEX_ENTRY_SIZE
     _layout = struct.Struct(">qi")
 
     def entry(self, n: int) -> TimestampOffset:
@@ -229,7 +228,7 @@ class TimeIndex(_MappedIndex):
 
 _ABORTED_TXN = struct.Struct(">bxqqqq")  # read as Kafka reads it: only the first version byte counts
 ABORTED_TXN = struct.Struct(">hqqqq")  # written as Kafka writes it (§11.1)
-assert ABORTED_TXN.size == txn_format.ABORTED_TXN_ENTRY_SIZE
+assert ABORTED_TXN.size == layout.ABORTED_TXN_ENTRY_SIZE
 
 
 def format_aborted_txns(txns) -> bytes:
@@ -241,7 +240,7 @@ def format_aborted_txns(txns) -> bytes:
 class TransactionIndex:
     """``<base>.txnindex``: 34-byte aborted-transaction entries, read whole (files are small)."""
 
-    entry_size = txn_format.ABORTED_TXN_ENTRY_SIZE
+    entry_size = layout.ABORTED_TXN_ENTRY_SIZE
 
     def __init__(self, path: str | Path, base_offset: int, data: bytes | None = None):
         self.path = str(path)

@@ -14,11 +14,9 @@ runs at memory speed).
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import threading
 import traceback
-from multiprocessing.connection import wait
 from typing import Callable, Sequence, TypeVar
 
 T = TypeVar("T")
@@ -50,6 +48,9 @@ def parallel_map(fn: Callable[[T], R], items: Sequence[T], jobs: int,
             results.append(fn(item))
             deliver(index, results[-1])
         return results
+
+    import multiprocessing  # here: one job (the default, and one partition) forks nothing
+    from multiprocessing.connection import wait
 
     context = multiprocessing.get_context("fork")
     counter = context.Value("q", 0)

@@ -24,7 +24,7 @@ import zlib
 from operator import itemgetter
 from typing import Iterable, Iterator
 
-from formats import legacy as legacy_format
+from formats import layout
 from seglog_cli.storage.batches import (
     CREATE_TIME,
     LOG_APPEND_TIME,
@@ -379,7 +379,7 @@ def _legacy_record(data, start, end, offset, wrapper_type, wrapper_timestamp, pa
     except (struct.error, ValueError):
         raise InvalidRecordError(f"Found invalid legacy message structure at offset {offset}", path,
                                  position, offset) from None
-    valid = len(message) >= legacy_format.RECORD_OVERHEAD_V0 and crc == zlib.crc32(message[4:])
+    valid = len(message) >= layout.RECORD_OVERHEAD_V0 and crc == zlib.crc32(message[4:])
     return Record(offset, timestamp, timestamp_type, key, value, (), -1, end - start, crc, valid, magic)
 
 
@@ -439,7 +439,7 @@ def _legacy_inner_records(entry: bytes, batch: BatchHeader, path) -> Iterator[Re
 
 def _check_inner_uncompressed(records, inner, stream, path, position) -> Iterator[Record]:
     for record, (_, start, _) in zip(records, inner):
-        if stream[start + 17] & legacy_format.COMPRESSION_CODEC_MASK:
+        if stream[start + 17] & layout.COMPRESSION_CODEC_MASK:
             raise InvalidRecordError("Inner messages must not be compressed", path, position,
                                      record.offset)
         yield record
@@ -451,9 +451,9 @@ def _inner_entries(stream: bytes, path, position) -> Iterable[tuple[int, int, in
     n = len(stream)
     while n - pos >= 12:
         offset, size = struct.unpack_from(">qi", stream, pos)
-        if size < legacy_format.RECORD_OVERHEAD_V0:
+        if size < layout.RECORD_OVERHEAD_V0:
             raise CorruptRecordError(
-                f"Record size is less than the minimum record overhead ({legacy_format.RECORD_OVERHEAD_V0})",
+                f"Record size is less than the minimum record overhead ({layout.RECORD_OVERHEAD_V0})",
                 path, position)
         if n - pos - 12 < size:
             return

@@ -25,15 +25,11 @@ from pathlib import Path
 from typing import Iterator
 
 from seglog_cli.storage.durable import CannotWriteError, describe_os_error
-from seglog_cli.storage.errors import SeglogError
+from seglog_cli.storage.errors import LogDirLockedError, SeglogError
 from seglog_cli.storage.naming import parse_partition_dir_name
 
 LOCK_FILE = ".lock"
 BACKUP_DIR_NAME = "seglog-backups"
-
-
-class LogDirLockedError(SeglogError):
-    """A broker (or another seglog) holds the log dir's ``.lock``: nothing was written."""
 
 
 class BackupError(SeglogError):

@@ -11,13 +11,13 @@ from pathlib import Path
 
 from seglog_cli.storage.checksums import crc32c
 
-from formats import producer_snapshot as snapshot_format
+from formats import layout
 from seglog_cli.storage.batches import increment_sequence
 from seglog_cli.storage.errors import CorruptSnapshotError
 from seglog_cli.storage.files import read_small_file
 
 _ENTRY = struct.Struct(">qhiqiqiq")
-assert _ENTRY.size == snapshot_format.PRODUCER_ENTRY_SIZE
+assert _ENTRY.size == layout.PRODUCER_ENTRY_SIZE
 
 
 def decrement_sequence(sequence: int, decrement: int) -> int:
@@ -69,12 +69,12 @@ def read_snapshot(path: str | Path, data: bytes | None = None) -> ProducerSnapsh
     if data is None:
         data = read_small_file(path)
     version, crc, count = _parse_header(data, path)
-    computed = crc32c(memoryview(data)[snapshot_format.CRC_COVERED_START:])
+    computed = crc32c(memoryview(data)[layout.SNAPSHOT_CRC_COVERED_START:])
     if crc != computed:
         raise CorruptSnapshotError(
             f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {crc}. Computed crc: {computed}",
             path)
-    entries = tuple(_entry(data, snapshot_format.SNAPSHOT_HEADER_SIZE + n * _ENTRY.size)
+    entries = tuple(_entry(data, layout.SNAPSHOT_HEADER_SIZE + n * _ENTRY.size)
                     for n in range(count))
     return ProducerSnapshot(path, _offset_from_name(path), version, crc, entries)
 
@@ -83,14 +83,14 @@ def _parse_header(data: bytes, path: str) -> tuple[int, int, int]:
     if len(data) < 2:
         raise CorruptSnapshotError("Snapshot failed schema validation: null", path, 0)
     (version,) = struct.unpack_from(">h", data, 0)
-    if version != snapshot_format.SNAPSHOT_VERSION:
+    if version != layout.SNAPSHOT_VERSION:
         raise CorruptSnapshotError(
             f"Snapshot failed schema validation: Snapshot contained an unknown file version {version}",
             path, 0)
-    if len(data) < snapshot_format.SNAPSHOT_HEADER_SIZE:
+    if len(data) < layout.SNAPSHOT_HEADER_SIZE:
         raise CorruptSnapshotError("Snapshot failed schema validation: null", path, 2)
     _, crc, count = struct.unpack_from(">hIi", data, 0)
-    remaining = len(data) - snapshot_format.SNAPSHOT_HEADER_SIZE
+    remaining = len(data) - layout.SNAPSHOT_HEADER_SIZE
     if count < 0:
         raise CorruptSnapshotError(
             "Snapshot failed schema validation: non-nullable field producerEntries was serialized as null",
@@ -101,7 +101,7 @@ def _parse_header(data: bytes, path: str) -> tuple[int, int, int]:
             f"there are only {remaining} bytes remaining.", path, 6)
     if count * _ENTRY.size > remaining:
         raise CorruptSnapshotError("Snapshot failed schema validation: null", path,
-                                   snapshot_format.SNAPSHOT_HEADER_SIZE + remaining)
+                                   layout.SNAPSHOT_HEADER_SIZE + remaining)
     return version, crc, count
 
 
@@ -136,4 +136,4 @@ def format_snapshot(entries: tuple[ProducerStateEntry, ...] | list[ProducerState
                     e.last_timestamp, e.coordinator_epoch,
                     -1 if e.current_txn_first_offset is None else e.current_txn_first_offset)
         for e in entries)
-    return struct.pack(">hI", snapshot_format.SNAPSHOT_VERSION, crc32c(body)) + body
+    return struct.pack(">hI", layout.SNAPSHOT_VERSION, crc32c(body)) + body

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 import pytest
@@ -190,3 +191,20 @@ def test_bench_recover_main_on_a_tiny_log_dir(tmp_path):
     for key in ("verify_mb_per_s", "recover_mb_per_s", "recover_vs_verify", "cli_recover_vs_cli_verify"):
         assert result["ratios"][key] > 0, key
     assert set(report["goals"]) == {"recover_vs_shallow_verify"}
+
+
+def test_bench_startup_main_with_two_rounds(tmp_path):
+    from tests.benchmarks import bench_startup
+
+    report = bench_startup.main(["--runs", "2", "--quiet", "--no-compile", "--json", str(tmp_path / "out.json")])
+    assert json.loads((tmp_path / "out.json").read_text())["goal"] == report["goal"]
+    steps = report["steps"]
+    assert list(steps) == list(bench_startup.STEPS)
+    for name, step in steps.items():
+        assert step["runs"] == 2 and 0 < step["min"] <= step["median"] <= step["max"]
+        assert step["ratio"] > 0 and isinstance(step["within_goal"], bool)
+        assert (step["stdout_bytes"] > 0) == (name != bench_startup.BASELINE)  # each command printed its output
+    assert steps["python_pass"]["ratio"] == 1.0
+    goal = report["goal"]
+    assert goal["goal_ratio"] == 5.0 and goal["worst_step"] in steps and goal["worst_step"] != "python_pass"
+    assert goal["met"] == all(step["ratio"] <= 5.0 for step in steps.values())

@@ -322,6 +322,35 @@ def test_control_record_through_the_engine(tmp_path):
     assert parsed.coordinator_epoch == value.coordinator_epoch == 0
 
 
+@given(key=st.binary(min_size=4, max_size=8), value=st.binary(min_size=6, max_size=10), commit=st.booleans())
+def test_control_key_and_marker_layouts(key, value, commit):
+    """The engine's struct reads of a control key and an end-transaction marker (any bytes) give
+    the schemas' fields, or the error Kafka gives for a negative version."""
+    from seglog_cli.storage.control import parse_control_type
+    from seglog_cli.storage.errors import InvalidRecordError
+    from seglog_cli.storage.records import Record
+
+    schema_key = control_format.ControlRecordKey.parse(key)
+    if schema_key.version < 0:
+        with pytest.raises(InvalidRecordError, match=f"control record: {schema_key.version}. May"):
+            parse_control_type(key)
+    else:
+        assert parse_control_type(key) == (schema_key.version, schema_key.type)
+    marker_key = key[:2] + (b"\x00\x01" if commit else b"\x00\x00") + key[4:]
+    if schema_key.version < 0:
+        return
+    record = Record(offset=7, timestamp=0, timestamp_type=0, key=marker_key, value=value, headers=(), sequence=-1,
+                    size_in_bytes=0)
+    schema_value = control_format.EndTxnMarkerValue.parse(value)
+    if schema_value.version < 0:
+        with pytest.raises(InvalidRecordError, match="Invalid version found for end transaction marker"):
+            parse_control_record(record)
+    else:
+        parsed = parse_control_record(record)
+        assert (parsed.type_name, parsed.coordinator_epoch) == ("COMMIT" if commit else "ABORT",
+                                                                schema_value.coordinator_epoch)
+
+
 # -- (4) index, transaction index and snapshot readers ----------------------------------------
 
 @file_settings

@@ -60,30 +60,34 @@ def table_lines(rows: list[dict], columns: list[Column], short: bool = False) ->
 def fitted_lines(rows: list[dict], columns: list[Column], width: int) -> list[str] | None:
     """The table within ``width`` characters a line: whole, else with short headings and the
     droppable columns left out from the highest rank down; None when the kept ones do not fit."""
-    lines = table_lines(rows, columns)
-    if _fits(lines, width):
-        return lines
+    fit = fit_columns(rows, columns, width)
+    return None if fit is None else table_lines(rows, *fit)
+
+
+def fit_columns(rows: list[dict], columns: list[Column], width: int) -> tuple[list[Column], bool] | None:
+    """The columns (and whether with short headings) :func:`fitted_lines` draws ``rows`` with."""
+    if _fits(table_lines(rows, columns), width):
+        return list(columns), False
     kept = list(columns)
     for column in sorted((c for c in columns if c.drop), key=lambda c: -c.drop):
-        lines = table_lines(rows, kept, short=True)
-        if _fits(lines, width):
-            return lines
+        if _fits(table_lines(rows, kept, short=True), width):
+            return kept, True
         kept.remove(column)
-    lines = table_lines(rows, kept, short=True)
-    return lines if _fits(lines, width) else None
+    return (kept, True) if _fits(table_lines(rows, kept, short=True), width) else None
 
 
-def stacked_lines(rows: list[dict], columns: list[Column], title_key: str | None = None) -> list[str]:
-    """Each row as ``HEADING  value`` lines (for widths no table fits), rows apart by a blank line."""
+def stacked_lines(rows: list[dict], columns: list[Column], width: int) -> list[str]:
+    """Each row as ``HEADING  value`` lines (for widths no table fits), rows apart by a blank
+    line; a value too long for its line goes on the next one, alone."""
     lines: list[str] = []
-    shown = [c for c in columns if c.key != title_key]
-    pad = max((len(c.heading) for c in shown), default=0)
+    pad = max((len(c.heading) for c in columns), default=0)
     for row in rows:
         if lines:
             lines.append("")
-        if title_key is not None:
-            lines.append(cell(row.get(title_key)))
-        lines.extend(f"  {c.heading.ljust(pad)}  {cell(row.get(c.key))}" for c in shown)
+        for column in columns:
+            text = cell(row.get(column.key))
+            line = f"{column.heading.ljust(pad)}  {text}"
+            lines.extend([line] if len(line) <= width else [column.heading, f"  {text}"])
     return lines
 
 

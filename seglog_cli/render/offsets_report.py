@@ -21,7 +21,7 @@ from __future__ import annotations
 import textwrap
 from typing import TextIO
 
-from seglog_cli.render.fit import Column, fitted_lines, stacked_lines, table_lines, terminal_width
+from seglog_cli.render.fit import Column, fit_columns, fitted_lines, stacked_lines, table_lines, terminal_width
 from seglog_cli.render.tabular import iso_time, write_csv, write_json, write_jsonl
 from seglog_cli.storage.consumer_lag import BELOW_LOG_START, BEYOND_LOG_END, NOT_HERE
 from seglog_cli.storage.offsets import CommittedOffset, OffsetsReport
@@ -122,18 +122,18 @@ def _table(rows: list[dict], columns: list[Column], out: TextIO, width: int | No
 
 
 def _per_group(rows: list[dict], columns: list[Column], width: int) -> list[str]:
-    others = [c for c in columns if c.key != "group"]
-    lines: list[str] = []
+    """One table per group under a ``GROUP name`` line, the same columns in each; rows stacked
+    when even that does not fit."""
+    fit = fit_columns(rows, [c for c in columns if c.key != "group"], width - 2)
+    if fit is None:
+        return stacked_lines(rows, columns, width)
     groups: dict[str, list[dict]] = {}
     for row in rows:
         groups.setdefault(row["group"], []).append(row)
+    lines: list[str] = []
     for group, members in groups.items():
-        table = fitted_lines(members, others, width - 2)
-        if table is None:
-            lines.extend(stacked_lines(members, columns, title_key=None))
-            continue
         lines.append(f"GROUP {group}")
-        lines.extend("  " + line for line in table)
+        lines.extend("  " + line for line in table_lines(members, *fit))
     return lines
 
 

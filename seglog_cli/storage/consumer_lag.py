@@ -140,7 +140,7 @@ class PartitionEnds:
             path = log_dir / REPLICATION_CHECKPOINT
             hw = self._checkpoint(path)[0].get(TopicPartition(topic, partition))
             if hw is not None:
-                return (f"{path} lists {topic}-{partition} at {hw}, but the partition directory is not there "
+                return (f"{path.name} lists {topic}-{partition} at {hw}, but the partition directory is not there "
                         "(moved, deleted or not copied): no lag computed from it")
         return None
 

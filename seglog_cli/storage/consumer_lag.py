@@ -92,7 +92,7 @@ def position_of(offset: int, end: PartitionEnd) -> Position:
     if end.log_start_offset is not None and 0 <= offset < end.log_start_offset:
         flags.append(BELOW_LOG_START)
         why.append(f"committed offset {offset} is below the log start offset {end.log_start_offset} "
-                   f"({end.start_source}): the {end.log_start_offset - offset} record(s) between were deleted "
+                   f"({end.start_source}): the {end.log_start_offset - offset} offset(s) between were deleted "
                    "before the group read them; its next fetch is out of range and auto.offset.reset decides "
                    "(earliest skips to the log start, latest to the end, none fails the consumer)")
     if end.log_end_offset is not None and offset > end.log_end_offset:

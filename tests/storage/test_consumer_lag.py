@@ -105,7 +105,7 @@ def test_retention_deleted_segments_past_a_commit(tmp_path):
     assert (slow["logStartOffset"], slow["logEndOffset"], slow["highWatermark"]) == (first_kept, 40, 40)
     assert slow["lag"] == 40 - 3 and slow["flags"] == [BELOW_LOG_START]
     assert f"committed offset 3 is below the log start offset {first_kept}" in slow["notes"][0]
-    assert f"the {first_kept - 3} record(s) between were deleted" in slow["notes"][0]
+    assert f"the {first_kept - 3} offset(s) between were deleted" in slow["notes"][0]
     assert (after[("fast", "events", 0)]["lag"], after[("fast", "events", 0)]["flags"]) == (2, [])
     assert (after[("done", "events", 0)]["lag"], after[("done", "events", 0)]["flags"]) == (0, [])
     assert report.flagged_groups == ["slow"]

@@ -96,3 +96,25 @@ def test_wide_terminal_shows_every_column(tmp_path, monkeypatch):
         narrow = run_seglog("offsets", str(tmp_path), "--format", "table").out.splitlines()
         assert narrow[0].split() == header and len(narrow[0]) <= width < len(narrow[0]) + 20
         assert all(len(line) <= width for line in narrow)
+
+
+def test_readme_offsets_examples_run(tmp_path, monkeypatch):
+    """The README's `seglog offsets` examples, on a built log dir in place of /var/lib/kafka/data."""
+    from tests.conftest import REPO
+
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("### `seglog offsets`"):readme.index("### `seglog transactions`")]
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    examples = [line.split(">")[0].split()[1:] for line in block.splitlines() if line.startswith("seglog offsets")]
+    assert len(examples) == 2
+    write_partition(tmp_path / "orders-0", [batch(n, b"k", b"v") for n in range(12)])
+    write_partition(tmp_path / "__consumer_offsets-0", [
+        batch(0, offset_commit_key("orders-app", "orders", 0), offset_commit_value(9, "", 1_700_000_000_000))])
+    (tmp_path / "replication-offset-checkpoint").write_text("0\n1\norders 0 12\n")
+    for args in examples:
+        result = run_seglog(*[str(tmp_path) if arg == "/var/lib/kafka/data" else arg for arg in args])
+        assert result.exit_code == 0, result.err
+        assert "orders-app" in result.out
+    rows = run_seglog("offsets", str(tmp_path), "--format", "csv").out.splitlines()
+    header, row = rows[0].split(","), rows[1].split(",")
+    assert dict(zip(header, row))["lag"] == "3"

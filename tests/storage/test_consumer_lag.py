@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import struct
 
-import pytest
 
 from seglog_cli.storage.consumer_lag import (
     BELOW_LOG_START, BEYOND_LOG_END, FROM_SEGMENTS, NO_SEGMENTS, NOT_HERE, PartitionEnds,

@@ -5,6 +5,8 @@ group's commit, a commit beyond the log end, a partition hosted elsewhere, an em
 
 from __future__ import annotations
 
+import json
+import shutil
 import struct
 
 
@@ -153,3 +155,28 @@ def test_a_partition_with_no_segment_starts_at_its_checkpointed_log_start(tmp_pa
     (tmp_path / "log-start-offset-checkpoint").write_text("0\n1\norders 0 120\n")
     end = PartitionEnds([tmp_path / "orders-0"]).end("orders", 0)
     assert (end.log_start_offset, end.log_end_offset, end.end_source) == (120, 120, NO_SEGMENTS)
+
+
+def test_replicas_after_an_unclean_election(corpus, tmp_path):
+    """Three brokers' log dirs of one partition (corpus replicas/unclean-election): the replica with
+    the highest high watermark counts (broker 1's longer tail was never committed: its checkpoint
+    says 3900); a group that had read into that lost tail is beyond the log end."""
+    case = corpus / "kafka-4.2.0" / "replicas" / "unclean-election"
+    facts = json.loads((case / "case.json").read_text())["replicas"]
+    tree = tmp_path / "brokers"
+    for broker in ("broker-1", "broker-2", "broker-3"):
+        shutil.copytree(case / broker, tree / broker)
+    commits(tree / "broker-2" / "__consumer_offsets-0", ("kept-up", "events", 0, 3500),
+            ("read-lost-tail", "events", 0, 4700))
+    found = rows(read_committed_offsets(tree))
+    hw = facts["broker-2"]["checkpoint_files"]["replication-offset-checkpoint"]["events-0"]
+    leo = facts["broker-2"]["log_end_offset"]
+    assert facts["broker-1"]["log_end_offset"] > 4700 > leo == hw  # the tail only broker 1 had
+    kept, lost = found[("kept-up", "events", 0)], found[("read-lost-tail", "events", 0)]
+    assert kept["partitionDir"] in (str(tree / "broker-2" / "events-0"), str(tree / "broker-3" / "events-0"))
+    assert (kept["logEndOffset"], kept["highWatermark"], kept["lag"], kept["flags"]) == (leo, hw, hw - 3500, [])
+    assert (lost["lag"], lost["flags"]) == (hw - 4700, [BEYOND_LOG_END])
+    # broker 1 alone: its longer log, but the high watermark it had checkpointed
+    alone = PartitionEnds([tree / "broker-1" / "events-0"]).end("events", 0)
+    assert (alone.log_end_offset, alone.high_watermark) == (
+        facts["broker-1"]["log_end_offset"], facts["broker-1"]["checkpoint_files"]["replication-offset-checkpoint"]["events-0"])

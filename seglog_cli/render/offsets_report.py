@@ -83,13 +83,18 @@ def _text(report: OffsetsReport, out: TextIO, width: int | None) -> None:
     if report.pending:
         out.write("\nPending transactional commits (no COMMIT/ABORT marker yet; not counted):\n")
         _table([_row(c) for c in report.pending], PENDING_COLUMNS, out, width)
+    partition_notes: dict[str, list[str]] = {}
     for commit in report.committed:
         row = report.committed_dict(commit)
-        where = f"{commit.group} {commit.topic}-{commit.partition}"
+        partition = f"{commit.topic}-{commit.partition}"
         for code, why in zip(row["flags"], row["notes"]):
-            _say(f"flagged {where}: {code}: {why}", out, width)
-        for note in row["notes"][len(row["flags"]):]:
-            _say(f"note    {where}: {note}", out, width)
+            _say(f"flagged {commit.group} {partition}: {code}: {why}", out, width)
+        for note in row["notes"][len(row["flags"]):]:  # about the partition: said once
+            if note not in partition_notes.setdefault(partition, []):
+                partition_notes[partition].append(note)
+    for partition, notes in partition_notes.items():
+        for note in notes:
+            _say(f"note    {partition}: {note}", out, width)
     absent = sorted({f"{c.topic}-{c.partition}" for c in report.committed
                      if report.committed_dict(c)["logEndSource"] == NOT_HERE})
     if absent:

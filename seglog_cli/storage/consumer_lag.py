@@ -17,7 +17,9 @@ Kafka's rules this follows (Apache Kafka source):
   scan from the last ``.index`` entry); a partition with no segment starts an empty one at its
   ``log-start-offset-checkpoint`` offset (``LogLoader.recoverLog``).
 * The log start offset is ``max(log-start-offset-checkpoint, first segment's base offset)``
-  (``LogLoader.load``; with tiered storage the checkpoint alone, see :data:`BELOW_LOG_START`).
+  (``LogLoader.load``), or the checkpoint alone for a tiered topic (remote storage). The broker
+  checkpoints a log start below the first local segment only for those
+  (``LogManager.checkpointLogStartOffsetsInDir``), so such an entry is taken as tiered.
 * A fetch below the log start offset (``UnifiedLog.checkLogStartOffset``) or beyond the log end
   offset (``LocalLog.read``: ``startOffset > endOffset``) fails with OFFSET_OUT_OF_RANGE; the
   consumer then resets its position by ``auto.offset.reset``, or fails with
@@ -179,14 +181,17 @@ class PartitionEnds:
             start_source = LOG_START_OFFSET_CHECKPOINT if checkpoint_start is not None else "empty log"
         else:
             source, end = FROM_SEGMENTS, log_end
-            start = max(first_base, checkpoint_start if checkpoint_start is not None else first_base)
-            if checkpoint_start is None or checkpoint_start < first_base:
-                start_source = "first segment"
-                if checkpoint_start is not None:
-                    notes.append(f"{LOG_START_OFFSET_CHECKPOINT} has {checkpoint_start}, below the first segment "
-                                 f"{first_base}: on a tiered topic the log starts there (in remote storage)")
+            if checkpoint_start is None:
+                start, start_source = first_base, "first segment"
+            elif checkpoint_start >= first_base:
+                start, start_source = checkpoint_start, LOG_START_OFFSET_CHECKPOINT
             else:
-                start_source = LOG_START_OFFSET_CHECKPOINT
+                # LogManager.checkpointLogStartOffsetsInDir writes an entry below the first segment
+                # only for a log with remote storage, whose log start is the checkpoint
+                # (LogLoader: isRemoteLogEnabled ? checkpoint : max(checkpoint, first segment))
+                start, start_source = checkpoint_start, f"{LOG_START_OFFSET_CHECKPOINT}, tiered"
+                notes.append(f"tiered storage: offsets {checkpoint_start} to {first_base - 1} are in remote storage "
+                             f"(the first local segment starts at {first_base})")
         hws, problem = self._checkpoint(directory.parent / REPLICATION_CHECKPOINT)
         notes += [problem] if problem else []
         hw, hw_source = hws.get(tp), None

@@ -180,3 +180,24 @@ def test_replicas_after_an_unclean_election(corpus, tmp_path):
     alone = PartitionEnds([tree / "broker-1" / "events-0"]).end("events", 0)
     assert (alone.log_end_offset, alone.high_watermark) == (
         facts["broker-1"]["log_end_offset"], facts["broker-1"]["checkpoint_files"]["replication-offset-checkpoint"]["events-0"])
+
+
+def test_tiered_topic_log_start_in_remote_storage(corpus, tmp_path):
+    """corpus tiered/: local segments start at 2080, log-start-offset-checkpoint says 0 (the broker
+    writes an entry below the first local segment only for a remote-storage log): a commit
+    between the two is readable from remote storage, not flagged."""
+    source = corpus / "kafka-4.2.0" / "tiered" / "data"
+    data = tmp_path / "data"
+    shutil.copytree(source / "tiered-0", data / "tiered-0")
+    for name in ("log-start-offset-checkpoint", "replication-offset-checkpoint", "meta.properties"):
+        shutil.copy2(source / name, data / name)
+    start = checkpoint_text(data / "log-start-offset-checkpoint")[("tiered", 0)]
+    hw = checkpoint_text(data / "replication-offset-checkpoint")[("tiered", 0)]
+    segments = sorted((data / "tiered-0").glob("*.log"))
+    first_local = int(segments[0].name.split(".")[0])
+    assert start < 500 < first_local
+    commits(data / "__consumer_offsets-0", ("remote-reader", "tiered", 0, 500))
+    [row] = rows(read_committed_offsets(data)).values()
+    assert (row["logStartOffset"], row["logEndOffset"], row["highWatermark"]) == (start, next_offset_of(segments[-1]), hw)
+    assert (row["lag"], row["flags"]) == (hw - 500, [])
+    assert f"offsets {start} to {first_local - 1} are in remote storage" in row["notes"][0]

@@ -193,6 +193,26 @@ def test_08_offsets_equal_kafka_dump_log_replay(tmp_path):
 
 
 @requires_corpus
+def test_08_lag_and_a_group_below_the_log_start(tmp_path):
+    """plain-0 beside its coordinator partitions: lag against the checkpointed high watermark;
+    a log start moved past the commits (as DeleteRecords does) puts both groups out of range."""
+    log_dir = copy_log_dir(tmp_path / "data", "plain-0", "__consumer_offsets-38", "__consumer_offsets-27")
+    hw = int(next(line.split()[2] for line in (log_dir / "replication-offset-checkpoint").read_text().splitlines()
+                  if line.startswith("plain 0 ")))
+    status, document = run_json("08-consumer-offsets.sh", log_dir, cwd=tmp_path)
+    assert status == 0 and document["flaggedGroups"] == []
+    lags = {(r["group"], r["partition"]): r["lag"] for r in document["committed"]}
+    offsets = {(r["group"], r["partition"]): r["offset"] for r in document["committed"]}
+    assert lags[("corpus-group", 0)] == hw - offsets[("corpus-group", 0)]
+    assert lags[("corpus-group", 1)] is None  # plain-1 is not in this log dir
+    (log_dir / "log-start-offset-checkpoint").write_text("0\n1\nplain 0 3000\n")
+    result = run("08-consumer-offsets.sh", log_dir, cwd=tmp_path)
+    assert result.returncode == 1 and "out of range" in result.stdout
+    assert "OUT OF RANGE (COMMITTED_BELOW_LOG_START): corpus-group plain-0" in result.stdout
+    assert "OUT OF RANGE (COMMITTED_BELOW_LOG_START): corpus-txn-group plain-0" in result.stdout
+
+
+@requires_corpus
 def test_08_damaged_offsets_partition_needs_a_human(tmp_path):
     log_dir = copy_log_dir(tmp_path / "data", "__consumer_offsets-38")
     segment = log_dir / "__consumer_offsets-38" / "00000000000000000000.log"

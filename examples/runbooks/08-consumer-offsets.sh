@@ -6,13 +6,17 @@
 #
 # When to use it: the cluster (or the broker leading __consumer_offsets) is down and you need to
 #   know where each consumer group was: to restart consumers on a rebuilt cluster at the same
-#   place, to measure what a group had not read yet, or to keep the offsets before wiping disks.
+#   place, to measure what a group had not read yet (its lag), or to keep the offsets before
+#   wiping disks.
 #   Run it on every broker's log dir (each holds the __consumer_offsets partitions it led or
 #   followed; the freshest copy wins).
 # What it does: `seglog offsets` replays the log dir's __consumer_offsets partitions as the group
 #   coordinator does (latest commit per key, tombstones, transactional commits only with their
-#   COMMIT marker) and prints group, topic, partition, offset, leader epoch and commit time,
-#   commits still waiting for a marker, and for each group/topic the kafka-consumer-groups.sh
+#   COMMIT marker) and prints group, topic, partition, offset, the partition's end (high
+#   watermark, else log end offset) and the lag when the partition is in this log dir, leader
+#   epoch and commit time, groups whose committed offset is out of range (retention deleted
+#   records below it, or it is beyond the log end: auto.offset.reset will decide where the
+#   group resumes), commits still waiting for a marker, and for each group/topic the kafka-consumer-groups.sh
 #   --reset-offsets commands that put the same offsets on a running cluster. --out writes them
 #   as CSV too (a new file, never overwritten).
 # What it changes: nothing in the log dir; --out writes one new file.
@@ -20,7 +24,8 @@
 #
 # Exit status (the same for every runbook, see README.md):
 #   0  healthy: offsets read cleanly
-#   1  action needed: commits pending a transaction marker, records seglog could not decode, or
+#   1  action needed: a committed offset out of range (below the log start or beyond the log
+#      end offset), commits pending a transaction marker, records seglog could not decode, or
 #      no committed offset at all in this log dir (try the other brokers' log dirs)
 #   2  usage error
 #   3  needs a human: a __consumer_offsets partition is damaged (offsets read up to the damage)
@@ -69,10 +74,23 @@ def when(ms):
     return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if ms is not None else "-"
 
 rows = sorted(d["committed"], key=lambda r: (r["group"], r["topic"], r["partition"]))
-print(f"{'GROUP':<24} {'TOPIC':<24} {'PARTITION':>9} {'OFFSET':>12} {'EPOCH':>6}  COMMITTED-AT")
+
+def end(r):  # what the lag is measured against, as kafka-consumer-groups' LOG-END-OFFSET
+    value = r["highWatermark"] if r["highWatermark"] is not None else r["logEndOffset"]
+    return "-" if value is None else value
+
+print(f"{'GROUP':<24} {'TOPIC':<24} {'PARTITION':>9} {'OFFSET':>12} {'END':>12} {'LAG':>8} {'EPOCH':>6}  "
+      "COMMITTED-AT")
 for r in rows:
-    print(f"{r['group']:<24} {r['topic']:<24} {r['partition']:>9} {r['offset']:>12} {r['leaderEpoch']:>6}  "
-          f"{when(r['commitTimestamp'])}")
+    lag = "-" if r["lag"] is None else r["lag"]
+    print(f"{r['group']:<24} {r['topic']:<24} {r['partition']:>9} {r['offset']:>12} {end(r):>12} {lag:>8} "
+          f"{r['leaderEpoch']:>6}  {when(r['commitTimestamp'])}")
+for r in rows:
+    for code, why in zip(r["flags"], r["notes"]):
+        print(f"OUT OF RANGE ({code}): {r['group']} {r['topic']}-{r['partition']}: {why}")
+absent = sorted({f"{r['topic']}-{r['partition']}" for r in rows if r["logEndOffset"] is None})
+if absent:
+    print(f"no lag for partitions not in this log dir (run on the broker that hosts them): {' '.join(absent)}")
 for r in d["pending"]:
     print(f"PENDING (no COMMIT/ABORT marker yet): {r['group']} {r['topic']}-{r['partition']} offset {r['offset']}")
 groups = sorted({r["group"] for r in rows})
@@ -100,7 +118,8 @@ if out:
         for r in rows:
             w.writerow([r[k] for k in keys])
     print(f"written to {out}")
-json.dump({"committed": rows, "pending": d["pending"], "groups": groups, "restoreCommands": commands,
+json.dump({"committed": rows, "pending": d["pending"], "groups": groups, "flaggedGroups": d["flaggedGroups"],
+           "restoreCommands": commands,
            "problems": d["problems"], "outFile": out or None}, open(sys.argv[2], "w"))
 open(sys.argv[2] + ".count", "w").write(str(len(rows)))
 PY
@@ -112,7 +131,7 @@ if [ -n "$out" ] && [ -f "$out" ]; then
 fi
 case "$offsets_rc" in
     3) rb_finish $RB_HUMAN "a __consumer_offsets partition is damaged: offsets read up to the damage (run 03-crc-error.sh)" ;;
-    1) rb_finish $RB_ACTION "offsets read, but some commits are pending a marker or records could not be decoded" ;;
+    1) rb_finish $RB_ACTION "offsets read, but a group's committed offset is out of range (OUT OF RANGE above), some commits are pending a marker or records could not be decoded" ;;
 esac
 if [ "$count" = 0 ] && [ ${#args[@]} -gt 0 ]; then
     rb_finish $RB_BAD_INPUT "no committed offset found for ${args[*]} (groups present: see seglog offsets $log_dir)"

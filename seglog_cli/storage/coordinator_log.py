@@ -73,8 +73,12 @@ def topic_of(directory: Path) -> str:
 
 def internal_partitions(path: str | Path, topic: str) -> list[Path]:
     """The ``topic-<n>`` partition directories under ``path``, in partition order."""
-    found = [d for d in partition_dirs(path) if topic_of(d) == topic]
-    return sorted(found, key=lambda d: (str(d.parent), _partition_number(d)))
+    return sorted_partitions([d for d in partition_dirs(path) if topic_of(d) == topic])
+
+
+def sorted_partitions(directories: list[Path]) -> list[Path]:
+    """Partition directories by log dir, then partition number."""
+    return sorted(directories, key=lambda d: (str(d.parent), _partition_number(d)))
 
 
 def _partition_number(directory: Path) -> int:

@@ -13,6 +13,9 @@ The group coordinator rebuilds its offsets by replaying its partition in offset 
 
 Other record types (group metadata, KIP-848 records) are read and skipped; records that cannot
 be read are counted with Kafka's message.
+
+Each committed offset is then set against its topic partition in the same log dir(s): log start
+and end offsets, high watermark, lag and flags (:mod:`seglog_cli.storage.consumer_lag`).
 """
 
 from __future__ import annotations
@@ -21,11 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from formats.group_coordinator import OFFSET_COMMIT_TYPES
+from seglog_cli.storage.consumer_lag import PartitionEnds, Position, position_of
 from seglog_cli.storage.coordinator_log import (
     CONSUMER_OFFSETS,
     WalkProblem,
-    internal_partitions,
+    partition_dirs,
     partition_entries,
+    sorted_partitions,
+    topic_of,
 )
 from seglog_cli.storage.coordinator_records import (
     GROUP_RECORD_TYPES,
@@ -87,13 +93,32 @@ class OffsetsReport:
     problems: list[WalkProblem] = field(default_factory=list)
     partitions_read: int = 0
     records_read: int = 0
+    # of the committed offsets, by (group, topic, partition, offset)
+    positions: dict[tuple[str, str, int, int], Position] = field(default_factory=dict)
+
+    @property
+    def flagged_groups(self) -> list[str]:
+        return sorted({key[0] for key, position in self.positions.items() if position.flags})
+
+    def committed_dict(self, commit: CommittedOffset) -> dict:
+        """A committed offset's JSON form with its partition's offsets, lag and flags."""
+        position = self.positions.get((*commit.key, commit.offset))
+        if position is None:
+            return commit.as_dict()
+        end = position.end
+        notes = list(position.explanations) + ([end.note] if end.note else [])
+        return {**commit.as_dict(), "logStartOffset": end.log_start_offset, "logEndOffset": end.log_end_offset,
+                "highWatermark": end.high_watermark, "lag": position.lag, "lagBasis": position.lag_basis,
+                "logEndSource": end.end_source, "partitionDir": end.directory, "flags": list(position.flags),
+                "notes": notes}
 
     def as_dict(self) -> dict:
-        return {"version": REPORT_VERSION, "committed": [c.as_dict() for c in self.committed],
+        return {"version": REPORT_VERSION, "committed": [self.committed_dict(c) for c in self.committed],
                 "pending": [c.as_dict() for c in self.pending],
                 "unreadable": [u.as_dict() for u in self.unreadable],
                 "problems": [p.as_dict() for p in self.problems],
-                "partitionsRead": self.partitions_read, "recordsRead": self.records_read}
+                "partitionsRead": self.partitions_read, "recordsRead": self.records_read,
+                "flaggedGroups": self.flagged_groups}
 
 
 class _PartitionState:
@@ -128,8 +153,10 @@ class _PartitionState:
 def read_committed_offsets(log_dir: str | Path, group: str | None = None,
                            topic: str | None = None) -> OffsetsReport:
     """The committed offsets as of the end of every ``__consumer_offsets`` partition under
-    ``log_dir``, optionally for one group and/or one topic."""
-    directories = internal_partitions(log_dir, CONSUMER_OFFSETS)
+    ``log_dir``, optionally for one group and/or one topic, each set against its topic
+    partition in the same log dir(s) (``report.positions``)."""
+    found = partition_dirs(log_dir)
+    directories = sorted_partitions([d for d in found if topic_of(d) == CONSUMER_OFFSETS])
     if not directories:
         raise UnreadableInputError(f"no {CONSUMER_OFFSETS} partitions found (give a Kafka log dir)", log_dir)
     report = OffsetsReport()
@@ -140,6 +167,8 @@ def read_committed_offsets(log_dir: str | Path, group: str | None = None,
     wanted = _matches(group, topic)
     report.committed = sorted(filter(wanted, report.committed), key=_order)
     report.pending = sorted(filter(wanted, report.pending), key=_order)
+    ends = PartitionEnds(found)
+    report.positions = {(*c.key, c.offset): position_of(c.offset, ends.end(c.topic, c.partition)) for c in report.committed}
     return report
 
 

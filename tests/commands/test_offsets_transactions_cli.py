@@ -38,18 +38,26 @@ def log_dir(tmp_path):
 
 def test_offsets_formats(log_dir):
     table = run_seglog("offsets", str(log_dir))
-    assert table.exit_code == 0, table.err
+    # orders-0 holds one record (log end offset 1): the commit at 42 is beyond its end, a warning
+    assert table.exit_code == 1, table.err
     assert "app" in table.out and "42" in table.out and "2023-11-14T22:13:20.000Z" in table.out
     assert "Pending transactional commits" in table.out
+    assert "BEYOND-END" in table.out and "flagged app orders-0: COMMITTED_BEYOND_LOG_END" in table.out
     document = json.loads(run_seglog("offsets", str(log_dir), "--format", "json").out)
     assert set(document) == {"version", "committed", "pending", "unreadable", "problems", "partitionsRead",
-                             "recordsRead"}
+                             "recordsRead", "flaggedGroups"}
     assert (document["version"], document["partitionsRead"], document["recordsRead"]) == (1, 1, 2)
+    assert document["flaggedGroups"] == ["app"]
     [committed] = document["committed"]
+    [note] = committed.pop("notes")
+    assert "committed offset 42 is beyond the log end offset 1" in note
     assert committed == {"group": "app", "topic": "orders", "partition": 0, "offset": 42, "leaderEpoch": -1,
                          "metadata": "meta", "commitTimestamp": 1_700_000_000_000, "expireTimestamp": None,
                          "valueVersion": 3, "coordinatorPartition": "__consumer_offsets-3", "recordOffset": 0,
-                         "producerId": None}
+                         "producerId": None, "logStartOffset": 0, "logEndOffset": 1, "highWatermark": None,
+                         "lag": -41, "lagBasis": "logEndOffset", "logEndSource": "segments",
+                         "partitionDir": str(log_dir / "orders-0"), "flags": ["COMMITTED_BEYOND_LOG_END"]}
+    committed["notes"] = [note]
     assert [(c["offset"], c["producerId"], c["recordOffset"]) for c in document["pending"]] == [(7, 5, 1)]
     lines = [json.loads(line) for line in run_seglog("offsets", str(log_dir), "--format", "jsonl").out.splitlines()]
     assert [line["type"] for line in lines] == ["committed", "pending"]
@@ -59,7 +67,9 @@ def test_offsets_formats(log_dir):
     rows = list(csv.DictReader(io.StringIO(csv_text)))
     assert [(r["status"], r["offset"], r["metadata"], r["leaderEpoch"], r["producerId"]) for r in rows] == [
         ("committed", "42", "meta", "-1", ""), ("pending", "7", "", "-1", "5")]
-    assert json.loads(run_seglog("offsets", str(log_dir), "--group", "other", "--format", "json").out)["committed"] == []
+    assert (rows[0]["lag"], rows[0]["flags"], rows[0]["notes"]) == ("-41", "COMMITTED_BEYOND_LOG_END", note)
+    other = run_seglog("offsets", str(log_dir), "--group", "other", "--format", "json")
+    assert (other.exit_code, json.loads(other.out)["committed"]) == (0, [])
 
 
 def test_offsets_exit_statuses(tmp_path):

@@ -73,3 +73,24 @@ def joined_log(remote: PartitionLog, local: PartitionLog) -> PartitionLog:
     start = local.log_start_offset
     below = [s for s in remote.segments if start is None or s.base_offset < start]
     return local.with_segments(below + list(local.segments))
+
+
+def ordered_partitions(directories: list[Path]) -> list[tuple[Path, Path | None]]:
+    """``directories`` as (directory, remote directory to read before it, or None), in their
+    order: a tiered partition given both ways once, where its local directory is."""
+    _alone, pairs = pair_tiered(directories)
+    remote_of = {pair.local: pair.remote for pair in pairs if pair.local is not None}
+    joined = set(remote_of.values())
+    return [(d, remote_of.get(d)) for d in directories if d not in joined]
+
+
+def open_partition(directory: Path, remote: Path | None = None) -> PartitionLog:
+    """The partition at ``directory``, read after its remote segments when ``remote`` is given."""
+    log = PartitionLog(directory)
+    return joined_log(PartitionLog(remote), log) if remote is not None else log
+
+
+def partition_label(directory: Path) -> str:
+    """``<topic>-<partition>`` of a local or remote partition directory (its name otherwise)."""
+    name = parse_partition_dir_name(directory.name)
+    return f"{name.topic}-{name.partition}" if name is not None else directory.name

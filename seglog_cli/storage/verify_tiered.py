@@ -271,15 +271,29 @@ def _epoch_at(lineage: list[EpochEntry], offset: int) -> int | None:
 
 def _epochs(remotes: list[_Remote], lineage: list[EpochEntry], findings: list[Finding]) -> None:
     """Each remote segment's batches and its ``.leader_epoch_checkpoint`` against the lineage."""
+    starts = [e.start_offset for e in lineage]
     for remote in remotes:
-        for position, epoch, first in remote.summary.epochs:
+        runs = remote.summary.epochs
+        for n, (position, epoch, first) in enumerate(runs):
             said = _epoch_at(lineage, first)
+            end = runs[n + 1][2] - 1 if n + 1 < len(runs) else remote.last_offset
+            # a lineage epoch starting inside the run: the segment's end is past where its epoch ended
+            # (isRemoteSegmentWithinLeaderEpochs: "segment's end offset should be less than or equal to
+            # the respective leader epoch's offset")
+            later = next((lineage[i] for i in range(bisect.bisect_right(starts, first), len(lineage))
+                          if end is not None and lineage[i].start_offset <= end), None)
             if said != epoch:
-                findings.append(Finding(Code.TIERED_EPOCH_MISMATCH, ERROR, remote.path, position,
-                                        f"batches from offset {first} carry leader epoch {epoch}, but the partition's "
-                                        f"leader epoch lineage gives {'no epoch' if said is None else f'epoch {said}'} "
-                                        f"there: a remote segment of another history", offset=first))
-                break
+                message = (f"batches from offset {first} carry leader epoch {epoch}, but the partition's leader epoch "
+                           f"lineage gives {'no epoch' if said is None else f'epoch {said}'} there")
+            elif later is not None:  # where the histories part: offset known, batch position not looked up
+                message = (f"batches {first}..{end} carry leader epoch {epoch}, but the partition's leader epoch "
+                           f"lineage has epoch {later.epoch} from offset {later.start_offset}")
+                position, first = None, later.start_offset
+            else:
+                continue
+            findings.append(Finding(Code.TIERED_EPOCH_MISMATCH, ERROR, remote.path, position,
+                                    f"{message}: a remote segment of another history", offset=first))
+            break
         name = remote.fileset.name(LEADER_EPOCH_CHECKPOINT)
         if name is None or remote.last_offset is None:
             continue

@@ -226,3 +226,55 @@ def test_a_remote_dir_of_another_topic_id(tiered):
     remote(tiered).rename(other)
     report = run(tiered, other, tiered / "data" / "tiered-0")
     assert judged(report) == [(other.name, "TIERED_TOPIC_ID_MISMATCH", "error", None)]
+
+
+# -- tiered partitions built from real broker segments (tests/tiered_builder.py) --------------------
+
+REPLICAS = "kafka-4.2.0/replicas"
+
+
+def built(corpus, tmp_path, source: str, remote_bases, local_bases):
+    path = corpus / REPLICAS / source
+    if not path.is_dir():
+        pytest.skip(f"{path} not in this corpus")
+    from tests.tiered_builder import build_tiered
+    return build_tiered(path, tmp_path, remote_bases, local_bases)
+
+
+def test_a_transactional_partition_tiered_is_clean(corpus, tmp_path):
+    """replicas/transactional broker 1 (segments 0, 2169, 4361; .txnindex files): 0 and 2169 in
+    remote storage, 2169 and 4361 local."""
+    remote_dir, local_dir = built(corpus, tmp_path, "transactional/broker-1/events-0", [0, 2169], [2169, 4361])
+    report = run(tmp_path, remote_dir, local_dir)
+    assert report.status == CLEAN and report.all_findings() == []
+    [partition] = report.partitions
+    assert (partition.log_start_offset, partition.log_end_offset, partition.segments) == (0, 4734, 4)
+
+
+def test_the_gap_left_by_a_lost_remote_segment_of_a_real_partition(corpus, tmp_path):
+    remote_dir, local_dir = built(corpus, tmp_path, "transactional/broker-1/events-0", [0], [4361])
+    assert judged(run(tmp_path, remote_dir, local_dir)) == [
+        ("00000000000000004361.log", "TIERED_OFFSET_GAP", "error", 2169)]
+
+
+def test_an_unclean_election_fork_across_the_boundary(corpus, tmp_path):
+    """replicas/unclean-election: broker 1 (leader, epoch 2) copied 0..2132 and 2133..4292 to remote
+    storage, then was killed; broker 2 took over uncleanly in epoch 4 at 3900 and its local log is
+    4288.. (its checkpoint {0=0, 1=1300, 2=2300, 4=3900}). The remote segment 2133 holds epoch-2
+    offsets 3900..4292 that the lineage gives to epoch 4, its checkpoint lacks epoch 4, and its last
+    batches overlap the local 4288.. with other data."""
+    remote_dir, local_dir = built(corpus, tmp_path, "unclean-election/broker-1/events-0", [0, 2133], [])
+    shutil.rmtree(local_dir)
+    shutil.copytree(corpus / REPLICAS / "unclean-election/broker-2/events-0", local_dir)
+    for path in {*local_dir.glob("00000000000000000000.*"), *local_dir.glob("00000000000000002133.*"),
+                 local_dir / "00000000000000003900.snapshot"}:
+        path.unlink()
+    for path in local_dir.iterdir():
+        path.chmod(0o644)
+    second = next(remote_dir.glob("00000000000000002133-*.log")).name
+    report = run(tmp_path, remote_dir, local_dir)
+    assert judged(report) == sorted([
+        ("00000000000000004288.log", "TIERED_OVERLAP", "error", 4288),
+        (second, "TIERED_EPOCH_MISMATCH", "error", 3900),
+        (second.replace(".log", ".leader_epoch_checkpoint"), "TIERED_EPOCH_MISMATCH", "error", None),
+    ])

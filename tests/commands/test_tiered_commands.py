@@ -1,0 +1,46 @@
+"""The other commands on a tiered partition built from real broker segments
+(tests/tiered_builder.py): read as one log, they report what they report on the original."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import run_seglog
+
+SOURCE = "kafka-4.2.0/replicas/transactional/broker-1/events-0"  # segments 0, 2169, 4361; 66 commits, 20 aborts
+
+
+@pytest.fixture
+def tiered(corpus, tmp_path):
+    source = corpus / SOURCE
+    if not source.is_dir():
+        pytest.skip(f"{source} not in this corpus")
+    from tests.tiered_builder import build_tiered
+    remote_dir, local_dir = build_tiered(source, tmp_path, [0, 2169], [4361])
+    return source, remote_dir, local_dir
+
+
+def test_transactions_read_remote_and_local_as_one_log(tiered):
+    source, remote_dir, local_dir = tiered
+    original = json.loads(run_seglog("transactions", "--format", "json", "--now", "0", str(source)).stdout)
+    joined = run_seglog("transactions", "--format", "json", "--now", "0", "--remote",
+                        str(remote_dir.parent), str(local_dir.parent))
+    got = json.loads(joined.stdout)
+    assert original["counts"]["committed"] == 66 and original["counts"]["aborted"] == 20
+    assert got["transactions"] == original["transactions"]
+    assert (got["counts"], got["txnIndexMismatches"], got["problems"]) == (
+        original["counts"], original["txnIndexMismatches"], original["problems"])
+    local_only = json.loads(run_seglog("transactions", "--format", "json", "--now", "0", str(local_dir)).stdout)
+    assert local_only["counts"]["committed"] < 66  # the local part alone lacks the remote transactions
+
+
+def test_verify_cli_of_the_pair(tiered):
+    _source, remote_dir, local_dir = tiered
+    result = run_seglog("verify", "--format", "json", str(remote_dir), str(local_dir))
+    document = json.loads(result.stdout)
+    assert result.exit_code == 0 and document["status"] == "clean"
+    [partition] = document["partitions"]
+    assert (partition["remotePath"], partition["logStartOffset"], partition["logEndOffset"]) == (
+        str(remote_dir), 0, 4734)

@@ -10,7 +10,9 @@ its offsets are in remote storage (``highestOffsetInRemoteStorage``), so the loc
 offset is at most the remote log's end + 1 and the two logs may overlap with identical
 copies. Remote segments may overlap each other too (a new leader copies from its own log:
 ``isRemoteSegmentWithinLeaderEpochs``' comment), again with the same batches. A fetch below
-the local log start offset is served from remote storage, so offsets in neither log are lost.
+the local log start offset is served from remote storage, so offsets in neither log are lost
+(never compaction's doing: ``validateNoRemoteStorageForCompactedTopic`` in storage/src/main/java/
+org/apache/kafka/storage/internals/log/LogConfig.java refuses remote storage on compacted topics).
 
 Leader epochs: ``isRemoteSegmentWithinLeaderEpochs`` accepts a remote segment only when its
 epochs are those of the partition's lineage (the leader epoch cache) over its offsets and it

@@ -44,3 +44,17 @@ def test_verify_cli_of_the_pair(tiered):
     [partition] = document["partitions"]
     assert (partition["remotePath"], partition["logStartOffset"], partition["logEndOffset"]) == (
         str(remote_dir), 0, 4734)
+
+
+@pytest.mark.parametrize("command", ["rebuild-index", "recover"])
+def test_writing_commands_never_touch_remote_storage(tiered, command):
+    """A remote fileset without its .index: rebuild-index and recover would write one, but remote
+    storage is read only: refused before any lock, backup or journal is made."""
+    _source, remote_dir, _local_dir = tiered
+    next(remote_dir.glob("*.index")).unlink()
+    root = remote_dir.parent.parent
+    before = sorted((str(p.relative_to(root)), p.stat().st_size) for p in root.rglob("*"))
+    result = run_seglog(command, "--apply", str(remote_dir))
+    assert result.exit_code == 6
+    assert "seglog reads remote storage and never writes it; nothing was changed" in result.err
+    assert sorted((str(p.relative_to(root)), p.stat().st_size) for p in root.rglob("*")) == before

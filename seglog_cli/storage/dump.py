@@ -360,45 +360,45 @@ def expand_paths(paths: Iterable[str], kinds: tuple[str, ...] = DEFAULT_DIR_KIND
                  options: DumpOptions | None = None) -> Iterator[str]:
     """Files to dump, in order: files as given, directories expanded (a partition dir to its
     files of the requested kinds in offset order, a log dir to each partition in turn). A
-    tiered partition's remote directory given with its local one is read as one log, where the
-    local one was given: the remote segments below the local log start, then the local ones."""
-    paths = list(paths)
-    remote_of = _tiered_pairs(paths)
+    tiered partition's remote directory given with its local one (directly or in log dirs, such
+    as LocalTieredStorage's ``kafka-tiered-storage``) is read as one log, where the local one is:
+    the remote segments below the local log start, then the local ones."""
+    groups = [(raw, _partitions_of(raw)) for raw in paths]  # None: a file (or no directory)
+    remote_of = _tiered_pairs([p for _, partitions in groups for p in partitions or ()])
     joined = set(remote_of.values())
-    for raw in paths:
-        if raw in joined:
-            continue
-        path = Path(raw)
-        if not path.is_dir():
+    for raw, partitions in groups:
+        if partitions is None:
             yield raw
             continue
-        if raw in remote_of:
-            yield from _readable_partition_files(raw, kinds, options, remote_of[raw])
-            continue
         found = False
-        for name in _directory_files(raw, path, kinds, options):
-            found = True
-            yield name
+        for partition in partitions:
+            if partition in joined:
+                found = True  # dumped with its local partition
+                continue
+            for name in _readable_partition_files(partition, kinds, options, remote_of.get(partition)):
+                found = True
+                yield name
         if not found:
             yield raw  # _dump_file reports why nothing came out of it
 
 
-def _directory_files(raw: str, path: Path, kinds, options: DumpOptions | None) -> Iterator[str]:
+def _partitions_of(raw: str) -> list[str] | None:
+    """The partition directories a directory argument stands for (itself, or a log dir's)."""
+    path = Path(raw)
+    if not path.is_dir():
+        return None
     if looks_like_partition_dir(path):
-        yield from _readable_partition_files(raw, kinds, options)
-        return
+        return [raw]
     try:
-        partition_dirs = LogDir(path).partition_dirs()
+        return [str(Path(raw) / partition_dir.name) for partition_dir in LogDir(path).partition_dirs()]
     except OSError:
-        return
-    for partition_dir in partition_dirs:
-        yield from _readable_partition_files(str(Path(raw) / partition_dir.name), kinds, options)
+        return []
 
 
 def _tiered_pairs(paths: list[str]) -> dict[str, str]:
     """local partition dir -> remote partition dir, for the tiered partitions given both ways."""
     from seglog_cli.storage.tiered import is_remote_partition_dir, pair_tiered
-    dirs = {Path(raw): raw for raw in paths if Path(raw).is_dir() and looks_like_partition_dir(Path(raw))}
+    dirs = {Path(raw): raw for raw in paths}
     if not any(is_remote_partition_dir(path) for path in dirs):
         return {}
     _alone, pairs = pair_tiered(list(dirs))

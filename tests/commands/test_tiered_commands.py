@@ -58,3 +58,26 @@ def test_writing_commands_never_touch_remote_storage(tiered, command):
     assert result.exit_code == 6
     assert "seglog reads remote storage and never writes it; nothing was changed" in result.err
     assert sorted((str(p.relative_to(root)), p.stat().st_size) for p in root.rglob("*")) == before
+
+
+def test_verify_remote_option_is_a_path(tiered):
+    _source, remote_dir, local_dir = tiered
+    for path in remote_dir.glob("00000000000000002169-*"):  # remote storage lost 2169..4360
+        path.unlink()
+    by_option = run_seglog("verify", "--format", "jsonl", "--remote", str(remote_dir.parent), str(local_dir))
+    by_path = run_seglog("verify", "--format", "jsonl", str(remote_dir.parent), str(local_dir))
+    assert by_option.exit_code == by_path.exit_code == 3
+    assert by_option.stdout == by_path.stdout
+    codes = [json.loads(line)["code"] for line in by_option.out.splitlines()]
+    assert codes.count("TIERED_OFFSET_GAP") == 1
+
+
+def test_dump_pairs_a_remote_root_with_a_log_dir(tiered):
+    source, remote_dir, local_dir = tiered
+    joined = run_seglog("dump", "--deep-iteration", str(remote_dir.parent), str(local_dir.parent))
+    original = run_seglog("dump", "--deep-iteration", str(source))
+    assert joined.exit_code == original.exit_code == 0
+    body = [line for line in joined.out.splitlines() if not line.startswith("Dumping ")]
+    assert body == [line for line in original.out.splitlines() if not line.startswith("Dumping ")]
+    dumped = [line.split("/")[-1] for line in joined.out.splitlines() if line.startswith("Dumping ")]
+    assert [name[:20] for name in dumped] == ["00000000000000000000", "00000000000000002169", "00000000000000004361"]

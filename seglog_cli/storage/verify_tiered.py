@@ -320,7 +320,7 @@ def _lineage_agrees(own: list[EpochEntry], lineage: list[EpochEntry], end_exclus
     if not expected:
         return True
     first = expected[0]
-    got = [e for e in own if e.epoch >= first.epoch]
+    got = [e for e in own if e.epoch >= first.epoch and e.start_offset < end_exclusive]  # (later ones: not this segment's)
     if got and got[0].epoch == first.epoch and got[0].start_offset <= first.start_offset:
         got = [first] + got[1:]
     return got == expected

@@ -278,3 +278,33 @@ def test_an_unclean_election_fork_across_the_boundary(corpus, tmp_path):
         (second, "TIERED_EPOCH_MISMATCH", "error", 3900),
         (second.replace(".log", ".leader_epoch_checkpoint"), "TIERED_EPOCH_MISMATCH", "error", None),
     ])
+
+
+def copy_fileset(root: Path, base: int, new_id: str, change=None) -> str:
+    for path in remote(root).glob(f"{base:020d}-{SEGMENT_IDS[base]}.*"):
+        target = path.with_name(path.name.replace(SEGMENT_IDS[base], new_id))
+        shutil.copyfile(path, target)
+        if change is not None and target.suffix == ".log":
+            rewrite_log(target, change)
+    return remote_name(base, ".log").replace(SEGMENT_IDS[base], new_id)
+
+
+def test_remote_segments_overlapping_with_the_same_batches_are_allowed(tiered):
+    """A second copy of 1040..2079 under another segment id (a new leader copying what an old one
+    already had: RemoteLogManager allows overlapping remote segments of one lineage)."""
+    copy_fileset(tiered, 1040, "z" * 22)
+    report = run(tiered, remote(tiered), tiered / "data" / "tiered-0")
+    assert report.status == CLEAN and report.all_findings() == []
+
+
+def test_remote_segments_overlapping_with_other_data(tiered):
+    def change(data, position, n):
+        if n == 3:
+            size = struct.unpack_from(">i", data, position + 8)[0]
+            data[position + 12 + size - 1] ^= 1
+            fix_crc(data, position)
+    name = copy_fileset(tiered, 1040, "z" * 22, change)
+    report = run(tiered, remote(tiered), tiered / "data" / "tiered-0")
+    assert judged(report) == [(name, "TIERED_OVERLAP", "error", 1088)]
+    [finding] = report.all_findings()
+    assert finding.position == 3 * BATCH

@@ -20,6 +20,7 @@ from seglog_cli.storage.naming import OFFSET_OUT_OF_RANGE, offset_out_of_range, 
 from seglog_cli.storage.partition_log import LogDir, find_kafka_dirs, is_log_dir, looks_like_partition_dir
 from seglog_cli.storage.segments import LogSegment
 from seglog_cli.storage.snapshots import read_snapshot
+from seglog_cli.storage.remote_layout import parse_remote_file_name
 from seglog_cli.storage.tiered import pair_tiered
 from seglog_cli.storage.verify_partition import JOURNAL_POINTER, TEMP_FILE_SEVERITY, PartitionReport, finding_order, verify_partition
 from seglog_cli.storage.indexes import TransactionIndex
@@ -193,6 +194,8 @@ def _verify_file(path: Path, level: str, report: VerifyReport) -> None:
             _epochs_increasing(path, content, findings)
     elif is_batch_file(name):
         _count(stats, verify_batch_file(path, level, findings), segment=False)
+    elif name.endswith(".leader_epoch_checkpoint") and parse_remote_file_name(name) is not None:
+        _remote_epoch_checkpoint(path, findings)
     elif parsed is not None and parsed.is_temp or name.endswith(".tmp"):
         suffix = next((s for s in TEMP_FILE_SEVERITY if name.endswith(s)), ".deleted")
         severity, why = TEMP_FILE_SEVERITY[suffix]
@@ -217,6 +220,18 @@ def _verify_file(path: Path, level: str, report: VerifyReport) -> None:
         findings.append(Finding(Code.UNREADABLE_FILE, ERROR, str(path), None,
                                 "not a file seglog verifies (segment, index, snapshot, checkpoint or metadata "
                                 "files of a Kafka log dir)"))
+
+
+def _remote_epoch_checkpoint(path: Path, findings: list[Finding]) -> None:
+    """A remote segment's ``.leader_epoch_checkpoint`` given alone: readable and increasing."""
+    from seglog_cli.storage.checkpoints import read_leader_epoch_checkpoint
+    try:
+        entries = read_leader_epoch_checkpoint(path)
+    except SeglogError as exc:
+        findings.append(Finding(Code.CHECKPOINT_UNREADABLE, ERROR, str(path), exc.position,
+                                f"{exc.message} (the broker reading this remote segment's epochs fails)"))
+        return
+    _epochs_increasing(path, entries, findings)
 
 
 def _count(stats: PartitionReport, summary, segment: bool = True) -> None:

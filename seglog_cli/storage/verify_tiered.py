@@ -306,7 +306,14 @@ def _epochs(remotes: list[_Remote], lineage: list[EpochEntry], findings: list[Fi
             findings.append(Finding(Code.CHECKPOINT_UNREADABLE, ERROR, str(path), exc.position,
                                     f"{exc.message} (the broker reading this remote segment's epochs fails)"))
             continue
-        if not _lineage_agrees(own, lineage, remote.last_offset + 1):
+        backwards = next(((a, b) for a, b in zip(own, own[1:])
+                          if b.epoch <= a.epoch or b.start_offset < a.start_offset), None)
+        if backwards is not None:
+            previous, entry = backwards
+            findings.append(Finding(Code.LEADER_EPOCH_NOT_INCREASING, ERROR, str(path), None,
+                                    f"epoch {entry.epoch} at offset {entry.start_offset} follows epoch "
+                                    f"{previous.epoch} at offset {previous.start_offset}", offset=entry.start_offset))
+        elif not _lineage_agrees(own, lineage, remote.last_offset + 1):
             findings.append(Finding(Code.TIERED_EPOCH_MISMATCH, ERROR, str(path), None,
                                     f"the segment's epochs {_show(own)} are not the partition's lineage up to its end "
                                     f"{_show([e for e in lineage if e.start_offset <= remote.last_offset])}"))

@@ -308,3 +308,13 @@ def test_remote_segments_overlapping_with_other_data(tiered):
     assert judged(report) == [(name, "TIERED_OVERLAP", "error", 1088)]
     [finding] = report.all_findings()
     assert finding.position == 3 * BATCH
+
+
+def test_a_remote_leader_epoch_checkpoint_going_back(tiered):
+    path = remote(tiered) / remote_name(1040, ".leader_epoch_checkpoint")
+    path.write_text("0\n2\n3 0\n1 10\n")
+    assert judged(run(tiered)) == [(path.name, "LEADER_EPOCH_NOT_INCREASING", "error", 10)]
+    alone = run(tiered, path)  # the file given on its own
+    assert judged(alone) == [(path.name, "LEADER_EPOCH_NOT_INCREASING", "error", 10)]
+    path.write_text("0\n1\nnot an entry\n")
+    assert [code for _, code, _, _ in judged(run(tiered, path))] == ["CHECKPOINT_UNREADABLE"]

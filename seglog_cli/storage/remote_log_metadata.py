@@ -1,233 +1,191 @@
-"""A minimal reader of ``__remote_log_metadata`` records, for verifying remote segments.
+"""Tiered storage's ``__remote_log_metadata`` record values, decoded as Kafka 4.2's
+``RemoteLogMetadataSerde.deserialize`` reads them.
 
-The topic-based remote log metadata manager writes one record per event, key null, value
-``RemoteLogMetadataSerde.serialize`` (Kafka 4.2, storage/src/main/java/org/apache/kafka/server/
-log/remote/metadata/storage/serialization/RemoteLogMetadataSerde.java) through
-``AbstractApiMessageSerde.write`` (server-common/.../serialization/AbstractApiMessageSerde.java)::
+:func:`decode_remote_log_metadata` turns one record value into a :class:`RemoteLogMetadata`:
+the record type, its version, the fields the generated reader fills (``data``, camelCase names,
+in schema order, tagged fields at their default when absent) and the Java object Kafka builds
+from them (``RemoteLogSegmentMetadata``, ``RemoteLogSegmentMetadataUpdate``,
+``RemotePartitionDeleteMetadata``, ``RemoteLogSegmentMetadataSnapshot``), whose ``toString`` is
+what ``kafka-dump-log --remote-log-metadata-decoder`` prints
+(:mod:`seglog_cli.render.remote_log_metadata`).
 
-    unsigned varint  frame version (1)
-    unsigned varint  api key: 0 RemoteLogSegmentMetadataRecord, 1 RemoteLogSegmentMetadataUpdateRecord,
-                     2 RemotePartitionDeleteMetadataRecord, 3 RemoteLogSegmentMetadataSnapshotRecord
-    unsigned varint  version (0)
-    message          flexible version (compact strings/arrays, uuid = 16 bytes, tagged fields)
+A value Kafka refuses raises :class:`RemoteLogMetadataError` with the message of Kafka's
+exception, which kafka-dump-log prints after ``Error at offset <offset>, skipping.``:
 
-RemoteLogSegmentMetadataRecord v0 (storage/src/main/resources/message/RemoteLogSegmentMetadataRecord.json)::
-
-    RemoteLogSegmentId   { TopicIdPartition { Name string, Id uuid, Partition int32, tags }, Id uuid, tags }
-    StartOffset int64, EndOffset int64, BrokerId int32, MaxTimestampMs int64, EventTimestampMs int64,
-    SegmentLeaderEpochs  [] { LeaderEpoch int32, Offset int64, tags }
-    SegmentSizeInBytes int32, CustomMetadata nullable bytes, RemoteLogSegmentState int8, tags
-    (tag 0: TxnIndexEmpty bool, which Kafka 4.2 prints as ``txnIdxEmpty``)
-
-RemoteLogSegmentMetadataUpdateRecord v0::
-
-    RemoteLogSegmentId (as above), BrokerId int32, EventTimestampMs int64,
-    CustomMetadata nullable bytes, RemoteLogSegmentState int8, tags
-
-States (``RemoteLogSegmentState``): 0 COPY_SEGMENT_STARTED, 1 COPY_SEGMENT_FINISHED,
-2 DELETE_SEGMENT_STARTED, 3 DELETE_SEGMENT_FINISHED.
-
-This reader is deliberately small and separate from the ``--remote-log-metadata-decoder`` of
-``seglog dump`` (which prints every record type as Kafka's formatter does): it decodes only the
-two record types verify needs and folds them into each segment's latest state.
+- the frame (version, type, version varints), an unknown type, bytes the generated reader
+  cannot read and bytes left after the message: ``AbstractApiMessageSerde``'s messages, as for
+  the KRaft metadata records (:func:`seglog_cli.storage.metadata_decoder.read_frame`);
+- the checks of the objects' constructors, in the order the transforms of
+  ``storage/.../remote/metadata/storage/serialization/*Transform.java`` meet them: a negative
+  start offset, an end offset below the start, no leader epoch, a state id the state enum does
+  not have (``Objects.requireNonNull(state, "state can not be null")``; a partition delete's
+  ``requireNonNull`` has no message: Java prints ``null``);
+- a null value: the parser calls ``record.value().remaining()`` and the JVM's helpful
+  ``NullPointerException`` message is printed.
 """
 
 from __future__ import annotations
 
-import struct
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+import io
+from dataclasses import dataclass
 
-from seglog_cli.storage.batches import LogScan
+from construct import ConstructError
+
+from formats.remote_log_metadata import PARTITION_DELETE_STATES, RECORD_TYPES, SEGMENT_STATES
 from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.partition_log import PartitionLog
-from seglog_cli.storage.records import read_records
-from seglog_cli.storage.remote_layout import uuid_text
+from seglog_cli.storage.metadata_decoder import (
+    UNSUPPORTED_VERSION,
+    MetadataRecordError,
+    read_frame,
+    struct_data,
+)
 
-REMOTE_LOG_METADATA_TOPIC = "__remote_log_metadata"
-SEGMENT_METADATA, SEGMENT_UPDATE, PARTITION_DELETE, SNAPSHOT = 0, 1, 2, 3
-STATES = {0: "COPY_SEGMENT_STARTED", 1: "COPY_SEGMENT_FINISHED", 2: "DELETE_SEGMENT_STARTED",
-          3: "DELETE_SEGMENT_FINISHED"}
-COPY_SEGMENT_FINISHED = "COPY_SEGMENT_FINISHED"
-DELETE_SEGMENT_FINISHED = "DELETE_SEGMENT_FINISHED"
+NULL_VALUE = ('Cannot invoke "java.nio.ByteBuffer.remaining()" because the return value of '
+              '"org.apache.kafka.common.record.Record.value()" is null')
+
+SEGMENT_METADATA, SEGMENT_METADATA_UPDATE, PARTITION_DELETE_METADATA, SEGMENT_METADATA_SNAPSHOT = 0, 1, 2, 3
 
 
-class MetadataRecordError(ValueError):
-    """A value this reader cannot decode."""
+class RemoteLogMetadataError(SeglogError):
+    """A ``__remote_log_metadata`` value Kafka's serde refuses; ``message`` is Kafka's text;
+    ``unknown`` is set for a record type seglog (and Kafka 4.2) does not know."""
+
+    def __init__(self, message: str, *, unknown: bool = False):
+        super().__init__(message)
+        self.unknown = unknown
 
 
 @dataclass(frozen=True)
-class RemoteSegmentMetadata:
-    """A remote segment as the metadata topic describes it, after its updates."""
-
+class TopicIdPartition:
+    topic_id: str  # Uuid.toString
     topic: str
-    topic_id: str
     partition: int
-    segment_id: str
-    start_offset: int
-    end_offset: int
-    broker_id: int
-    max_timestamp_ms: int
-    segment_leader_epochs: tuple[tuple[int, int], ...]  # (epoch, start offset), as written
-    segment_size_in_bytes: int
-    state: str
-    where: str = ""  # "<metadata partition dir> offset N" of the record that set the state
 
 
-@dataclass
+@dataclass(frozen=True)
 class RemoteLogMetadata:
-    """Every remote segment found in the ``__remote_log_metadata`` partitions read."""
+    """One decoded record.
 
-    segments: dict[str, RemoteSegmentMetadata] = field(default_factory=dict)  # segment id -> metadata
-    orphan_updates: list[tuple[str, str]] = field(default_factory=list)  # (segment id, where)
-    undecodable: list[tuple[str, int, str]] = field(default_factory=list)  # (path, offset, why)
+    ``api_key``/``type_name``/``version``/``data``: the record as read (``data`` maps the
+    camelCase field names of the message spec to ints, bools, strings, uuids as Kafka's text,
+    ``bytes`` and nested dicts/lists). The rest is the Java object Kafka builds from it:
+    ``topic_id_partition`` (absent for a snapshot), ``segment_id`` (the segment's uuid text;
+    absent for a partition delete), ``state`` (the state enum's name), ``leader_epochs``
+    (epoch -> start offset, sorted, the last entry of a repeated epoch winning, as a HashMap put
+    does), ``custom_metadata_size`` (None when absent) and ``txn_index_empty``."""
 
-    def for_partition(self, topic_id: str, partition: int) -> list[RemoteSegmentMetadata]:
-        return [m for m in self.segments.values() if m.topic_id == topic_id and m.partition == partition]
-
-
-def read_remote_log_metadata(directories: list[Path]) -> RemoteLogMetadata:
-    """Fold the records of the given ``__remote_log_metadata-N`` directories, in log order."""
-    out = RemoteLogMetadata()
-    for directory in directories:
-        log = PartitionLog(directory)
-        try:
-            for segment in log.segments:
-                buf = segment.log.buffer
-                for batch in LogScan(segment.log, 0, resync=True, check_crc=True):
-                    if batch.is_control:
-                        continue
-                    try:
-                        records = list(read_records(buf, batch, str(segment.log_path)))
-                    except SeglogError:
-                        continue  # reported by verify of that partition
-                    for record in records:
-                        _fold(out, record.value, f"{directory.name} offset {record.offset}",
-                              str(segment.log_path), record.offset)
-                segment.close()
-        finally:
-            log.close()
-    return out
+    api_key: int
+    type_name: str
+    version: int
+    data: dict
+    state: str
+    broker_id: int
+    event_timestamp_ms: int
+    topic_id_partition: TopicIdPartition | None = None
+    segment_id: str | None = None
+    start_offset: int | None = None
+    end_offset: int | None = None
+    max_timestamp_ms: int | None = None
+    leader_epochs: tuple = ()
+    segment_size_in_bytes: int | None = None
+    custom_metadata_size: int | None = None
+    txn_index_empty: bool = False
+    unknown_version: bool = False
 
 
-def _fold(out: RemoteLogMetadata, value: bytes | None, where: str, path: str, offset: int) -> None:
+def decode_remote_log_metadata(value: bytes | None) -> RemoteLogMetadata:
+    """The record in one ``__remote_log_metadata`` value; raises :class:`RemoteLogMetadataError`."""
     if value is None:
-        return
+        raise RemoteLogMetadataError(NULL_VALUE)
+    stream = io.BytesIO(bytes(value))
     try:
-        decoded = decode_value(value)
+        api_key, version = read_frame(stream)
     except MetadataRecordError as exc:
-        out.undecodable.append((path, offset, str(exc)))
-        return
-    if isinstance(decoded, RemoteSegmentMetadata):
-        out.segments[decoded.segment_id] = replace(decoded, where=where)
-    elif isinstance(decoded, tuple):
-        segment_id, state = decoded
-        known = out.segments.get(segment_id)
-        if known is None:
-            out.orphan_updates.append((segment_id, where))
-        else:
-            out.segments[segment_id] = replace(known, state=state, where=where)
+        raise RemoteLogMetadataError(exc.message) from None
+    record_type = RECORD_TYPES.get(api_key)
+    if record_type is None:
+        raise RemoteLogMetadataError(f"{UNSUPPORTED_VERSION}: Unknown metadata id {api_key}", unknown=True)
+    # Kafka's generated readers do not check the top-level version: a version above 0 is read
+    # with the fields the spec declares for it (those of version 0 plus unknown tags skipped)
+    layout = max(version, 0)
+    try:
+        parsed = record_type.schema.struct(layout).parse_stream(stream)
+    except (ConstructError, IndexError, OverflowError):
+        raise RemoteLogMetadataError(f"Failed to deserialize record with type {api_key}") from None
+    left = len(stream.getbuffer()) - stream.tell()
+    if left > 0:
+        raise RemoteLogMetadataError(f"Found {left} byte(s) of garbage after {api_key}")
+    data = struct_data(record_type.schema.fields, parsed, layout)
+    return _transform(api_key, record_type.name, version, data,
+                      unknown_version=not record_type.schema.is_valid(version))
 
 
-def decode_value(value: bytes) -> RemoteSegmentMetadata | tuple[str, str] | None:
-    """A record value -> segment metadata, ``(segment id, new state)`` for an update, or None
-    for the record types verify does not use."""
-    reader = _Reader(value)
-    frame = reader.uvarint()
-    if frame != 1:
-        raise MetadataRecordError(f"unknown frame version {frame}")
-    api_key, version = reader.uvarint(), reader.uvarint()
-    if api_key not in (SEGMENT_METADATA, SEGMENT_UPDATE):
-        return None
-    if version != 0:
-        raise MetadataRecordError(f"unknown version {version} of record type {api_key}")
-    topic, topic_id, partition, segment_id = _segment_id(reader)
-    if api_key == SEGMENT_UPDATE:
-        reader.int32()  # BrokerId
-        reader.int64()  # EventTimestampMs
-        reader.compact_bytes()  # CustomMetadata
-        state = _state(reader.int8())
-        reader.tags()
-        return segment_id, state
-    start, end, broker, max_ts = reader.int64(), reader.int64(), reader.int32(), reader.int64()
-    reader.int64()  # EventTimestampMs
-    epochs = []
-    for _ in range(reader.compact_count()):
-        epochs.append((reader.int32(), reader.int64()))
-        reader.tags()
-    size = reader.int32()
-    reader.compact_bytes()  # CustomMetadata
-    state = _state(reader.int8())
-    reader.tags()
-    return RemoteSegmentMetadata(topic, topic_id, partition, segment_id, start, end, broker, max_ts,
-                                 tuple(epochs), size, state)
+def _topic_id_partition(entry: dict) -> TopicIdPartition:
+    return TopicIdPartition(entry["id"], entry["name"], entry["partition"])
 
 
-def _segment_id(reader: "_Reader") -> tuple[str, str, int, str]:
-    topic = reader.compact_string()
-    topic_id = uuid_text(reader.raw(16))
-    partition = reader.int32()
-    reader.tags()
-    segment_id = uuid_text(reader.raw(16))
-    reader.tags()
-    return topic, topic_id, partition, segment_id
+def _leader_epochs(entries: list) -> tuple:
+    epochs = {}
+    for entry in entries:
+        epochs[entry["leaderEpoch"]] = entry["offset"]  # HashMap.put: the last one wins
+    if not epochs:
+        raise RemoteLogMetadataError("segmentLeaderEpochs can not be null or empty")
+    return tuple(sorted(epochs.items()))  # TreeMap
 
 
-def _state(raw: int) -> str:
-    if raw not in STATES:
-        raise MetadataRecordError(f"unknown remote log segment state {raw}")
-    return STATES[raw]
+def _segment_state(state_id: int) -> str:
+    state = SEGMENT_STATES.get(state_id)
+    if state is None:  # RemoteLogSegmentState.forId gives null
+        raise RemoteLogMetadataError("state can not be null")
+    return state
 
 
-class _Reader:
-    def __init__(self, data: bytes):
-        self.data = data
-        self.position = 0
+def _custom_size(data: dict) -> int | None:
+    custom = data["customMetadata"]
+    return None if custom is None else len(custom)
 
-    def raw(self, size: int) -> bytes:
-        if size < 0 or self.position + size > len(self.data):
-            raise MetadataRecordError(f"value ends at byte {len(self.data)}, {size} more bytes expected at "
-                                      f"byte {self.position}")
-        out = self.data[self.position:self.position + size]
-        self.position += size
-        return out
 
-    def uvarint(self) -> int:
-        value = shift = 0
-        for _ in range(5):
-            (byte,) = self.raw(1)
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
-        raise MetadataRecordError("varint is too long")
+def _transform(api_key: int, type_name: str, version: int, data: dict, *, unknown_version: bool) -> RemoteLogMetadata:
+    common = dict(api_key=api_key, type_name=type_name, version=version, data=data, broker_id=data["brokerId"],
+                  event_timestamp_ms=data["eventTimestampMs"], unknown_version=unknown_version)
+    if api_key == SEGMENT_METADATA:
+        # RemoteLogSegmentMetadataTransform: a RemoteLogSegmentMetadata (state COPY_SEGMENT_STARTED)
+        # checked by its constructor, then the record's state applied as an update
+        start, end = data["startOffset"], data["endOffset"]
+        if start < 0:
+            raise RemoteLogMetadataError(f"Unexpected start offset = {start}. StartOffset for a remote segment "
+                                         f"cannot be negative")
+        if end < start:
+            raise RemoteLogMetadataError(f"Unexpected end offset = {end}. EndOffset for a remote segment cannot "
+                                         f"be less than startOffset = {start}")
+        epochs = _leader_epochs(data["segmentLeaderEpochs"])
+        segment_id = data["remoteLogSegmentId"]
+        return RemoteLogMetadata(
+            **common, state=_segment_state(data["remoteLogSegmentState"]),
+            topic_id_partition=_topic_id_partition(segment_id["topicIdPartition"]), segment_id=segment_id["id"],
+            start_offset=start, end_offset=end, max_timestamp_ms=data["maxTimestampMs"], leader_epochs=epochs,
+            segment_size_in_bytes=data["segmentSizeInBytes"], custom_metadata_size=_custom_size(data),
+            txn_index_empty=data.get("txnIndexEmpty", False))
+    if api_key == SEGMENT_METADATA_UPDATE:
+        segment_id = data["remoteLogSegmentId"]
+        return RemoteLogMetadata(
+            **common, state=_segment_state(data["remoteLogSegmentState"]),
+            topic_id_partition=_topic_id_partition(segment_id["topicIdPartition"]), segment_id=segment_id["id"],
+            custom_metadata_size=_custom_size(data))
+    if api_key == PARTITION_DELETE_METADATA:
+        state = PARTITION_DELETE_STATES.get(data["remotePartitionDeleteState"])
+        if state is None:  # Objects.requireNonNull(state) without a message
+            raise RemoteLogMetadataError("null")
+        return RemoteLogMetadata(**common, state=state,
+                                 topic_id_partition=_topic_id_partition(data["topicIdPartition"]))
+    # RemoteLogSegmentMetadataSnapshot: state checked before the epochs; no offset checks
+    state = _segment_state(data["remoteLogSegmentState"])
+    return RemoteLogMetadata(
+        **common, state=state, segment_id=data["segmentId"], start_offset=data["startOffset"],
+        end_offset=data["endOffset"], max_timestamp_ms=data["maxTimestampMs"],
+        leader_epochs=_leader_epochs(data["segmentLeaderEpochs"]), segment_size_in_bytes=data["segmentSizeInBytes"],
+        custom_metadata_size=_custom_size(data), txn_index_empty=data.get("txnIndexEmpty", False))
 
-    def int8(self) -> int:
-        return struct.unpack(">b", self.raw(1))[0]
 
-    def int32(self) -> int:
-        return struct.unpack(">i", self.raw(4))[0]
-
-    def int64(self) -> int:
-        return struct.unpack(">q", self.raw(8))[0]
-
-    def compact_count(self) -> int:
-        count = self.uvarint() - 1
-        if count < 0:
-            raise MetadataRecordError("null where an array is required")
-        return count
-
-    def compact_bytes(self) -> bytes | None:
-        size = self.uvarint() - 1
-        return None if size < 0 else self.raw(size)
-
-    def compact_string(self) -> str:
-        data = self.compact_bytes()
-        if data is None:
-            raise MetadataRecordError("null where a string is required")
-        return data.decode("utf-8", "replace")
-
-    def tags(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()  # tag
-            self.raw(self.uvarint())  # size, then the field (TxnIndexEmpty: not needed here)
+__all__ = ["NULL_VALUE", "RemoteLogMetadata", "RemoteLogMetadataError", "TopicIdPartition",
+           "decode_remote_log_metadata"]

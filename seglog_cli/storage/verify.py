@@ -143,13 +143,13 @@ def _with_tiered(directories: list[Path], alone: list[Path], reports: list[Parti
     with its local one when given) verified as one, where its local (else remote) directory was."""
     if not pairs:
         return reports
-    from seglog_cli.storage.remote_log_metadata import REMOTE_LOG_METADATA_TOPIC, read_remote_log_metadata
+    from seglog_cli.storage.remote_segments import REMOTE_LOG_METADATA_TOPIC, read_remote_segments
     from seglog_cli.storage.verify_tiered import verify_tiered
     metadata_dirs = [d for d in alone if d.name.rsplit("-", 1)[0] == REMOTE_LOG_METADATA_TOPIC]
     metadata = None
     if metadata_dirs:
         try:
-            metadata = read_remote_log_metadata(metadata_dirs)
+            metadata = read_remote_segments(metadata_dirs)
         except SeglogError:
             metadata = None  # the damage is reported by those partitions' own checks
     by_dir = dict(zip(alone, reports))

@@ -42,7 +42,7 @@ from seglog_cli.storage.remote_layout import (
     RemoteFileset,
     group_filesets,
 )
-from seglog_cli.storage.remote_log_metadata import COPY_SEGMENT_FINISHED, RemoteLogMetadata
+from seglog_cli.storage.remote_segments import COPY_SEGMENT_FINISHED, RemoteSegments
 from seglog_cli.storage.segments import LogSegment
 from seglog_cli.storage.verify_partition import PartitionReport, finding_order, verify_partition_log
 from seglog_cli.storage.verify_segment import SHALLOW, SegmentSummary
@@ -68,7 +68,7 @@ class _Remote:
         return str(self.segment.log_path)
 
 
-def verify_tiered(remote_dir: Path, local_dir: Path | None = None, metadata: RemoteLogMetadata | None = None,
+def verify_tiered(remote_dir: Path, local_dir: Path | None = None, metadata: RemoteSegments | None = None,
                   level: str = SHALLOW, progress=None) -> PartitionReport:
     """One report for the partition: the remote directory's findings, the local directory's,
     and those of the two read as one log."""
@@ -337,7 +337,7 @@ def _show(entries: list[EpochEntry]) -> str:
     return "{" + ", ".join(f"{e.epoch}={e.start_offset}" for e in entries) + "}"
 
 
-def _metadata(log: PartitionLog, remotes: list[_Remote], metadata: RemoteLogMetadata, findings: list[Finding]) -> None:
+def _metadata(log: PartitionLog, remotes: list[_Remote], metadata: RemoteSegments, findings: list[Finding]) -> None:
     """Each remote segment's metadata (state, offsets, epochs, size) against its files."""
     if log.name is None or log.name.unique_id is None:
         return

@@ -1,7 +1,7 @@
 """LocalTieredStorage's names (RemoteLogSegmentFileset.java, RemoteTopicPartitionDirectory.java
-in Kafka 4.2's storage test sources) mapped without I/O, and the __remote_log_metadata reader on
-the corpus's real metadata partitions (values as kafka-dump-log 4.2's remote-log-metadata-decoder
-golden prints them)."""
+in Kafka 4.2's storage test sources) mapped without I/O, and the remote segments folded from the
+corpus's real __remote_log_metadata partitions (values as kafka-dump-log 4.2's
+remote-log-metadata-decoder golden prints them)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from seglog_cli.storage.remote_layout import (
     uuid_bytes,
     uuid_text,
 )
-from seglog_cli.storage.remote_log_metadata import decode_value, read_remote_log_metadata
+from seglog_cli.storage.remote_segments import read_remote_segments
 
 
 def test_partition_dir_names():
@@ -61,7 +61,7 @@ def test_metadata_of_the_corpus(corpus):
     data = corpus / "kafka-4.2.0" / "tiered" / "data"
     if not data.is_dir():
         pytest.skip(f"{data} not in this corpus")
-    metadata = read_remote_log_metadata(sorted(data.glob("__remote_log_metadata-*")))
+    metadata = read_remote_segments(sorted(data.glob("__remote_log_metadata-*")))
     assert metadata.undecodable == [] and metadata.orphan_updates == []
     tiered = sorted(metadata.for_partition("NgDFhHPYTFCyTgfmgOxB0w", 0), key=lambda m: m.start_offset)
     # golden/__remote_log_metadata-0/00000000000000000000.log.remote-log-metadata-decoder.out
@@ -77,12 +77,3 @@ def test_metadata_of_the_corpus(corpus):
     assert sorted((m.start_offset, m.end_offset, m.state) for m in gone) == [
         (0, 1039, "DELETE_SEGMENT_FINISHED"), (1040, 2079, "DELETE_SEGMENT_FINISHED"),
         (2080, 2099, "DELETE_SEGMENT_FINISHED")]
-
-
-def test_unknown_frame_and_truncated_values_are_refused():
-    from seglog_cli.storage.remote_log_metadata import MetadataRecordError
-    with pytest.raises(MetadataRecordError, match="frame version 0"):
-        decode_value(b"\x00\x00\x00")
-    with pytest.raises(MetadataRecordError, match="more bytes expected"):
-        decode_value(b"\x01\x00\x00\x07tiered")
-    assert decode_value(b"\x01\x02\x00") is None  # RemotePartitionDeleteMetadataRecord: not needed by verify

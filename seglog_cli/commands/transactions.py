@@ -44,16 +44,17 @@ def transactions_command(
     now: Optional[str] = typer.Option(None, "--now", help="The time ages are measured to (epoch ms or ISO-8601; default: now)."),
     timeout_ms: int = typer.Option(DEFAULT_TIMEOUT_MS, "--timeout-ms", min=0, help="Timeout for open transactions the coordinator does not know."),
     output_format: TableFormat = typer.Option(TableFormat.table, "--format", help="table, json, jsonl or csv."),
+    remote: Optional[str] = typer.Option(None, "--remote", help="Tiered storage (LocalTieredStorage's kafka-tiered-storage dir, or one remote partition dir): each partition's remote segments are read before its local ones."),
 ) -> None:
     arguments = dict(locals())
     raise typer.Exit(guarded(lambda: _run(**arguments)))
 
 
-def _run(log_dir, topic, state, now, timeout_ms, output_format) -> int:
+def _run(log_dir, topic, state, now, timeout_ms, output_format, remote) -> int:
     now_ms = parse_timestamp(now, "--now")
     if now_ms is None:
         now_ms = int(time.time() * 1000)
-    report = read_transactions(log_dir, topic=topic, now_ms=now_ms, default_timeout_ms=timeout_ms)
+    report = read_transactions(log_dir, topic=topic, now_ms=now_ms, default_timeout_ms=timeout_ms, remote=remote)
     if state is not None:
         report.transactions = [t for t in report.transactions if t.state == state.value]
     transactions_report.render(report, output_format.value, sys.stdout)

@@ -49,13 +49,14 @@ def verify_command(
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Partitions verified in parallel processes."),
     progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress on stderr (default: when stderr is a terminal and stdout is not a pipe)."),
     spark: Optional[str] = typer.Option(None, "--spark", metavar="MASTER", help="Verify each partition as a Spark task on this master (local[4], spark://host:7077, yarn); needs the spark extra (pyspark, pyarrow, pandas)."),
+    remote: Optional[List[str]] = typer.Option(None, "--remote", help="Tiered storage (LocalTieredStorage's kafka-tiered-storage dir, or remote partition dirs), repeatable: each remote partition is verified with the local partition of the same topic-partition, as one log (the same as giving it as a PATH)."),
 ) -> None:
     arguments = dict(locals())
     raise typer.Exit(guarded(lambda: _run(**arguments)))
 
 
-def _run(paths, level, output_format, show, jobs, progress, spark) -> int:
-    inputs = _inputs(paths)
+def _run(paths, level, output_format, show, jobs, progress, spark, remote=None) -> int:
+    inputs = _inputs(list(paths or []) + list(remote or []))
     options = VerifyOptions(level=level.value, jobs=jobs)
     if spark is not None:
         report = _spark_report(inputs, level.value, spark)

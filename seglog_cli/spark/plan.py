@@ -35,6 +35,7 @@ from seglog_cli.storage.files import MappedFile
 from seglog_cli.storage.indexes import OffsetIndex
 from seglog_cli.storage.naming import parse_partition_dir_name, parse_segment_file_name
 from seglog_cli.storage.partition_log import PartitionLog, partition_dirs_under
+from seglog_cli.storage.tiered import open_partition, ordered_partitions
 
 DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
 KEEP, SKIP, FAIL = "keep", "skip", "fail"
@@ -184,23 +185,30 @@ def option_paths(options: Mapping[str, str]) -> list[str]:
 
 def plan_splits(paths: Iterable[str], options: ScanOptions) -> list[Split]:
     """Every split of every segment under ``paths``, in ``seglog dump`` order."""
-    splits: list[Split] = []
+    found: list[tuple[str, Path]] = []  # ("file", path) or ("dir", partition directory), in order
     for raw in paths:
         path = Path(raw.removeprefix("file:"))
         if path.is_file():
-            splits.extend(segment_splits(str(path), options))
+            found.append(("file", path))
             continue
         if not path.is_dir():
             raise SeglogError("no such file or directory", path)
-        for directory in partition_dirs_under(path):
-            name = parse_partition_dir_name(directory.name)
+        found.extend(("dir", directory) for directory in partition_dirs_under(path))
+    # a tiered partition's remote and local directories, both given, are one log (where the local one is)
+    remote_of = dict(ordered_partitions([p for kind, p in found if kind == "dir"]))
+    splits: list[Split] = []
+    for kind, path in found:
+        if kind == "file":
+            splits.extend(segment_splits(str(path), options))
+        elif path in remote_of:
+            name = parse_partition_dir_name(path.name)
             if options.wants_topic(name.topic if name else None):
-                splits.extend(_partition_splits(directory, options))
+                splits.extend(_partition_splits(path, options, remote_of[path]))
     return splits
 
 
-def _partition_splits(directory: Path, options: ScanOptions) -> list[Split]:
-    log = PartitionLog(directory)
+def _partition_splits(directory: Path, options: ScanOptions, remote: Path | None = None) -> list[Split]:
+    log = open_partition(directory, remote)
     from_offset, to_offset = _offset_range(directory, options)
     segments = log.segments
     out = []

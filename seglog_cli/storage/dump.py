@@ -359,42 +359,65 @@ DEFAULT_DIR_KINDS = (LOG,)
 def expand_paths(paths: Iterable[str], kinds: tuple[str, ...] = DEFAULT_DIR_KINDS,
                  options: DumpOptions | None = None) -> Iterator[str]:
     """Files to dump, in order: files as given, directories expanded (a partition dir to its
-    files of the requested kinds in offset order, a log dir to each partition in turn)."""
-    for raw in paths:
-        path = Path(raw)
-        if not path.is_dir():
+    files of the requested kinds in offset order, a log dir to each partition in turn). A
+    tiered partition's remote directory given with its local one (directly or in log dirs, such
+    as LocalTieredStorage's ``kafka-tiered-storage``) is read as one log, where the local one is:
+    the remote segments below the local log start, then the local ones."""
+    groups = [(raw, _partitions_of(raw)) for raw in paths]  # None: a file (or no directory)
+    remote_of = _tiered_pairs([p for _, partitions in groups for p in partitions or ()])
+    joined = set(remote_of.values())
+    for raw, partitions in groups:
+        if partitions is None:
             yield raw
             continue
         found = False
-        for name in _directory_files(raw, path, kinds, options):
-            found = True
-            yield name
+        for partition in partitions:
+            if partition in joined:
+                found = True  # dumped with its local partition
+                continue
+            for name in _readable_partition_files(partition, kinds, options, remote_of.get(partition)):
+                found = True
+                yield name
         if not found:
             yield raw  # _dump_file reports why nothing came out of it
 
 
-def _directory_files(raw: str, path: Path, kinds, options: DumpOptions | None) -> Iterator[str]:
+def _partitions_of(raw: str) -> list[str] | None:
+    """The partition directories a directory argument stands for (itself, or a log dir's)."""
+    path = Path(raw)
+    if not path.is_dir():
+        return None
     if looks_like_partition_dir(path):
-        yield from _readable_partition_files(raw, kinds, options)
-        return
+        return [raw]
     try:
-        partition_dirs = LogDir(path).partition_dirs()
+        return [str(Path(raw) / partition_dir.name) for partition_dir in LogDir(path).partition_dirs()]
     except OSError:
-        return
-    for partition_dir in partition_dirs:
-        yield from _readable_partition_files(str(Path(raw) / partition_dir.name), kinds, options)
+        return []
 
 
-def _readable_partition_files(raw: str, kinds, options: DumpOptions | None) -> Iterator[str]:
+def _tiered_pairs(paths: list[str]) -> dict[str, str]:
+    """local partition dir -> remote partition dir, for the tiered partitions given both ways."""
+    from seglog_cli.storage.tiered import is_remote_partition_dir, pair_tiered
+    dirs = {Path(raw): raw for raw in paths}
+    if not any(is_remote_partition_dir(path) for path in dirs):
+        return {}
+    _alone, pairs = pair_tiered(list(dirs))
+    return {dirs[pair.local]: dirs[pair.remote] for pair in pairs if pair.local is not None}
+
+
+def _readable_partition_files(raw: str, kinds, options: DumpOptions | None, remote: str | None = None) -> Iterator[str]:
     try:
-        files = list(_partition_files(raw, kinds, options))
+        files = list(_partition_files(raw, kinds, options, remote))
     except UnreadableInputError:
         files = [raw]  # an unlistable partition directory: _dump_file reports it
     yield from files
 
 
-def _partition_files(raw: str, kinds, options: DumpOptions | None) -> Iterator[str]:
+def _partition_files(raw: str, kinds, options: DumpOptions | None, remote: str | None = None) -> Iterator[str]:
     partition = PartitionLog(raw)
+    if remote is not None:
+        from seglog_cli.storage.tiered import joined_log
+        partition = joined_log(PartitionLog(remote), partition)
     segments = partition.segments
     if options is not None and options.from_offset is not None:
         segments = partition.segments_from(options.from_offset)
@@ -406,15 +429,15 @@ def _partition_files(raw: str, kinds, options: DumpOptions | None) -> Iterator[s
         for kind, path in ((LOG, segment.log_path), (INDEX, segment.index_path),
                            (TIME_INDEX, segment.time_index_path), (TXN_INDEX, segment.txn_index_path)):
             if kind in kinds and path.is_file():
-                wanted.append((segment.base_offset, _KIND_ORDER[kind], path.name))
+                wanted.append((segment.base_offset, _KIND_ORDER[kind], str(path)))
     if SNAPSHOT in kinds:
-        wanted += [(parse_segment_file_name(p.name).base_offset, _KIND_ORDER[SNAPSHOT], p.name)
+        wanted += [(parse_segment_file_name(p.name).base_offset, _KIND_ORDER[SNAPSHOT], str(Path(raw) / p.name))
                    for p in partition.files.snapshots]
     if CHECKPOINT in kinds:
         wanted += [(parse_kraft_snapshot_name(p.name).end_offset if parse_kraft_snapshot_name(p.name) else 0,
-                    _KIND_ORDER[CHECKPOINT], p.name) for p in partition.files.kraft_snapshots]
+                    _KIND_ORDER[CHECKPOINT], str(Path(raw) / p.name)) for p in partition.files.kraft_snapshots]
     for _, _, name in sorted(wanted):
-        yield str(Path(raw) / name)
+        yield name
 
 
 _KIND_ORDER = {LOG: 0, INDEX: 1, TIME_INDEX: 2, TXN_INDEX: 3, SNAPSHOT: 4, CHECKPOINT: 5}

@@ -97,6 +97,17 @@ class Code:
     LEADER_EPOCH_NOT_IN_CHECKPOINT = "LEADER_EPOCH_NOT_IN_CHECKPOINT"  # a batch's epoch the checkpoint lacks
     UNEXPECTED_DIRECTORY = "UNEXPECTED_DIRECTORY"  # a sub-directory Kafka refuses to start with
     UNREADABLE_FILE = "UNREADABLE_FILE"  # a file that cannot be opened or mapped
+    # tiered storage (remote segments in LocalTieredStorage's layout, with the local log)
+    TIERED_OFFSET_GAP = "TIERED_OFFSET_GAP"  # offsets in no remote segment and not in the local log
+    TIERED_OVERLAP = "TIERED_OVERLAP"  # the same offsets in two segments with different batches
+    TIERED_EPOCH_MISMATCH = "TIERED_EPOCH_MISMATCH"  # remote epochs not the partition's lineage
+    TIERED_REMOTE_PAST_LOG_END = "TIERED_REMOTE_PAST_LOG_END"  # a remote segment at or past the log end
+    TIERED_TOPIC_ID_MISMATCH = "TIERED_TOPIC_ID_MISMATCH"  # remote and local directories of different topics
+    REMOTE_FILESET_INCOMPLETE = "REMOTE_FILESET_INCOMPLETE"  # a remote segment without a required file
+    REMOTE_METADATA_MISMATCH = "REMOTE_METADATA_MISMATCH"  # __remote_log_metadata disagrees with the files
+    REMOTE_METADATA_STATE = "REMOTE_METADATA_STATE"  # files of a segment not COPY_SEGMENT_FINISHED
+    REMOTE_SEGMENT_WITHOUT_METADATA = "REMOTE_SEGMENT_WITHOUT_METADATA"  # files no metadata record names
+    REMOTE_METADATA_WITHOUT_SEGMENT = "REMOTE_METADATA_WITHOUT_SEGMENT"  # a copied segment whose files are gone
 
 
 @dataclass(frozen=True)

@@ -105,14 +105,19 @@ def parse_kraft_snapshot_name(name: str) -> KRaftSnapshotId | None:
 class PartitionDirName:
     topic: str
     partition: int
-    kind: str  # "current", "delete", "future" or "stray"
+    kind: str  # "current", "delete", "future", "stray", or "remote" (tiered storage, below)
     unique_id: str | None = None
 
 
 def parse_partition_dir_name(name: str) -> PartitionDirName | None:
-    """``UnifiedLog.parseTopicPartitionName``; None where Kafka would refuse the directory."""
+    """``UnifiedLog.parseTopicPartitionName``; None where Kafka would refuse the directory.
+    A tiered-storage partition directory (LocalTieredStorage's ``<topic>-<partition>-<topic
+    id>``, see :mod:`remote_layout`) is kind ``"remote"`` with the topic id as ``unique_id``."""
     if not name or "-" not in name:
         return None
+    remote = _remote_dir_name(name)
+    if remote is not None:
+        return remote
     special = _SPECIAL_DIR.match(name)
     if special is not None:
         topic, partition, unique_id, suffix = special.groups()
@@ -125,3 +130,11 @@ def parse_partition_dir_name(name: str) -> PartitionDirName | None:
     if not topic or not partition or not re.fullmatch(r"-?\d+", partition):
         return None
     return PartitionDirName(topic, int(partition), kind, unique_id)
+
+
+def _remote_dir_name(name: str) -> PartitionDirName | None:
+    from seglog_cli.storage.remote_layout import parse_remote_partition_dir_name
+    remote = parse_remote_partition_dir_name(name)
+    if remote is None:
+        return None
+    return PartitionDirName(remote.topic, remote.partition, "remote", remote.topic_id)

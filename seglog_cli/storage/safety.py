@@ -152,7 +152,11 @@ def relative_to_log_dir(log_dir: Path, path: str | Path) -> str:
     parent = Path(os.path.realpath(path.parent))
     if parent == log_dir:
         return path.name
-    if parent.parent != log_dir or parse_partition_dir_name(parent.name) is None:
+    name = parse_partition_dir_name(parent.name)
+    if name is not None and name.kind == "remote":
+        raise CannotWriteError("is in tiered storage (a remote partition directory in LocalTieredStorage's layout): "
+                               "seglog reads remote storage and never writes it; nothing was changed", path)
+    if parent.parent != log_dir or name is None:
         raise CannotWriteError(f"is not inside the log dir {log_dir} (or not in a topic-partition directory of it); "
                                "nothing was changed", path)
     entry = log_dir / parent.name
@@ -163,6 +167,19 @@ def relative_to_log_dir(log_dir: Path, path: str | Path) -> str:
     except FileNotFoundError:
         pass  # a partition being created
     return f"{parent.name}/{path.name}"
+
+
+def refuse_tiered_storage(log_dir: Path) -> None:
+    """Remote storage is read only: a directory holding remote partition directories
+    (LocalTieredStorage's ``kafka-tiered-storage``) is never locked, backed up or written."""
+    try:
+        remote = next((entry for entry in log_dir.iterdir() if entry.is_dir()
+                       and (name := parse_partition_dir_name(entry.name)) is not None and name.kind == "remote"), None)
+    except OSError:
+        return  # the lock reports an unreadable log dir
+    if remote is not None:
+        raise CannotWriteError("is tiered storage (it holds remote partition directories in LocalTieredStorage's "
+                               "layout): seglog reads remote storage and never writes it; nothing was changed", log_dir)
 
 
 def default_backup_root(log_dir: str | Path) -> Path:

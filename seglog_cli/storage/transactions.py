@@ -141,19 +141,23 @@ class TransactionsReport:
 
 
 def read_transactions(log_dir: str | Path, topic: str | None = None, now_ms: int = 0,
-                      default_timeout_ms: int = DEFAULT_TIMEOUT_MS) -> TransactionsReport:
-    """Every transaction under ``log_dir`` (data partitions of ``topic`` only, when given)."""
+                      default_timeout_ms: int = DEFAULT_TIMEOUT_MS,
+                      remote: str | Path | None = None) -> TransactionsReport:
+    """Every transaction under ``log_dir`` (data partitions of ``topic`` only, when given).
+    ``remote``: tiered storage (LocalTieredStorage's root, or remote partition directories):
+    each partition's remote segments are read before its local ones, as one log."""
+    from seglog_cli.storage.tiered import ordered_partitions, partition_label
     report = TransactionsReport()
-    directories = partition_dirs(log_dir)
+    directories = partition_dirs(log_dir) + (partition_dirs(remote) if remote is not None else [])
     names: dict[int, str] = {}
     for directory in directories:
         if topic_of(directory) == TRANSACTION_STATE:
             _read_transaction_state(directory, report, names)
-    for directory in directories:
-        name = topic_of(directory)
+    for directory, remote_dir in ordered_partitions(directories):
+        name = partition_label(directory).rsplit("-", 1)[0]
         if name in SKIPPED_TOPICS or (topic is not None and name != topic):
             continue
-        _read_partition(directory, report)
+        _read_partition(directory, report, remote_dir)
     latest = {state.producer_id: state for state in report.coordinator}
     for txn in report.transactions:
         txn.transactional_id = names.get(txn.producer_id)
@@ -213,9 +217,11 @@ def _state(transactional_id: str, value: dict, entry: Entry) -> CoordinatorState
 # -- data partitions ---------------------------------------------------------------------------
 
 
-def _read_partition(directory: Path, report: TransactionsReport) -> None:
+def _read_partition(directory: Path, report: TransactionsReport, remote: Path | None = None) -> None:
+    from seglog_cli.storage.tiered import open_partition, partition_label
     report.partitions_read += 1
-    log = PartitionLog(directory)
+    log = open_partition(directory, remote)
+    label = partition_label(directory)
     open_txns: dict[int, Transaction] = {}
     aborted: list[tuple[Transaction, str]] = []
     try:
@@ -229,13 +235,13 @@ def _read_partition(directory: Path, report: TransactionsReport) -> None:
                 if not batch.is_transactional:
                     continue
                 if batch.is_control:
-                    done = _end(directory.name, batch, segment, open_txns, report)
+                    done = _end(label, batch, segment, open_txns, report)
                     if done is not None:
                         report.transactions.append(done)
                         if done.state == "aborted":
                             aborted.append((done, path))
                     continue
-                _data(directory.name, batch, open_txns)
+                _data(label, batch, open_txns)
             damage = [f for f in scan.findings if f.severity is not Severity.INFO]
             if report.problems and report.problems[-1].path == path:
                 break

@@ -20,6 +20,8 @@ from seglog_cli.storage.naming import OFFSET_OUT_OF_RANGE, offset_out_of_range, 
 from seglog_cli.storage.partition_log import LogDir, find_kafka_dirs, is_log_dir, looks_like_partition_dir
 from seglog_cli.storage.segments import LogSegment
 from seglog_cli.storage.snapshots import read_snapshot
+from seglog_cli.storage.remote_layout import parse_remote_file_name
+from seglog_cli.storage.tiered import pair_tiered
 from seglog_cli.storage.verify_partition import JOURNAL_POINTER, TEMP_FILE_SEVERITY, PartitionReport, finding_order, verify_partition
 from seglog_cli.storage.indexes import TransactionIndex
 from seglog_cli.storage.parallel import parallel_map
@@ -123,14 +125,37 @@ def verify(paths: list[str], options: VerifyOptions = VerifyOptions(), progress=
             _verify_file(path, options.level, report)
     for log_dir in log_dirs:
         partition_dirs.extend(_log_dir_partitions(log_dir, report))
+    alone, pairs = pair_tiered(partition_dirs)
     if run_partitions is not None:
-        report.partitions = list(run_partitions(partition_dirs, options.level))
+        reports = list(run_partitions(alone, options.level))
     else:
-        report.partitions = _verify_partitions(partition_dirs, options, progress)
+        reports = _verify_partitions(alone, options, progress)
+    report.partitions = _with_tiered(partition_dirs, alone, reports, pairs, options.level, progress)
     for log_dir in log_dirs:
         _log_dir_files(log_dir, report)
     report.findings.sort(key=finding_order)
     return report
+
+
+def _with_tiered(directories: list[Path], alone: list[Path], reports: list[PartitionReport],
+                 pairs: list, level: str, progress) -> list[PartitionReport]:
+    """The reports in the order of ``directories``: a tiered partition (its remote directory,
+    with its local one when given) verified as one, where its local (else remote) directory was."""
+    if not pairs:
+        return reports
+    from seglog_cli.storage.remote_segments import REMOTE_LOG_METADATA_TOPIC, read_remote_segments
+    from seglog_cli.storage.verify_tiered import verify_tiered
+    metadata_dirs = [d for d in alone if d.name.rsplit("-", 1)[0] == REMOTE_LOG_METADATA_TOPIC]
+    metadata = None
+    if metadata_dirs:
+        try:
+            metadata = read_remote_segments(metadata_dirs)
+        except SeglogError:
+            metadata = None  # the damage is reported by those partitions' own checks
+    by_dir = dict(zip(alone, reports))
+    for pair in pairs:
+        by_dir[pair.local or pair.remote] = verify_tiered(pair.remote, pair.local, metadata, level, progress)
+    return [by_dir[d] for d in directories if d in by_dir]
 
 
 def _log_dir_partitions(log_dir: LogDir, report: VerifyReport) -> list[Path]:
@@ -169,6 +194,8 @@ def _verify_file(path: Path, level: str, report: VerifyReport) -> None:
             _epochs_increasing(path, content, findings)
     elif is_batch_file(name):
         _count(stats, verify_batch_file(path, level, findings), segment=False)
+    elif name.endswith(".leader_epoch_checkpoint") and parse_remote_file_name(name) is not None:
+        _remote_epoch_checkpoint(path, findings)
     elif parsed is not None and parsed.is_temp or name.endswith(".tmp"):
         suffix = next((s for s in TEMP_FILE_SEVERITY if name.endswith(s)), ".deleted")
         severity, why = TEMP_FILE_SEVERITY[suffix]
@@ -193,6 +220,18 @@ def _verify_file(path: Path, level: str, report: VerifyReport) -> None:
         findings.append(Finding(Code.UNREADABLE_FILE, ERROR, str(path), None,
                                 "not a file seglog verifies (segment, index, snapshot, checkpoint or metadata "
                                 "files of a Kafka log dir)"))
+
+
+def _remote_epoch_checkpoint(path: Path, findings: list[Finding]) -> None:
+    """A remote segment's ``.leader_epoch_checkpoint`` given alone: readable and increasing."""
+    from seglog_cli.storage.checkpoints import read_leader_epoch_checkpoint
+    try:
+        entries = read_leader_epoch_checkpoint(path)
+    except SeglogError as exc:
+        findings.append(Finding(Code.CHECKPOINT_UNREADABLE, ERROR, str(path), exc.position,
+                                f"{exc.message} (the broker reading this remote segment's epochs fails)"))
+        return
+    _epochs_increasing(path, entries, findings)
 
 
 def _count(stats: PartitionReport, summary, segment: bool = True) -> None:

@@ -48,23 +48,34 @@ class PartitionReport:
     log_start_offset: int | None = None
     log_end_offset: int | None = None
     findings: list[Finding] = field(default_factory=list)
+    remote_path: str | None = None  # a tiered partition's remote directory, read with ``path``
 
     def as_dict(self) -> dict:
-        return {"path": self.path, "topic": self.topic, "partition": self.partition, "segments": self.segments,
-                "batches": self.batches, "records": self.records, "bytes": self.bytes,
-                "logStartOffset": self.log_start_offset, "logEndOffset": self.log_end_offset,
-                "findings": [finding.as_dict() for finding in self.findings]}
+        out = {"path": self.path, "topic": self.topic, "partition": self.partition, "segments": self.segments,
+               "batches": self.batches, "records": self.records, "bytes": self.bytes,
+               "logStartOffset": self.log_start_offset, "logEndOffset": self.log_end_offset,
+               "findings": [finding.as_dict() for finding in self.findings]}
+        if self.remote_path is not None:
+            out["remotePath"] = self.remote_path
+        return out
 
 
 def verify_partition(path: str | Path, level: str = SHALLOW, progress=None) -> PartitionReport:
     """Verify the partition directory at ``path``; ``progress(bytes)`` is called per segment."""
+    return verify_partition_log(path, level, progress)[0]
+
+
+def verify_partition_log(path: str | Path, level: str = SHALLOW,
+                         progress=None) -> tuple[PartitionReport, PartitionLog | None, list[SegmentSummary]]:
+    """:func:`verify_partition`, also returning the partition read and each segment's summary
+    (for checks across directories: a tiered partition's remote and local logs)."""
     try:
         log = PartitionLog(path)
     except UnreadableInputError as exc:  # a directory that cannot be listed
         name = parse_partition_dir_name(Path(path).name)
         report = PartitionReport(str(path), name and name.topic, name and name.partition)
         report.findings.append(Finding(Code.UNREADABLE_FILE, ERROR, str(path), None, exc.message))
-        return report
+        return report, None, []
     report = PartitionReport(str(log.path), log.topic, log.partition)
     findings = report.findings
     for entry, why in log.files.unusable:
@@ -91,7 +102,7 @@ def verify_partition(path: str | Path, level: str = SHALLOW, progress=None) -> P
     _transactions(log, summaries, findings, report.log_end_offset)
     _rebuilt_at_start_up(log, findings)
     findings.sort(key=finding_order)
-    return report
+    return report, log, summaries
 
 
 REBUILT_BY_RECOVERY = {Code.INDEX_MISSING, Code.TIME_INDEX_MISSING, Code.INDEX_SANITY_FAILED, Code.INDEX_NOT_TRIMMED,
@@ -197,8 +208,8 @@ def _snapshots(log: PartitionLog, report: PartitionReport) -> None:
                                     f"{exc.message} (Kafka deletes it and rebuilds the producer state from the log)"))
             continue
         offsets.append((snapshot.offset, str(path)))
-    if not offsets:
-        return
+    if not offsets or (log.name is not None and log.name.kind == "remote"):
+        return  # a remote fileset's snapshot stands for its segment's end, not the offset in its name
     highest = max(offset for offset, _ in offsets)
     for offset, path in offsets:
         if report.log_end_offset is not None and offset > report.log_end_offset:

@@ -28,7 +28,7 @@ from seglog_cli.storage.log_dir_files import CLEAN_SHUTDOWN, RECOVERY_POINT_CHEC
 from seglog_cli.storage.naming import parse_partition_dir_name, parse_segment_file_name
 from seglog_cli.storage.rollback import recover_pending, roll_back
 from seglog_cli.storage.safety import (LOCK_FILE, LogDirLock, PlanOutdatedError, check_backup_root,
-                                       default_backup_root, resolve_log_dir)
+                                       default_backup_root, refuse_tiered_storage, resolve_log_dir)
 
 SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")
 IGNORED_IN_FINGERPRINT = {LOCK_FILE}
@@ -48,6 +48,8 @@ class WriteSession:
 
     def __enter__(self) -> "WriteSession":
         try:
+            for log_dir in self.log_dirs:
+                refuse_tiered_storage(log_dir)
             if self.backup_root is not None:
                 check_backup_root(self.backup_root, self.log_dirs)
             for log_dir in self.log_dirs:

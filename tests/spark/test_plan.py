@@ -163,3 +163,20 @@ def test_the_engine_and_the_cli_never_import_spark_or_arrow():
     done = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, check=True, text=True,
                           cwd=Path(__file__).resolve().parents[2])
     assert done.stdout.strip() == "[]"
+
+
+@requires_corpus
+def test_a_tiered_partition_given_both_ways_is_planned_as_one_log(corpus, tmp_path):
+    """The corpus's tiered-0: remote segments 0 and 1040 (below the local log start 2080), then the
+    local 2080, 3120, 4160, each once, topic and partition from the directory names; the remote
+    directory alone is planned as a partition too."""
+    tiered = corpus / "kafka-4.2.0" / "tiered"
+    if not (tiered / "remote").is_dir():
+        pytest.skip("no tiered/remote in this corpus")
+    splits = plan_splits([str(tiered / "remote"), str(tiered / "data" / "tiered-0")], ScanOptions(split_bytes=0))
+    assert [(Path(s.path).parent.name, s.base_offset, s.topic, s.partition) for s in splits] == [
+        ("tiered-0-NgDFhHPYTFCyTgfmgOxB0w", 0, "tiered", 0), ("tiered-0-NgDFhHPYTFCyTgfmgOxB0w", 1040, "tiered", 0),
+        ("tiered-0", 2080, "tiered", 0), ("tiered-0", 3120, "tiered", 0), ("tiered-0", 4160, "tiered", 0)]
+    alone = plan_splits([str(tiered / "remote")], ScanOptions(split_bytes=0))
+    assert [(s.base_offset, s.topic, s.partition) for s in alone] == [
+        (0, "tiered", 0), (1040, "tiered", 0), (2080, "tiered", 0), (3120, "tiered", 0)]

@@ -389,6 +389,8 @@ def _count(f: Replica, n: int) -> int:
 
 def _notes(r: Replica, f: Replica, result: Comparison) -> None:
     notes = result.notes
+    for problem in f.problems:
+        notes.append({"severity": "error", "what": "file", "message": problem})
     for key, value in f.checkpoints.items():
         other = r.checkpoints.get(key)
         if value != other and key in r.checkpoints:

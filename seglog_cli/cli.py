@@ -26,6 +26,7 @@ COMMANDS = {
     "offsets": ("offsets", "offsets_command"),
     "transactions": ("transactions", "transactions_command"),
     "diff": ("diff", "diff_command"),
+    "repair": ("repair", "repair_command"),
 }
 
 

@@ -325,9 +325,8 @@ def compare(reference: Replica, replica: Replica) -> Comparison:
                                           "batch": _batch(f, j)})
             i, j = i + 1, j + 1
             continue
-        if r.base[i] == f.base[j] and r.epoch[i] != f.epoch[j]:
-            cause = "leader-epoch"
-        elif r.base[i] == f.base[j] and r.epoch[i] == f.epoch[j] and (not r.valid(i) or not f.valid(j)):
+        if r.base[i] == f.base[j] and (not r.valid(i) or not f.valid(j)):
+            # a batch whose CRC fails says nothing about its epoch or offsets: damage, not divergence
             sides = [name for name, ok in (("replica", f.valid(j)), ("reference", r.valid(i))) if not ok]
             result.corruption.append({"firstOffset": f.base[j], "lastOffset": f.last[j], "crcFailsOn": sides,
                                       "batch": _batch(f, j), "referenceBatch": _batch(r, i)})

@@ -195,6 +195,10 @@ def _repair_segment(base: int, path: Path, good: list[_Batch], size: int, source
         """HEALTHY's batches from ``start_pos`` (offset ``start_offset``) to ``stop_pos`` (where
         offset ``stop_offset`` starts); None: every batch overlapping DAMAGED's old extent (or all,
         extending). Returns where the copied bytes end."""
+        if divergence is not None and start_offset >= divergence["offset"]:
+            raise RepairRefused(f"offset {start_offset} is damaged, but the replicas diverge from offset "
+                                f"{divergence['offset']} ({divergence['cause']}): HEALTHY's batches there are "
+                                "another history; nothing was changed", path)
         k = by_position.get(start_pos)
         if k is None or healthy_batches[k].base != start_offset:
             _refuse_unaligned(path, start_pos, start_offset, source)

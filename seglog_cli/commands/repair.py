@@ -75,7 +75,8 @@ def _run(damaged, healthy, apply, tail, backup_dir, output_format) -> int:
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
     if output_format == Format.json:
-        document = {"plan": plan.as_dict(), "applied": None if applied is None else str(applied)}
+        document = {"version": 1, "plan": plan.as_dict(), "empty": plan.empty,
+                    "applied": None if applied is None else {"backupDir": str(applied)}}
         json.dump(document, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:

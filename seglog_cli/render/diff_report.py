@@ -74,6 +74,9 @@ def _detail_lines(c) -> list[str]:
     for bad in c.corruption:
         lines.append(f"corrupt batch {bad['firstOffset']}-{bad['lastOffset']}: CRC fails on the "
                      f"{' and the '.join(bad['crcFailsOn'])}")
+    for hole in c.holes:
+        lines.append(f"offsets {hole['firstOffset']}-{hole['lastOffset']} ({hole['batches']} batches) are missing "
+                     f"on the {hole['missingOn']}, the batches after them identical (a lost segment)")
     for damage in c.replica.damage:
         lines.append(f"damage: {damage.code} at position {damage.position} of {damage.path}: {damage.message}")
     t = c.truncation

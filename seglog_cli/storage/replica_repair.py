@@ -298,7 +298,7 @@ def _plan_tail(plan: RepairPlan, healthy, damaged, healthy_log: PartitionLog, da
     have = {p.name for p in plan.damaged.iterdir()}
     for snapshot in healthy_log.files.snapshots:
         parsed = parse_segment_file_name(snapshot.name)
-        if parsed is not None and old_end < parsed.base_offset <= new_end and snapshot.name not in have:
+        if parsed is not None and old_end <= parsed.base_offset <= new_end and snapshot.name not in have:
             plan.snapshots.append(snapshot)
     entries = list(damaged.epoch_checkpoint)
     latest = entries[-1].epoch if entries else -1

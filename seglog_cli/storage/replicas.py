@@ -274,6 +274,7 @@ class Comparison:
     common_prefix_end: int  # offsets [log start, this) agree batch for batch
     divergence: dict | None = None  # offset, cause, this side's batch and the reference's
     corruption: list[dict] = field(default_factory=list)  # same batch, one side's CRC fails
+    holes: list[dict] = field(default_factory=list)  # offsets one side lacks in the middle of its log
     truncation: Truncation | None = None
     discarded: int = 0  # records the truncation removes (some may be fetched back unchanged)
     lost: Lost | None = None
@@ -284,7 +285,7 @@ class Comparison:
                "logStartOffset": self.replica.log_start, "logEndOffset": self.replica.log_end,
                "commonPrefix": {"firstOffset": self.replica.log_start, "lastOffset": self.common_prefix_end - 1}
                if self.common_prefix_end > self.replica.log_start else None,
-               "divergence": self.divergence, "corruption": self.corruption,
+               "divergence": self.divergence, "corruption": self.corruption, "holes": self.holes,
                "truncation": self.truncation.as_dict() if self.truncation else None,
                "discardedRecords": self.discarded, "lost": self.lost.as_dict() if self.lost else None,
                "damage": [d.as_dict() for d in self.replica.damage], "notes": self.notes}
@@ -344,6 +345,10 @@ def compare(reference: Replica, replica: Replica) -> Comparison:
             else:
                 j += 1
             continue
+        elif _hole(r, i, f, j, result):
+            # one side lacks a stretch the other has and then goes on identically: a lost segment
+            i, j = result.holes[-1].pop("_resume")
+            continue
         elif r.epoch[i] != f.epoch[j]:
             cause = "leader-epoch"
         else:
@@ -358,13 +363,30 @@ def compare(reference: Replica, replica: Replica) -> Comparison:
                              "referenceBatch": None}
     _truncate(r, f, result)
     _notes(r, f, result)
-    if f.damage or result.corruption or any(n["severity"] == "error" for n in result.notes):
+    if f.damage or result.corruption or result.holes or any(n["severity"] == "error" for n in result.notes):
         result.status = DAMAGED
     elif result.divergence is not None or result.discarded:
         result.status = DIVERGENT
     elif f.log_end < r.log_end:
         result.status = LAGGING
     return result
+
+
+def _hole(r: Replica, i: int, f: Replica, j: int, result: "Comparison") -> bool:
+    """Whether the side with the lower offset here holds a stretch the other lacks, the other's
+    batch turning up further on unchanged; the hole is recorded with where to resume."""
+    import bisect
+
+    for (a, k0, b, k1, side) in ((r, i, f, j, "replica"), (f, j, r, i, "reference")):
+        if a.base[k0] < b.base[k1]:
+            k = bisect.bisect_left(a.base, b.base[k1], k0)
+            if k < len(a.base) and a.base[k] == b.base[k1] and _same_header(a, k, b, k1):
+                hole = {"missingOn": side, "firstOffset": a.base[k0], "lastOffset": a.base[k] - 1,
+                        "batches": k - k0}
+                hole["_resume"] = (k, j) if side == "replica" else (i, k)
+                result.holes.append(hole)
+                return True
+    return False
 
 
 def _truncate(r: Replica, f: Replica, result: Comparison) -> None:
@@ -469,10 +491,10 @@ def describe_lost(replica: Replica, lost: Lost, on_record=None) -> None:
 # -- groups of partitions -------------------------------------------------------------------------
 
 def choose_reference(replicas: list[Replica]) -> Replica:
-    """The highest leader epoch, then the longest log, then the first given."""
+    """The highest leader epoch, then the longest log, then an undamaged one, then the first given."""
     best = replicas[0]
     for replica in replicas[1:]:
-        if (replica.max_epoch(), replica.log_end) > (best.max_epoch(), best.log_end):
+        if (replica.max_epoch(), replica.log_end, not replica.damage) > (best.max_epoch(), best.log_end, not best.damage):
             best = replica
     return best
 

@@ -17,14 +17,18 @@ and the offset Kafka truncates it to when it rejoins (:mod:`epoch_truncation`).
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left
 from dataclasses import dataclass, field
+from operator import add, itemgetter
 from pathlib import Path
+from struct import iter_unpack
 
 from seglog_cli.storage.batches import LogScan
 from seglog_cli.storage.checkpoints import (EpochEntry, TopicPartition, read_leader_epoch_checkpoint,
                                             read_offset_checkpoint, read_partition_metadata)
 from seglog_cli.storage.epoch_truncation import Truncation, loaded_epochs, truncation_offset
 from seglog_cli.storage.errors import SeglogError, UnreadableInputError
+from seglog_cli.storage.files import read_small_file
 from seglog_cli.storage.findings import Code
 from seglog_cli.storage.log_dir_files import (CLEAN_SHUTDOWN, LEADER_EPOCH_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT,
                                               PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT, REPLICATION_CHECKPOINT)
@@ -33,7 +37,6 @@ from seglog_cli.storage.partition_log import PartitionLog
 # status of a replica against the reference, worst last
 IN_SYNC, LAGGING, DIVERGENT, DAMAGED, NOT_A_REPLICA, REFERENCE = (
     "in-sync", "lagging", "divergent", "damaged", "not-a-replica", "reference")
-CRC_SHIFT, VALID_BIT, SIZE_SHIFT = 0, 1 << 32, 33
 
 CHECKPOINT_NAMES = {RECOVERY_POINT_CHECKPOINT: "recoveryPoint", REPLICATION_CHECKPOINT: "highWatermark",
                     LOG_START_OFFSET_CHECKPOINT: "logStartOffset"}
@@ -65,7 +68,7 @@ class IndexNote:
 
 @dataclass
 class Replica:
-    """One replica, scanned: batch headers as arrays (base, last, epoch, crc|valid|size)."""
+    """One replica, scanned: batch headers as arrays (base, last, epoch, crc, size, ok)."""
 
     path: Path
     label: str
@@ -79,7 +82,9 @@ class Replica:
     base: array = field(default_factory=lambda: array("q"))
     last: array = field(default_factory=lambda: array("q"))
     epoch: array = field(default_factory=lambda: array("q"))
-    word: array = field(default_factory=lambda: array("q"))
+    crc: array = field(default_factory=lambda: array("q"))
+    size: array = field(default_factory=lambda: array("q"))  # the size field (bytes after it)
+    ok: bytearray = field(default_factory=bytearray)  # 1: the batch passes its CRC and size checks
     records: int = 0
     damage: list[Damage] = field(default_factory=list)
     index_counts: dict = field(default_factory=dict)  # segment base -> offsets of (.index, .timeindex) entries
@@ -106,7 +111,7 @@ class Replica:
         return min(offsets) if offsets else (self.log_start if self.damage else None)
 
     def valid(self, i: int) -> bool:
-        return bool(self.word[i] & VALID_BIT)
+        return bool(self.ok[i])
 
     def max_epoch(self) -> int:
         epochs = [e.epoch for e in self.epoch_checkpoint] + [e.epoch for e in self.batch_epochs]
@@ -117,8 +122,7 @@ class Replica:
 
     def index_of_offset(self, offset: int) -> int:
         """Index of the first batch whose last offset >= ``offset``."""
-        import bisect
-        return bisect.bisect_left(self.last, offset)
+        return bisect_left(self.last, offset)
 
     def summary(self) -> dict:
         return {"path": str(self.path), "topicId": self.topic_id, "logStartOffset": self.log_start,
@@ -128,33 +132,32 @@ class Replica:
                 "damage": [d.as_dict() for d in self.damage], "problems": self.problems}
 
 
+def _read_if_present(path: Path, reader, replica: Replica, name: str):
+    if not path.is_file():
+        return None
+    try:
+        return reader(path)
+    except (SeglogError, OSError) as exc:
+        replica.problems.append(f"{name}: {exc}")
+        return None
+
+
 def scan_replica(path: str | Path, label: str | None = None) -> Replica:
     """Read a partition directory's batch headers (CRCs checked), indexes and checkpoints."""
     partition = PartitionLog(path)
     replica = Replica(Path(path), label or str(path), partition.topic, partition.partition)
     directory = partition.path
-    try:
-        replica.topic_id = read_partition_metadata(directory / PARTITION_METADATA).topic_id
-    except FileNotFoundError:
-        pass
-    except (SeglogError, OSError) as exc:
-        replica.problems.append(f"{PARTITION_METADATA}: {exc}")
-    try:
-        replica.epoch_checkpoint = read_leader_epoch_checkpoint(directory / LEADER_EPOCH_CHECKPOINT)
-    except FileNotFoundError:
-        pass
-    except (SeglogError, OSError) as exc:
-        replica.problems.append(f"{LEADER_EPOCH_CHECKPOINT}: {exc}")
+    metadata = _read_if_present(directory / PARTITION_METADATA, read_partition_metadata, replica, PARTITION_METADATA)
+    replica.topic_id = metadata.topic_id if metadata is not None else None
+    replica.epoch_checkpoint = _read_if_present(directory / LEADER_EPOCH_CHECKPOINT, read_leader_epoch_checkpoint,
+                                                replica, LEADER_EPOCH_CHECKPOINT) or []
     log_dir = directory.parent
     if partition.topic is not None:
         tp = TopicPartition(partition.topic, partition.partition)
         for name, key in CHECKPOINT_NAMES.items():
-            try:
-                replica.checkpoints[key] = read_offset_checkpoint(log_dir / name).get(tp)
-            except FileNotFoundError:
-                pass
-            except (SeglogError, OSError) as exc:
-                replica.problems.append(f"{name}: {exc}")
+            offsets = _read_if_present(log_dir / name, read_offset_checkpoint, replica, name)
+            if offsets is not None:
+                replica.checkpoints[key] = offsets.get(tp)
         replica.clean_shutdown = (log_dir / CLEAN_SHUTDOWN).is_file()
     try:
         for segment in partition.segments:
@@ -166,47 +169,90 @@ def scan_replica(path: str | Path, label: str | None = None) -> Replica:
     return replica
 
 
+_POSITION, _BASE, _LENGTH, _EPOCH, _MAGIC, _CRC = (itemgetter(n) for n in range(6))
+_DELTA, _COUNT, _COMPUTED = itemgetter(7), itemgetter(13), itemgetter(14)
+
+
 def _scan_segment(replica: Replica, segment) -> None:
-    base_a, last_a, epoch_a, word_a = replica.base, replica.last, replica.epoch, replica.word
+    """One segment's batch headers into the replica's arrays, a chunk of the compiled scanner's
+    headers at a time (the per-batch work is C: ``map``, ``array.extend``, list comparison)."""
     path = str(segment.log_path)
-    entries = _index_entries(segment)
-    pointer, wrong = 0, []
+    positions = array("q")
+    first = len(replica.base)
     scan = LogScan(segment.log, 0, resync=True, check_crc=True)
     max_epoch = replica.batch_epochs[-1].epoch if replica.batch_epochs else -1
-    records = 0
     for chunk in scan.chunks():
-        for batch in chunk:
-            computed = batch.computed_crc
-            valid = computed is not None and computed == batch.crc and batch.size >= batch.min_size
-            base, last, epoch = batch.base_offset, batch.last_offset, batch.partition_leader_epoch
-            base_a.append(base)
-            last_a.append(last)
-            epoch_a.append(epoch)
-            word_a.append(batch.crc | (VALID_BIT if valid else 0) | (min(batch.size, 2**30) << SIZE_SHIFT))
-            count = batch.records_count if batch.magic >= 2 else 1
-            records += count if count and count > 0 else 0
-            if not valid:
-                replica.damage.append(Damage(Code.BATCH_CRC_MISMATCH, path, batch.position, base,
-                                             f"batch {base}-{last} at position {batch.position}: stored CRC "
-                                             f"{batch.crc}, computed {computed}"))
-            elif epoch > max_epoch:
-                replica.batch_epochs.append(EpochEntry(epoch, base))
-                max_epoch = epoch
-            while pointer < len(entries) and entries[pointer][1] < batch.position:
-                wrong.append(entries[pointer])
-                pointer += 1
-            while pointer < len(entries) and entries[pointer][1] == batch.position:
-                if entries[pointer][0] < base:
-                    wrong.append(entries[pointer])
-                pointer += 1
-    replica.records += records
-    wrong.extend(entries[pointer:])
+        if min(map(_MAGIC, chunk)) < 2:
+            for batch in chunk:
+                _add_batch(replica, batch, path, positions)
+            continue
+        bases = list(map(_BASE, chunk))
+        epochs = list(map(_EPOCH, chunk))
+        crcs = list(map(_CRC, chunk))
+        computed = list(map(_COMPUTED, chunk))
+        lengths = list(map(_LENGTH, chunk))
+        offset_in = len(replica.base)
+        replica.base.extend(bases)
+        replica.last.extend(map(add, bases, map(_DELTA, chunk)))
+        replica.epoch.extend(epochs)
+        replica.crc.extend(crcs)
+        replica.size.extend(lengths)
+        positions.extend(map(_POSITION, chunk))
+        replica.ok.extend(b"\x01" * len(chunk))
+        counts = list(map(_COUNT, chunk))
+        replica.records += sum(counts) if min(counts) >= 0 else sum(c for c in counts if c > 0)
+        if crcs != computed or min(lengths) < 49:
+            for k, batch in enumerate(chunk):
+                if batch.crc != batch.computed_crc or batch.length < 49:
+                    _invalid(replica, offset_in + k, batch, path)
+        if max(epochs) > max_epoch:
+            for k, batch in enumerate(chunk):
+                if epochs[k] > max_epoch and replica.ok[offset_in + k]:
+                    replica.batch_epochs.append(EpochEntry(epochs[k], bases[k]))
+                    max_epoch = epochs[k]
     for finding in scan.findings:
         replica.damage.append(Damage(finding.code, path, finding.position, finding.offset, finding.message))
     if not scan.findings and scan.kafka_error is not None:
         replica.damage.append(Damage(Code.CORRUPT_REGION, path, scan.kafka_error.position, None, str(scan.kafka_error)))
+    _check_indexes(replica, segment, positions, first)
+
+
+def _add_batch(replica: Replica, batch, path: str, positions: array) -> None:
+    """A legacy (v0/v1) entry, one at a time."""
+    index = len(replica.base)
+    replica.base.append(batch.base_offset)
+    replica.last.append(batch.last_offset)
+    replica.epoch.append(batch.partition_leader_epoch)
+    replica.crc.append(batch.crc)
+    replica.size.append(batch.length)
+    replica.ok.append(1)
+    positions.append(batch.position)
+    replica.records += 1
+    if not batch.is_valid:
+        _invalid(replica, index, batch, path)
+
+
+def _invalid(replica: Replica, index: int, batch, path: str) -> None:
+    replica.ok[index] = 0
+    replica.damage.append(Damage(Code.BATCH_CRC_MISMATCH, path, batch.position, batch.base_offset,
+                                 f"batch {batch.base_offset}-{batch.last_offset} at position {batch.position}: "
+                                 f"stored CRC {batch.crc}, computed {batch.computed_crc}"))
+
+
+def _check_indexes(replica: Replica, segment, positions: array, first: int) -> None:
+    """Offset index entries must point at a batch start holding their offset (or an earlier
+    offset of the same append); time index entries must name an offset of the segment."""
+    entries = _index_entries(segment)
+    wrong = []
+    bases = replica.base
+    count = len(positions)
+    positions = positions.tolist()  # bisect on a list reads its items without making new ints
+    for offset, position in entries:
+        k = bisect_left(positions, position)
+        if k == count or positions[k] != position or bases[first + k] > offset:
+            wrong.append((offset, position))
     time_entries = _time_entries(segment)
-    next_offset = last_a[-1] + 1 if last_a else segment.base_offset
+    next_offset = replica.last[-1] + 1 if len(replica.last) > first else segment.base_offset
     bad_time = [e for e in time_entries if not segment.base_offset <= e < next_offset]
     replica.index_counts[segment.base_offset] = (array("q", (e[0] for e in entries)), array("q", time_entries))
     if wrong:
@@ -221,6 +267,7 @@ def _scan_segment(replica: Replica, segment) -> None:
 
 
 def _index_entries(segment) -> list[tuple[int, int]]:
+    """(absolute offset, position) of the ``.index`` entries, read straight from the file."""
     try:
         index = segment.offset_index()
     except (SeglogError, OSError):
@@ -228,10 +275,14 @@ def _index_entries(segment) -> list[tuple[int, int]]:
     if index is None:
         return []
     with index:
-        return [(e.offset, e.position) for e in index.iter_entries(index.dump_entry_count())]
+        count = index.dump_entry_count()
+    data = read_small_file(segment.index_path)[:count * 8]
+    base = segment.base_offset
+    return [(base + relative, position) for relative, position in iter_unpack(">ii", data)]
 
 
 def _time_entries(segment) -> list[int]:
+    """The offsets the ``.timeindex`` entries name."""
     try:
         index = segment.time_index()
     except (SeglogError, OSError):
@@ -239,7 +290,10 @@ def _time_entries(segment) -> list[int]:
     if index is None:
         return []
     with index:
-        return [e.offset for e in index.iter_entries(index.dump_entry_count())]
+        count = index.dump_entry_count()
+    data = read_small_file(segment.time_index_path)[:count * 12]
+    base = segment.base_offset
+    return [base + relative for _timestamp, relative in iter_unpack(">qi", data)]
 
 
 # -- comparing ------------------------------------------------------------------------------------
@@ -293,14 +347,38 @@ class Comparison:
 
 
 def _batch(replica: Replica, i: int) -> dict:
-    word = replica.word[i]
     return {"baseOffset": replica.base[i], "lastOffset": replica.last[i], "partitionLeaderEpoch": replica.epoch[i],
-            "crc": word & 0xFFFFFFFF, "crcValid": bool(word & VALID_BIT), "size": word >> SIZE_SHIFT}
+            "crc": replica.crc[i], "crcValid": replica.valid(i), "size": replica.size[i] + 12}
 
 
 def _same_header(a: Replica, i: int, b: Replica, j: int) -> bool:
     return (a.base[i] == b.base[j] and a.last[i] == b.last[j] and a.epoch[i] == b.epoch[j]
-            and (a.word[i] & 0xFFFFFFFF) == (b.word[j] & 0xFFFFFFFF) and a.word[i] >> SIZE_SHIFT == b.word[j] >> SIZE_SHIFT)
+            and a.crc[i] == b.crc[j] and a.size[i] == b.size[j])
+
+
+BLOCK = 4096
+
+
+def _same_run(a: Replica, i: int, b: Replica, j: int) -> int:
+    """How many batches from ``a[i]``/``b[j]`` on are the same and valid on both sides, counted a
+    block at a time with C comparisons of array slices (0 when the first differs)."""
+    n = 0
+    size = BLOCK
+    while True:
+        k = min(size, len(a.base) - i - n, len(b.base) - j - n)
+        if k <= 0:
+            return n
+        x, y = slice(i + n, i + n + k), slice(j + n, j + n + k)
+        if (a.base[x] == b.base[y] and a.last[x] == b.last[y] and a.epoch[x] == b.epoch[y] and a.crc[x] == b.crc[y]
+                and a.size[x] == b.size[y] and 0 not in a.ok[x] and 0 not in b.ok[y]):
+            n += k
+            continue
+        if k <= 8:
+            while k and _same_header(a, i + n, b, j + n) and a.ok[i + n] and b.ok[j + n]:
+                n += 1
+                k -= 1
+            return n
+        size = k // 8
 
 
 def compare(reference: Replica, replica: Replica) -> Comparison:
@@ -317,6 +395,11 @@ def compare(reference: Replica, replica: Replica) -> Comparison:
     result = Comparison(f, IN_SYNC, start)
     agreed_to = start
     while i < len(r.base) and j < len(f.base):
+        run = _same_run(r, i, f, j)
+        if run:
+            i, j = i + run, j + run
+            agreed_to = f.last[j - 1] + 1
+            continue
         if _same_header(r, i, f, j):
             if r.valid(i) and f.valid(j):
                 agreed_to = f.last[j] + 1

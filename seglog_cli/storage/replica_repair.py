@@ -70,6 +70,7 @@ class SegmentRepair:
     ranges: list[tuple[int, int]]  # offsets taken from HEALTHY
     why: str
     new: bool = False
+    txn_index: Path | None = None  # HEALTHY's .txnindex, copied when the segment gains offsets (aborts are by offset)
 
     @property
     def size(self) -> int:
@@ -77,6 +78,7 @@ class SegmentRepair:
 
     def as_dict(self) -> dict:
         return {"segment": self.base_offset, "path": str(self.path), "new": self.new, "why": self.why,
+                "txnIndex": None if self.txn_index is None else str(self.txn_index),
                 "offsets": [list(r) for r in self.ranges], "size": self.size,
                 "pieces": [p.as_dict() for p in self.pieces]}
 
@@ -165,6 +167,8 @@ def plan_repair(healthy_dir: str | Path, damaged_dir: str | Path, tail: bool = F
                                 segment.log_path)
         repair = _repair_segment(segment.base_offset, segment.log_path, good, size, source, epochs,
                                  tail and is_last, damaged.log_end, divergence)
+        if repair is not None and repair.ranges and repair.ranges[-1][1] >= damaged.log_end:
+            repair.txn_index = _txn_index_of(source)
         if repair is not None:
             plan.segments.append(repair)
     if tail:
@@ -172,6 +176,11 @@ def plan_repair(healthy_dir: str | Path, damaged_dir: str | Path, tail: bool = F
     healthy_log.close()
     damaged_log.close()
     return plan
+
+
+def _txn_index_of(log_path: Path) -> Path | None:
+    path = log_path.with_name(log_path.name[:-len(".log")] + ".txnindex")
+    return path if path.is_file() else None
 
 
 def _positional_gaps(good: list[_Batch], size: int) -> bool:
@@ -291,7 +300,8 @@ def _plan_tail(plan: RepairPlan, healthy, damaged, healthy_log: PartitionLog, da
         last = batches[-1].last if batches else segment.base_offset - 1
         plan.segments.append(SegmentRepair(segment.base_offset, target, [Piece(segment.log_path, 0, size, True)],
                                            [(segment.base_offset, last)] if batches else [],
-                                           "a segment this replica lacks, from HEALTHY", new=True))
+                                           "a segment this replica lacks, from HEALTHY", new=True,
+                                           txn_index=_txn_index_of(segment.log_path)))
         new_end = last + 1 if batches else new_end
     if new_end == old_end:
         return
@@ -339,6 +349,9 @@ def build_steps(plan: RepairPlan, staging: Path, config: TopicConfig = TopicConf
                               "rebuilt for the repaired segment", data=indexes.offset_index))
         steps.append(FileStep("write", repair.path.with_name(stem + ".timeindex"),
                               "rebuilt for the repaired segment", data=indexes.time_index))
+        if repair.txn_index is not None:
+            steps.append(FileStep("write", repair.path.with_name(stem + ".txnindex"),
+                                  "HEALTHY's aborted transactions for the offsets copied", source=repair.txn_index))
     for snapshot in plan.snapshots:
         steps.append(FileStep("write", plan.damaged / snapshot.name, "HEALTHY's producer snapshot at that offset",
                               source=snapshot))

@@ -204,3 +204,18 @@ def test_formats_and_bad_input(corpus, tmp_path):
     assert missing.exit_code == 4 and len(missing.err.strip().splitlines()) == 1
     one = run_seglog("diff", dirs[0])
     assert one.exit_code == 2
+
+
+def test_a_lost_middle_segment_is_a_hole_not_a_divergence(corpus, tmp_path):
+    root, _ = _case(corpus, "lagging-follower")
+    copy = tmp_path / "broker-2"
+    shutil.copytree(root / "broker-2", copy)
+    for path in (copy / "events-0").glob("00000000000000002129.*"):
+        path.unlink()
+    status, document = _diff_json("--leader", str(root / "broker-1" / "events-0"), str(root / "broker-1" / "events-0"),
+                                  str(copy / "events-0"))
+    assert status == 3
+    (replica,) = document["partitions"][0]["replicas"]
+    assert replica["divergence"] is None and replica["status"] == "damaged"
+    (hole,) = replica["holes"]
+    assert (hole["missingOn"], hole["firstOffset"], hole["lastOffset"]) == ("replica", 2129, 4249)

@@ -160,3 +160,14 @@ def test_refused_when_both_are_damaged_or_topic_ids_differ(corpus, tmp_path):
     fresh = _copy(corpus, "in-sync", (3,), tmp_path / "x")[3]
     mismatch = run_seglog("repair", "--from", str(other), str(fresh), "--apply")
     assert mismatch.exit_code == 3 and "topic id" in mismatch.err
+
+
+def test_lost_segment_with_aborted_transactions_gets_its_txnindex(corpus, tmp_path):
+    replicas = _copy(corpus, "transactional", (1, 2), tmp_path)
+    healthy, damaged = replicas[1], replicas[2]
+    for path in list(damaged.glob("00000000000000002169.*")) + list(damaged.glob("00000000000000004361.*")):
+        path.unlink()
+    (damaged / "00000000000000004734.snapshot").unlink()
+    _repaired(healthy, damaged, "--tail")
+    txn = "00000000000000002169.txnindex"
+    assert (damaged / txn).read_bytes() == (healthy / txn).read_bytes() and (healthy / txn).stat().st_size > 0

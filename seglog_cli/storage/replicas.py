@@ -16,13 +16,13 @@ and the offset Kafka truncates it to when it rejoins (:mod:`epoch_truncation`).
 
 from __future__ import annotations
 
+import sys
 from array import array
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from operator import add, itemgetter
 from pathlib import Path
-from struct import iter_unpack
 
+from seglog_cli.storage import native
 from seglog_cli.storage.batches import LogScan
 from seglog_cli.storage.checkpoints import (EpochEntry, TopicPartition, read_leader_epoch_checkpoint,
                                             read_offset_checkpoint, read_partition_metadata)
@@ -169,52 +169,61 @@ def scan_replica(path: str | Path, label: str | None = None) -> Replica:
     return replica
 
 
-_POSITION, _BASE, _LENGTH, _EPOCH, _MAGIC, _CRC = (itemgetter(n) for n in range(6))
-_DELTA, _COUNT, _COMPUTED = itemgetter(7), itemgetter(13), itemgetter(14)
-
-
 def _scan_segment(replica: Replica, segment) -> None:
-    """One segment's batch headers into the replica's arrays, a chunk of the compiled scanner's
-    headers at a time (the per-batch work is C: ``map``, ``array.extend``, list comparison)."""
+    """One segment's batch headers into the replica's arrays: the compiled scanner's columns
+    (8 int64 per batch) sliced into them, no Python object per batch."""
     path = str(segment.log_path)
     positions = array("q")
     first = len(replica.base)
     scan = LogScan(segment.log, 0, resync=True, check_crc=True)
-    max_epoch = replica.batch_epochs[-1].epoch if replica.batch_epochs else -1
-    for chunk in scan.chunks():
-        if min(map(_MAGIC, chunk)) < 2:
+    for chunk in scan.columns():
+        if type(chunk) is list:  # entry by entry (no compiled module, or around damage)
             for batch in chunk:
                 _add_batch(replica, batch, path, positions)
             continue
-        bases = list(map(_BASE, chunk))
-        epochs = list(map(_EPOCH, chunk))
-        crcs = list(map(_CRC, chunk))
-        computed = list(map(_COMPUTED, chunk))
-        lengths = list(map(_LENGTH, chunk))
+        columns = array("q")
+        columns.frombytes(chunk)
         offset_in = len(replica.base)
-        replica.base.extend(bases)
-        replica.last.extend(map(add, bases, map(_DELTA, chunk)))
+        positions.extend(columns[0::8])
+        replica.base.extend(columns[1::8])
+        replica.last.extend(columns[2::8])
+        epochs = columns[3::8]
         replica.epoch.extend(epochs)
-        replica.crc.extend(crcs)
-        replica.size.extend(lengths)
-        positions.extend(map(_POSITION, chunk))
-        replica.ok.extend(b"\x01" * len(chunk))
-        counts = list(map(_COUNT, chunk))
-        replica.records += sum(counts) if min(counts) >= 0 else sum(c for c in counts if c > 0)
-        if crcs != computed or min(lengths) < 49:
-            for k, batch in enumerate(chunk):
-                if batch.crc != batch.computed_crc or batch.length < 49:
-                    _invalid(replica, offset_in + k, batch, path)
-        if max(epochs) > max_epoch:
-            for k, batch in enumerate(chunk):
-                if epochs[k] > max_epoch and replica.ok[offset_in + k]:
-                    replica.batch_epochs.append(EpochEntry(epochs[k], bases[k]))
-                    max_epoch = epochs[k]
+        replica.crc.extend(columns[4::8])
+        replica.size.extend(columns[5::8])
+        valid = columns[6::8]
+        replica.ok.extend(valid.tolist())
+        counts = columns[7::8]
+        replica.records += sum(counts) if min(counts) >= 0 else sum(c if c > 0 else (1 if c < 0 else 0) for c in counts)
+        if 0 in valid:
+            for k in (k for k, ok in enumerate(valid) if not ok):
+                _invalid_row(replica, offset_in + k, columns, k, path)
+        _epoch_starts(replica, offset_in)
     for finding in scan.findings:
         replica.damage.append(Damage(finding.code, path, finding.position, finding.offset, finding.message))
     if not scan.findings and scan.kafka_error is not None:
         replica.damage.append(Damage(Code.CORRUPT_REGION, path, scan.kafka_error.position, None, str(scan.kafka_error)))
     _check_indexes(replica, segment, positions, first)
+
+
+def _epoch_starts(replica: Replica, start: int) -> None:
+    """The first offset of each leader epoch above the latest seen, from batch ``start`` on."""
+    epochs, ok = replica.epoch, replica.ok
+    latest = replica.batch_epochs[-1].epoch if replica.batch_epochs else -1
+    if max(epochs[start:], default=-1) <= latest:
+        return
+    for k in range(start, len(epochs)):
+        if epochs[k] > latest and ok[k]:
+            latest = epochs[k]
+            replica.batch_epochs.append(EpochEntry(latest, replica.base[k]))
+
+
+def _invalid_row(replica: Replica, index: int, columns: array, k: int, path: str) -> None:
+    replica.ok[index] = 0
+    position, base, last, crc = columns[8 * k], columns[8 * k + 1], columns[8 * k + 2], columns[8 * k + 4]
+    replica.damage.append(Damage(Code.BATCH_CRC_MISMATCH, path, position, base,
+                                 f"batch {base}-{last} at position {position}: stored CRC {crc} does not match "
+                                 "its bytes (or the entry is too small)"))
 
 
 def _add_batch(replica: Replica, batch, path: str, positions: array) -> None:
@@ -227,9 +236,10 @@ def _add_batch(replica: Replica, batch, path: str, positions: array) -> None:
     replica.size.append(batch.length)
     replica.ok.append(1)
     positions.append(batch.position)
-    replica.records += 1
+    replica.records += batch.records_count if batch.magic >= 2 and batch.records_count > 0 else (batch.magic < 2)
     if not batch.is_valid:
         _invalid(replica, index, batch, path)
+    _epoch_starts(replica, index)
 
 
 def _invalid(replica: Replica, index: int, batch, path: str) -> None:
@@ -240,60 +250,61 @@ def _invalid(replica: Replica, index: int, batch, path: str) -> None:
 
 
 def _check_indexes(replica: Replica, segment, positions: array, first: int) -> None:
-    """Offset index entries must point at a batch start holding their offset (or an earlier
-    offset of the same append); time index entries must name an offset of the segment."""
-    entries = _index_entries(segment)
-    wrong = []
-    bases = replica.base
+    """Offset index entries must point at a batch start holding their offset (the batch's last
+    offset, or an earlier offset of the same append); time index entries must name an offset of
+    the segment. Entries confirmed in C (``index_odd``: position and last offset match a batch);
+    only the others are looked at here."""
+    base_offset = segment.base_offset
+    relatives, entry_positions = _index_columns(segment.index_path, 8, ((0, 2), (1, 2)))
+    time_relatives, = _index_columns(segment.time_index_path, 12, ((2, 3),))
     count = len(positions)
-    positions = positions.tolist()  # bisect on a list reads its items without making new ints
-    for offset, position in entries:
-        k = bisect_left(positions, position)
-        if k == count or positions[k] != position or bases[first + k] > offset:
+    bases = replica.base[first:]
+    lasts = replica.last[first:]
+    odd = range(len(relatives))
+    if native.module is not None and count:
+        packed = array("q", bytes(40 * count))
+        packed[0::5] = positions
+        packed[1::5] = bases
+        packed[2::5] = lasts
+        odd = native.module.index_odd(packed, entry_positions, relatives, 0, len(relatives), base_offset)
+    wrong = []
+    plist = None
+    for n in odd:
+        offset, position = base_offset + relatives[n], entry_positions[n]
+        if plist is None:
+            plist = positions.tolist()
+        k = bisect_left(plist, position)
+        if k == count or plist[k] != position or bases[k] > offset:
             wrong.append((offset, position))
-    time_entries = _time_entries(segment)
-    next_offset = replica.last[-1] + 1 if len(replica.last) > first else segment.base_offset
-    bad_time = [e for e in time_entries if not segment.base_offset <= e < next_offset]
-    replica.index_counts[segment.base_offset] = (array("q", (e[0] for e in entries)), array("q", time_entries))
+    next_offset = lasts[-1] + 1 if count else base_offset
+    bad_time = [base_offset + r for r in time_relatives if not 0 <= r < next_offset - base_offset] \
+        if time_relatives and (min(time_relatives) < 0 or base_offset + max(time_relatives) >= next_offset) else []
+    replica.index_counts[base_offset] = (relatives, time_relatives)
     if wrong:
         offset, position = wrong[0]
-        replica.index_notes.append(IndexNote(segment.base_offset, "offset", "error",
+        replica.index_notes.append(IndexNote(base_offset, "offset", "error",
                                              f"{len(wrong)} .index entries point at no batch holding their offset "
                                              f"(first: offset {offset} -> position {position})"))
     if bad_time:
-        replica.index_notes.append(IndexNote(segment.base_offset, "time", "error",
+        replica.index_notes.append(IndexNote(base_offset, "time", "error",
                                              f"{len(bad_time)} .timeindex entries name offsets outside the segment "
                                              f"(first: {bad_time[0]})"))
 
 
-def _index_entries(segment) -> list[tuple[int, int]]:
-    """(absolute offset, position) of the ``.index`` entries, read straight from the file."""
+def _index_columns(path: Path, entry_size: int, columns) -> tuple:
+    """int32 columns (``(first word, words per entry)``) of an index file's entries, big-endian
+    read, up to its last non-zero entry (a preallocated index ends in zeros); empty when absent."""
     try:
-        index = segment.offset_index()
+        data = read_small_file(path) if path.is_file() else b""
     except (SeglogError, OSError):
-        return []
-    if index is None:
-        return []
-    with index:
-        count = index.dump_entry_count()
-    data = read_small_file(segment.index_path)[:count * 8]
-    base = segment.base_offset
-    return [(base + relative, position) for relative, position in iter_unpack(">ii", data)]
-
-
-def _time_entries(segment) -> list[int]:
-    """The offsets the ``.timeindex`` entries name."""
-    try:
-        index = segment.time_index()
-    except (SeglogError, OSError):
-        return []
-    if index is None:
-        return []
-    with index:
-        count = index.dump_entry_count()
-    data = read_small_file(segment.time_index_path)[:count * 12]
-    base = segment.base_offset
-    return [base + relative for _timestamp, relative in iter_unpack(">qi", data)]
+        data = b""
+    used = len(data.rstrip(b"\0"))
+    used = -(-used // entry_size) * entry_size
+    words = array("i")
+    words.frombytes(data[:used])
+    if sys.byteorder == "little":
+        words.byteswap()
+    return tuple(words[start::step] for start, step in columns)
 
 
 # -- comparing ------------------------------------------------------------------------------------
@@ -519,8 +530,8 @@ def _notes(r: Replica, f: Replica, result: Comparison) -> None:
         if other is None:
             continue
         for kind, mine, theirs in (("offsetIndex", entries, other[0]), ("timeIndex", time_entries, other[1])):
-            mine_n = sum(1 for offset in mine if offset < common)
-            theirs_n = sum(1 for offset in theirs if offset < common)
+            mine_n = bisect_left(mine, common - base)  # relative offsets, ascending
+            theirs_n = bisect_left(theirs, common - base)
             if mine_n != theirs_n:
                 notes.append({"severity": "info", "what": kind, "segment": base,
                               "message": f"segment {base}: {mine_n} entries below offset {common} (reference: {theirs_n}); entries "

@@ -190,3 +190,12 @@ def test_bench_recover_main_on_a_tiny_log_dir(tmp_path):
     for key in ("verify_mb_per_s", "recover_mb_per_s", "recover_vs_verify", "cli_recover_vs_cli_verify"):
         assert result["ratios"][key] > 0, key
     assert set(report["goals"]) == {"recover_vs_shallow_verify"}
+
+
+def test_bench_diff_main_on_tiny_replicas(tmp_path):
+    from tests.benchmarks import bench_diff
+
+    result = bench_diff.main(["--size-mb", "0.5", "--repeat", "1", "--dir", str(tmp_path / "replicas"),
+                              "--json", str(tmp_path / "out.json")])
+    assert result["diff"]["exit"] == 0 and result["floor"]["exit"] == 0  # two identical replicas agree
+    assert result["batches_per_replica"] > 100 and result["ratio"] > 0

@@ -71,6 +71,9 @@ class SegmentRepair:
     why: str
     new: bool = False
     txn_index: Path | None = None  # HEALTHY's .txnindex, copied when the segment gains offsets (aborts are by offset)
+    # HEALTHY's segment and its .index/.timeindex (trimmed, every entry pointing right): copied
+    # instead of rebuilt when the repaired segment comes out byte-identical to it
+    healthy_segment: Path | None = None
 
     @property
     def size(self) -> int:
@@ -169,6 +172,8 @@ def plan_repair(healthy_dir: str | Path, damaged_dir: str | Path, tail: bool = F
                                  tail and is_last, damaged.log_end, divergence)
         if repair is not None and repair.ranges and repair.ranges[-1][1] >= damaged.log_end:
             repair.txn_index = _txn_index_of(source)
+        if repair is not None and _clean_indexes(healthy, segment.base_offset, source):
+            repair.healthy_segment = source
         if repair is not None:
             plan.segments.append(repair)
     if tail:
@@ -176,6 +181,42 @@ def plan_repair(healthy_dir: str | Path, damaged_dir: str | Path, tail: bool = F
     healthy_log.close()
     damaged_log.close()
     return plan
+
+
+def _index_paths(log_path: Path) -> tuple[Path, Path]:
+    stem = log_path.name[:-len(".log")]
+    return log_path.with_name(stem + ".index"), log_path.with_name(stem + ".timeindex")
+
+
+def _clean_indexes(healthy, base: int, log_path: Path) -> bool:
+    """Whether HEALTHY's indexes of that segment can stand for the repaired one's: both there,
+    no entry pointing wrong (the diff scan's checks), no preallocated zero tail."""
+    if any(note.segment == base for note in healthy.index_notes):
+        return False
+    for path, entry in zip(_index_paths(log_path), (8, 12)):
+        if not path.is_file():
+            return False
+        size = path.stat().st_size
+        if size % entry:
+            return False
+        if size:
+            with open(path, "rb") as handle:
+                handle.seek(size - entry)
+                if not any(handle.read(entry)):
+                    return False
+    return True
+
+
+def _same_bytes(a: Path, b: Path) -> bool:
+    if os.path.getsize(a) != os.path.getsize(b):
+        return False
+    with open(a, "rb") as x, open(b, "rb") as y:
+        while True:
+            chunk = x.read(COPY_CHUNK)
+            if chunk != y.read(COPY_CHUNK):
+                return False
+            if not chunk:
+                return True
 
 
 def _txn_index_of(log_path: Path) -> Path | None:
@@ -301,7 +342,9 @@ def _plan_tail(plan: RepairPlan, healthy, damaged, healthy_log: PartitionLog, da
         plan.segments.append(SegmentRepair(segment.base_offset, target, [Piece(segment.log_path, 0, size, True)],
                                            [(segment.base_offset, last)] if batches else [],
                                            "a segment this replica lacks, from HEALTHY", new=True,
-                                           txn_index=_txn_index_of(segment.log_path)))
+                                           txn_index=_txn_index_of(segment.log_path),
+                                           healthy_segment=segment.log_path
+                                           if _clean_indexes(healthy, segment.base_offset, segment.log_path) else None))
         new_end = last + 1 if batches else new_end
     if new_end == old_end:
         return
@@ -344,13 +387,18 @@ def build_steps(plan: RepairPlan, staging: Path, config: TopicConfig = TopicConf
                                 repair.path)
         offsets = (repair.ranges[0][0], repair.ranges[-1][1]) if repair.ranges else None
         steps.append(FileStep("write", repair.path, repair.why, source=assembled, offsets=offsets))
-        stem = repair.path.name[:-len(".log")]
-        steps.append(FileStep("write", repair.path.with_name(stem + ".index"),
-                              "rebuilt for the repaired segment", data=indexes.offset_index))
-        steps.append(FileStep("write", repair.path.with_name(stem + ".timeindex"),
-                              "rebuilt for the repaired segment", data=indexes.time_index))
+        index_path, time_index_path = _index_paths(repair.path)
+        if repair.healthy_segment is not None and _same_bytes(assembled, repair.healthy_segment):
+            # the segment is now HEALTHY's byte for byte: its indexes (checked) are right for it
+            healthy_index, healthy_time_index = _index_paths(repair.healthy_segment)
+            steps.append(FileStep("write", index_path, "HEALTHY's, for the same bytes", source=healthy_index))
+            steps.append(FileStep("write", time_index_path, "HEALTHY's, for the same bytes", source=healthy_time_index))
+        else:
+            steps.append(FileStep("write", index_path, "rebuilt for the repaired segment", data=indexes.offset_index))
+            steps.append(FileStep("write", time_index_path, "rebuilt for the repaired segment",
+                                  data=indexes.time_index))
         if repair.txn_index is not None:
-            steps.append(FileStep("write", repair.path.with_name(stem + ".txnindex"),
+            steps.append(FileStep("write", repair.path.with_name(repair.path.name[:-len(".log")] + ".txnindex"),
                                   "HEALTHY's aborted transactions for the offsets copied", source=repair.txn_index))
     for snapshot in plan.snapshots:
         steps.append(FileStep("write", plan.damaged / snapshot.name, "HEALTHY's producer snapshot at that offset",

@@ -171,3 +171,22 @@ def test_lost_segment_with_aborted_transactions_gets_its_txnindex(corpus, tmp_pa
     _repaired(healthy, damaged, "--tail")
     txn = "00000000000000002169.txnindex"
     assert (damaged / txn).read_bytes() == (healthy / txn).read_bytes() and (healthy / txn).stat().st_size > 0
+
+
+def test_segment_made_identical_takes_the_healthy_indexes(corpus, tmp_path):
+    """lagging-follower: broker 1 restarted inside segment 2129 (an index entry fewer than broker
+    2's). Repaired from broker 2 its segment is broker 2's byte for byte, and so are its indexes."""
+    replicas = _copy(corpus, "lagging-follower", (1, 2), tmp_path)
+    healthy, damaged = replicas[2], replicas[1]
+    assert (damaged / "00000000000000002129.index").read_bytes() != (healthy / "00000000000000002129.index").read_bytes()
+    log = damaged / "00000000000000002129.log"
+    data = bytearray(log.read_bytes())
+    data[200_000:230_000] = bytes(30_000)
+    log.write_bytes(bytes(data))
+    applied = run_seglog("repair", "--from", str(healthy), str(damaged), "--apply")
+    assert applied.exit_code == 0, applied.out + applied.err
+    for suffix in (".log", ".index", ".timeindex"):
+        name = "00000000000000002129" + suffix
+        assert (damaged / name).read_bytes() == (healthy / name).read_bytes(), name
+    assert run_seglog("verify", str(damaged)).exit_code == 0
+    assert run_seglog("diff", "--leader", str(healthy), str(healthy), str(damaged)).exit_code == 0

@@ -1,7 +1,8 @@
 """Where Kafka truncates a replica that rejoins a leader: the leader-epoch arithmetic, offline.
 
-Modelled on Apache Kafka 4.2 (read in apache/kafka, commit 1eb7644 on trunk towards 4.0, whose
-logic 4.2 keeps):
+Modelled on Apache Kafka (read in apache/kafka at commit 1eb7644, trunk towards 4.0: the stored
+snapshot had no 4.2 tag; the Kafka 4.2.0 brokers of the replicas corpus truncated exactly as this
+model says, ``TruncationState(offset=3900)`` after ``EpochEndOffset(leaderEpoch=2, endOffset=3900)``):
 
 * ``storage/src/main/java/org/apache/kafka/storage/internals/epoch/LeaderEpochFileCache.java``:
   ``endOffsetFor(requestedEpoch, logEndOffset)`` (:func:`end_offset_for`),

@@ -25,6 +25,8 @@ COMMANDS = {
     "simulate-retention": ("simulate_retention", "simulate_retention_command"),
     "offsets": ("offsets", "offsets_command"),
     "transactions": ("transactions", "transactions_command"),
+    "diff": ("diff", "diff_command"),
+    "repair": ("repair", "repair_command"),
 }
 
 

@@ -124,6 +124,31 @@ BASE_FIXTURES = (
             ("simulate-retention", "--apply", "--format", "text", "--now", "1795346900000",
              "--config", "retention.bytes=400000")),
 )
+# repair: a copy of in-sync broker 2 (flipped bits, a zeroed range; a lost last segment for
+# --tail) made whole from broker 1 of the corpus, which is only read
+REPLICAS = "kafka-4.2.0/replicas/in-sync"
+HEALTHY = str(CORPUS / REPLICAS / "broker-1" / "events-0")
+
+
+def _damage_replica(log_dir: Path) -> None:
+    _flip("events-0/00000000000000000000.log", 300000)(log_dir)
+    _flip("events-0/00000000000000002221.log", 500000)(log_dir)
+    with open(log_dir / "events-0/00000000000000002221.log", "r+b") as handle:
+        handle.seek(700000)
+        handle.write(bytes(20000))
+
+
+def _lose_last_segment(log_dir: Path) -> None:
+    _flip("events-0/00000000000000002221.log", 500000)(log_dir)
+    for path in (log_dir / "events-0").glob("00000000000000004434.*"):
+        path.unlink()
+
+
+BASE_FIXTURES += (
+    Fixture("repair", f"{REPLICAS}/broker-2", "events-0", ("repair", "--apply", "--from", HEALTHY), _damage_replica),
+    Fixture("repair-tail", f"{REPLICAS}/broker-2", "events-0", ("repair", "--apply", "--tail", "--from", HEALTHY),
+            _lose_last_segment),
+)
 FIXTURES = BASE_FIXTURES + tuple(
     Fixture(f"undo-{base.name}", base.source, base.partition, ("undo", "--apply"), undo_of=base)
     for base in BASE_FIXTURES)

@@ -19,8 +19,8 @@
 #   overwrites one).
 # How to undo it: nothing to undo in the log dir; remove the --out file if you do not want it.
 #   The printed Kafka commands are not run for you: delete-records moves the log start offset
-#   of every replica and cannot be undone; prefer re-replicating the damaged replica from a
-#   healthy one (reassign the partition away and back) when the other replicas are clean.
+#   of every replica and cannot be undone; prefer repairing the damaged replica from a healthy
+#   one (10-replica-damaged.sh) when another replica is clean.
 #
 # Exit status (the same for every runbook, see README.md):
 #   0  healthy: no CRC or framing damage
@@ -216,7 +216,7 @@ json.dump({"ranges": merged, "unnamed": unnamed, "deleteRecords": delete_records
           open(f"{tmp}/details.json", "w"))
 PY
 rb_say_file "$RB_TMP/ranges.txt"
-rb_say "If another replica is clean (run this runbook on it), rebuild this one from it rather than deleting records."
+rb_say "If another broker holds a clean replica, repair this one from it byte for byte rather than deleting records: 10-replica-damaged.sh DAMAGED_DIR OTHER_REPLICA_DIR..."
 if [ -n "$out" ] && [ -f "$out" ]; then
     printf -v RB_UNDO 'rm -- %q' "$out"
     rb_say "UNDO (the file this runbook wrote): $RB_UNDO"

@@ -115,6 +115,17 @@ class JsonLinesDumpRenderer(LineOutput):
         else:
             self._other(event)
 
+    def batch_records(self, start: FileStart, batch: BatchHeader, items) -> None:
+        """The record lines of ``batch`` (``Record`` or ``ControlRecordEntry`` items) exactly as
+        ``--deep-iteration`` writes them, without the file and batch lines (seglog diff
+        --export-lost writes the records a truncation discards this way)."""
+        self._file, self._segment, self._batch = start, Path(start.path).name, batch
+        for item in items:
+            if type(item) is ControlRecordEntry:
+                self._emit(self.record_object(item.record, item.control))
+            else:
+                self._emit(self.record_object(item))
+
     def record_object(self, record: Record, control=None) -> dict:
         batch, start = self._batch, self._file
         encode = self.encode

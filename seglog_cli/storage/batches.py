@@ -41,7 +41,7 @@ OFFSET_AND_SIZE = struct.Struct(">qi")
 
 NATIVE_CHUNK = 1024  # entries per call into the compiled scanner
 NATIVE_RUN = 4096  # entries per BatchRun
-ENTRIES, RUNS, CHUNKS, VERIFY = 0, 1, 2, 3  # what LogScan._walk yields
+ENTRIES, RUNS, CHUNKS, VERIFY, COLUMNS = 0, 1, 2, 3, 4  # what LogScan._walk yields
 INT32_MAX = 2**31 - 1
 INT64_LIMIT = 2**63
 NO_TIMESTAMP = -1
@@ -320,6 +320,14 @@ class LogScan:
         in one call; one at a time without it)."""
         return self._walk(CHUNKS)
 
+    def columns(self) -> Iterator["bytes | list[BatchHeader]"]:
+        """Like :meth:`chunks`, but a stretch the compiled scanner read comes as ``bytes``: 8
+        native int64 per entry (position, base offset, last offset, partition leader epoch,
+        stored CRC, size field, valid, records count or -1), no Python object per batch (seglog
+        diff). Without the compiled module, and where the scan steps entry by entry, lists of
+        headers as :meth:`chunks` gives them."""
+        return self._walk(COLUMNS)
+
     def verify_runs(self, segment_base: int, want_txn: bool, order) -> Iterator["VerifyRun | BatchHeader"]:
         """For seglog verify: well-framed stretches come as :class:`VerifyRun` (checked by the
         compiled walker: CRC, magic, codec, offset order, relative offset overflow), everything
@@ -358,6 +366,8 @@ class LogScan:
                     if count:
                         run = VerifyRun(pos, next_pos, count, packed, anomalies, txn, epochs)
                         last_next = order.expected_offset
+                elif mode == COLUMNS:
+                    next_pos, count, chunk, last_next = compiled.columns(buf, pos, end, check_crc, NATIVE_RUN)
                 elif runs:
                     next_pos, count, last_next = compiled.walk(buf, pos, end, NATIVE_RUN)
                     if count:
@@ -373,7 +383,7 @@ class LogScan:
                     last_good_next_offset = last_next
                     if runs or mode == VERIFY:
                         yield run
-                    elif mode == CHUNKS:
+                    elif mode in (CHUNKS, COLUMNS):
                         yield chunk
                     else:
                         yield from chunk
@@ -404,7 +414,7 @@ class LogScan:
             self.valid_bytes += size + LOG_OVERHEAD
             self.end_position = next_pos
             last_good_next_offset = batch.next_offset
-            yield [batch] if mode == CHUNKS else batch
+            yield [batch] if mode in (CHUNKS, COLUMNS) else batch
             if mode == VERIFY:
                 last_good_next_offset = self._order.expected_offset
                 if not (0 <= batch.magic <= 2 and (batch.computed_crc is None or batch.crc_matches)):

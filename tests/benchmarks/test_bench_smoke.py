@@ -208,3 +208,12 @@ def test_bench_startup_main_with_two_rounds(tmp_path):
     goal = report["goal"]
     assert goal["goal_ratio"] == 5.0 and goal["worst_step"] in steps and goal["worst_step"] != "python_pass"
     assert goal["met"] == all(step["ratio"] <= 5.0 for step in steps.values())
+
+
+def test_bench_diff_main_on_tiny_replicas(tmp_path):
+    from tests.benchmarks import bench_diff
+
+    result = bench_diff.main(["--size-mb", "0.5", "--repeat", "1", "--dir", str(tmp_path / "replicas"),
+                              "--json", str(tmp_path / "out.json")])
+    assert result["diff"]["exit"] == 0 and result["floor"]["exit"] == 0  # two identical replicas agree
+    assert result["batches_per_replica"] > 100 and result["ratio"] > 0

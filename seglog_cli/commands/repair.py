@@ -1,0 +1,107 @@
+"""``seglog repair --from``: a damaged replica made whole from a healthy one, byte for byte."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from seglog_cli.commands.options import writing
+from seglog_cli.status import ExitStatus, guarded
+
+HELP = """Repair a damaged replica of a partition from a healthy replica, byte for byte.
+
+For every range of DAMAGED that is damaged (a batch failing its CRC, a corrupt or zeroed region,
+a torn tail) and that HEALTHY holds at the same positions, in the same leader epochs and with
+valid CRCs, HEALTHY's batches for exactly that offset range are put into DAMAGED, and the
+segment's .index and .timeindex are rebuilt. --tail also copies what DAMAGED lacks at its end
+(a cut tail, a lost last segment) when its log is a prefix of HEALTHY's. HEALTHY is only read.
+Refused, with nothing changed, when the replicas diverge in that range, when HEALTHY is damaged
+there too, or when their topic ids differ.
+
+Without --apply it prints the plan; with --apply it takes DAMAGED's log dir .lock before it
+plans, journals every step and keeps every replaced byte in seglog-backups/ beside the log dir
+(undo with seglog undo --apply DIR).
+
+Example: seglog repair --from /data/b2/events-0 /data/b1/events-0 --apply
+
+Exit status: 0 nothing to repair, or applied; 1 a plan (not applied); 2 usage error; 3 refused
+(divergence, HEALTHY damaged too, another topic id; nothing changed); 4 an input could not be
+read; 5 a broker holds the log dir's .lock; 6 cannot write here.
+"""
+
+
+class Format(str, Enum):
+    text = "text"
+    json = "json"
+
+
+def repair_command(
+    damaged: str = typer.Argument(..., help="The damaged replica's partition directory."),
+    healthy: str = typer.Option(..., "--from", help="The healthy replica's partition directory (only read)."),
+    apply: bool = typer.Option(False, "--apply", help="Carry out the plan (default: only show it)."),
+    tail: bool = typer.Option(False, "--tail", help="Also copy what DAMAGED lacks at its end from HEALTHY."),
+    backup_dir: Optional[str] = typer.Option(None, "--backup-dir", help="Where replaced bytes and the manifest go."),
+    output_format: Format = typer.Option(Format.text, "--format", help="text or json."),
+) -> None:
+    arguments = dict(locals())
+    raise typer.Exit(guarded(lambda: _run(**arguments)))
+
+
+def _run(damaged, healthy, apply, tail, backup_dir, output_format) -> int:
+    from seglog_cli.storage.errors import UnreadableInputError
+    from seglog_cli.storage.partition_log import looks_like_partition_dir
+    from seglog_cli.storage.replica_repair import build_steps, plan_repair, staging_dir
+    from seglog_cli.storage.safety import default_backup_root, log_dir_of
+
+    for path in (healthy, damaged):
+        if not Path(path).is_dir() or not looks_like_partition_dir(Path(path)):
+            raise UnreadableInputError("not a partition directory", path)
+    applied = None
+    with writing(apply, [log_dir_of(damaged)], "repair", backup_dir) as session:
+        plan = plan_repair(healthy, damaged, tail)  # planned under the lock
+        if apply and not plan.empty:
+            import shutil
+
+            root = Path(backup_dir) if backup_dir else default_backup_root(log_dir_of(damaged))
+            staging = staging_dir(root)
+            try:
+                steps = build_steps(plan, staging)
+                applied = session.apply(steps)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+    if output_format == Format.json:
+        document = {"version": 1, "plan": plan.as_dict(), "empty": plan.empty,
+                    "applied": None if applied is None else {"backupDir": str(applied)}}
+        json.dump(document, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        _text(plan, applied, apply)
+    sys.stdout.flush()
+    if plan.empty or applied is not None:
+        return ExitStatus.OK
+    return ExitStatus.WARNINGS
+
+
+def _text(plan, applied, apply) -> None:
+    out = sys.stdout
+    if plan.empty:
+        out.write(f"{plan.damaged}: nothing to repair from {plan.healthy}\n")
+        return
+    out.write(f"repair {plan.damaged} from {plan.healthy}:\n")
+    for segment in plan.segments:
+        verb = "create" if segment.new else "rewrite"
+        out.write(f"  {verb} {segment.path.name} ({segment.size} bytes): {segment.why}; rebuild its .index "
+                  f"and .timeindex\n")
+    for snapshot in plan.snapshots:
+        out.write(f"  copy producer snapshot {snapshot.name}\n")
+    if plan.epoch_checkpoint is not None:
+        out.write(f"  leader-epoch-checkpoint: {[[e.epoch, e.start_offset] for e in plan.epoch_checkpoint]}\n")
+    if applied is not None:
+        out.write(f"applied; backup in {applied} (seglog undo --apply {applied})\n")
+    elif not apply:
+        out.write("plan only: --apply carries it out\n")

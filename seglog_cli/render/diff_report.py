@@ -1,0 +1,118 @@
+"""Output of ``seglog diff``: a table, text, one JSON document or JSON Lines."""
+
+from __future__ import annotations
+
+import json
+from typing import TextIO
+
+from seglog_cli.render.tabular import iso_time, write_table
+
+COLUMNS = [("partition", "PARTITION"), ("path", "REPLICA"), ("status", "STATUS"), ("end", "LOG END"),
+           ("prefix", "AGREES TO"), ("divergence", "DIVERGES AT"), ("cause", "CAUSE"),
+           ("truncate", "KAFKA TRUNCATES TO"), ("lost", "LOST RECORDS")]
+
+
+def _rows(groups) -> list[dict]:
+    rows = []
+    for group in groups:
+        if group.reference is not None:
+            ref = group.reference
+            rows.append({"partition": group.name, "path": str(ref.path), "status": "reference", "end": ref.log_end})
+        for c in group.comparisons:
+            if c.status == "damaged" and c.replica is group.reference:
+                rows.append({"partition": group.name, "path": str(c.replica.path), "status": "damaged (reference)",
+                             "end": c.replica.log_end})
+                continue
+            rows.append({"partition": group.name, "path": str(c.replica.path), "status": c.status,
+                         "end": c.replica.log_end, "prefix": c.common_prefix_end - 1 if c.common_prefix_end else None,
+                         "divergence": c.divergence["offset"] if c.divergence else None,
+                         "cause": c.divergence["cause"] if c.divergence else None,
+                         "truncate": c.truncation.offset if c.truncation else None,
+                         "lost": c.lost.records + c.lost.control_records if c.lost else 0})
+        for bad in group.unreadable:
+            rows.append({"partition": group.name, "path": bad["path"], "status": "unreadable"})
+    return rows
+
+
+def render_table(groups, out: TextIO) -> None:
+    write_table(_rows(groups), COLUMNS, out)
+    for group in groups:
+        for c in group.comparisons:
+            for line in _detail_lines(c):
+                out.write(f"{c.replica.path}: {line}\n")
+
+
+def render_text(groups, out: TextIO) -> None:
+    for group in groups:
+        ref = group.reference
+        out.write(f"{group.name}: {group.status}\n")
+        if ref is not None:
+            out.write(f"  reference {ref.path}: offsets {ref.log_start}-{ref.log_end - 1}, leader epochs "
+                      f"{[[e.epoch, e.start_offset] for e in ref.epoch_checkpoint]}\n")
+        for c in group.comparisons:
+            r = c.replica
+            out.write(f"  {r.path}: {c.status}, offsets {r.log_start}-{r.log_end - 1}")
+            if c.common_prefix_end > r.log_start:
+                out.write(f", agrees with the reference up to {c.common_prefix_end - 1}")
+            out.write("\n")
+            for line in _detail_lines(c):
+                out.write(f"    {line}\n")
+        for bad in group.unreadable:
+            out.write(f"  {bad['path']}: unreadable: {bad['message']}\n")
+
+
+def _detail_lines(c) -> list[str]:
+    lines = []
+    if c.divergence:
+        d = c.divergence
+        ref = d.get("referenceBatch")
+        mine = d["batch"]
+        lines.append(f"diverges at offset {d['offset']} ({d['cause']}): this replica's batch {mine['baseOffset']}-"
+                     f"{mine['lastOffset']} epoch {mine['partitionLeaderEpoch']} crc {mine['crc']}"
+                     + (f", the reference's {ref['baseOffset']}-{ref['lastOffset']} epoch "
+                        f"{ref['partitionLeaderEpoch']} crc {ref['crc']}" if ref else ", the reference ends before"))
+    for bad in c.corruption:
+        lines.append(f"corrupt batch {bad['firstOffset']}-{bad['lastOffset']}: CRC fails on the "
+                     f"{' and the '.join(bad['crcFailsOn'])}")
+    for hole in c.holes:
+        lines.append(f"offsets {hole['firstOffset']}-{hole['lastOffset']} ({hole['batches']} batches) are missing "
+                     f"on the {hole['missingOn']}, the batches after them identical (a lost segment)")
+    for damage in c.replica.damage:
+        lines.append(f"damage: {damage.code} at position {damage.position} of {damage.path}: {damage.message}")
+    t = c.truncation
+    if t is not None and t.offset < c.replica.log_end:
+        last = t.steps[-1] if t.steps else None
+        how = (f" (lastFetchedEpoch {last.fetch_epoch}, the leader's end offset for it {last.leader_end_offset} in "
+               f"epoch {last.leader_epoch})" if last and last.leader_end_offset is not None else "")
+        lines.append(f"Kafka truncates it to offset {t.offset} when it rejoins{how}: {c.discarded} records removed")
+    if c.lost is not None:
+        lost = c.lost
+        producers = ", ".join(f"producer {pid} ({info['records']} records, offsets {info['firstOffset']}-"
+                              f"{info['lastOffset']})" for pid, info in sorted(lost.producers.items()))
+        lines.append(f"lost: {lost.records} records (+{lost.control_records} control) at offsets {lost.first_offset}-"
+                     f"{lost.last_offset}, leader epochs {lost.leader_epochs}, written {iso_time(lost.first_timestamp)}"
+                     f" to {iso_time(lost.last_timestamp)}; {producers}")
+    for note in c.notes:
+        lines.append(f"{note['severity']}: {note['message']}")
+    return lines
+
+
+def document(groups, status: int) -> dict:
+    return {"exitStatus": status, "partitions": [g.as_dict() for g in groups]}
+
+
+def render_json(groups, status: int, out: TextIO) -> None:
+    json.dump(document(groups, status), out, indent=2)
+    out.write("\n")
+
+
+def render_jsonl(groups, status: int, out: TextIO) -> None:
+    dumps = json.JSONEncoder(separators=(",", ":")).encode
+    for group in groups:
+        if group.reference is not None:
+            out.write(dumps({"type": "reference", "partition": group.name, **group.reference.summary()}) + "\n")
+        for c in group.comparisons:
+            out.write(dumps({"type": "replica", "partition": group.name, **c.as_dict()}) + "\n")
+        for bad in group.unreadable:
+            out.write(dumps({"type": "unreadable", "partition": group.name, **bad}) + "\n")
+    out.write(dumps({"type": "summary", "exitStatus": status, "partitions": len(groups)}) + "\n")

@@ -1,0 +1,439 @@
+"""Repairing a damaged replica from a healthy one, byte for byte (``seglog repair --from``).
+
+Followers append the leader's batches as they are, and segments roll at the same base offsets
+where replicas agree, so a damaged range of one replica (a batch failing its CRC, a corrupt
+region, a zeroed range, a torn tail) sits intact at the same positions of the same segment on
+another. For each damaged stretch of a segment of DAMAGED, :func:`plan_repair` finds the good
+batches either side of it and takes HEALTHY's batches for exactly the offsets in between: they
+must start where DAMAGED's damage starts (same position, the next expected offset), end where
+its next good batch starts (same position and offset), carry valid CRCs and the leader epochs
+DAMAGED's own ``leader-epoch-checkpoint`` gives those offsets. Anything else is refused
+(:class:`RepairRefused`): the replicas diverge there, or HEALTHY is damaged too. The repaired
+segment is written whole (assembled in a staging file beside the backups), its ``.index`` and
+``.timeindex`` rebuilt as Kafka's recovery builds them.
+
+``tail=True`` also appends what DAMAGED lacks at its end (a cut tail, a lost last segment) when
+its log is a prefix of HEALTHY's: the rest of its last segment, HEALTHY's later segments (their
+indexes rebuilt), the producer snapshots HEALTHY holds past DAMAGED's old end, and the leader
+epochs of the copied batches in its ``leader-epoch-checkpoint``.
+
+HEALTHY is only read. Writing goes through :class:`~seglog_cli.storage.write_session.WriteSession`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from seglog_cli.storage.batches import LogScan
+from seglog_cli.storage.checkpoints import EpochEntry, format_leader_epoch_checkpoint
+from seglog_cli.storage.errors import SeglogError
+from seglog_cli.storage.files import MappedFile
+from seglog_cli.storage.journal import FileStep
+from seglog_cli.storage.log_dir_files import LEADER_EPOCH_CHECKPOINT
+from seglog_cli.storage.naming import parse_segment_file_name
+from seglog_cli.storage.partition_log import PartitionLog
+from seglog_cli.storage.replicas import compare, scan_replica
+from seglog_cli.storage.topic_config import TopicConfig
+
+COPY_CHUNK = 8 << 20
+
+
+class RepairRefused(SeglogError):
+    """The repair would not restore the healthy replica's bytes (divergence, damage on both
+    sides, another topic): nothing is changed."""
+
+
+@dataclass
+class Piece:
+    """Bytes ``[start, end)`` of ``source`` (a ``.log`` of DAMAGED or HEALTHY)."""
+
+    source: Path
+    start: int
+    end: int
+    healthy: bool
+
+    def as_dict(self) -> dict:
+        return {"from": "healthy" if self.healthy else "damaged", "file": str(self.source), "start": self.start,
+                "end": self.end}
+
+
+@dataclass
+class SegmentRepair:
+    """One segment of DAMAGED written anew from ``pieces`` (``path`` may not exist yet)."""
+
+    base_offset: int
+    path: Path
+    pieces: list[Piece]
+    ranges: list[tuple[int, int]]  # offsets taken from HEALTHY
+    why: str
+    new: bool = False
+    txn_index: Path | None = None  # HEALTHY's .txnindex, copied when the segment gains offsets (aborts are by offset)
+    # HEALTHY's segment and its .index/.timeindex (trimmed, every entry pointing right): copied
+    # instead of rebuilt when the repaired segment comes out byte-identical to it
+    healthy_segment: Path | None = None
+
+    @property
+    def size(self) -> int:
+        return sum(p.end - p.start for p in self.pieces)
+
+    def as_dict(self) -> dict:
+        return {"segment": self.base_offset, "path": str(self.path), "new": self.new, "why": self.why,
+                "txnIndex": None if self.txn_index is None else str(self.txn_index),
+                "offsets": [list(r) for r in self.ranges], "size": self.size,
+                "pieces": [p.as_dict() for p in self.pieces]}
+
+
+@dataclass
+class RepairPlan:
+    healthy: Path
+    damaged: Path
+    segments: list[SegmentRepair] = field(default_factory=list)
+    snapshots: list[Path] = field(default_factory=list)  # HEALTHY's snapshots to copy
+    epoch_checkpoint: list[EpochEntry] | None = None  # DAMAGED's, extended (--tail)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.segments and not self.snapshots and self.epoch_checkpoint is None
+
+    def as_dict(self) -> dict:
+        return {"healthy": str(self.healthy), "damaged": str(self.damaged),
+                "segments": [s.as_dict() for s in self.segments], "snapshots": [str(s) for s in self.snapshots],
+                "leaderEpochCheckpoint": None if self.epoch_checkpoint is None
+                else [[e.epoch, e.start_offset] for e in self.epoch_checkpoint], "notes": self.notes}
+
+
+@dataclass
+class _Batch:
+    position: int
+    end: int
+    base: int
+    last: int
+    epoch: int
+    valid: bool
+
+
+def _batches(path: Path) -> tuple[list[_Batch], int]:
+    """Every batch a resyncing scan finds in a ``.log`` (CRC checked), and the file size."""
+    with MappedFile(path) as mapped:
+        out = [_Batch(b.position, b.end_position, b.base_offset, b.last_offset, b.partition_leader_epoch,
+                      b.computed_crc is not None and b.crc == b.computed_crc and b.size >= b.min_size)
+               for b in LogScan(mapped, 0, resync=True, check_crc=True)]
+        return out, mapped.size
+
+
+def _epoch_for(entries: list[EpochEntry], offset: int) -> int | None:
+    epoch = None
+    for entry in entries:
+        if entry.start_offset <= offset:
+            epoch = entry.epoch
+    return epoch
+
+
+def plan_repair(healthy_dir: str | Path, damaged_dir: str | Path, tail: bool = False) -> RepairPlan:
+    """What to write into ``damaged_dir`` (see the module doc); :class:`RepairRefused` when not safe."""
+    healthy_dir, damaged_dir = Path(healthy_dir), Path(damaged_dir)
+    healthy, damaged = scan_replica(healthy_dir), scan_replica(damaged_dir)
+    if healthy.topic_id and damaged.topic_id and healthy.topic_id != damaged.topic_id:
+        raise RepairRefused(f"topic id {damaged.topic_id} is not {healthy.topic_id} of {healthy_dir}: another topic "
+                            "of the same name, not a replica; nothing was changed", damaged_dir)
+    if healthy.topic is not None and damaged.topic is not None and \
+            (healthy.topic, healthy.partition) != (damaged.topic, damaged.partition):
+        raise RepairRefused(f"{damaged_dir.name} is not the partition {healthy_dir.name}; nothing was changed",
+                            damaged_dir)
+    comparison = compare(healthy, damaged)
+    divergence = comparison.divergence
+    if divergence is not None and divergence["cause"] == "longer-than-reference":
+        divergence = None if damaged.damage else divergence  # a torn batch can make the ends differ
+    plan = RepairPlan(healthy_dir, damaged_dir)
+    epochs = damaged.epoch_checkpoint
+    healthy_log = PartitionLog(healthy_dir)
+    damaged_log = PartitionLog(damaged_dir)
+    healthy_segments = {s.base_offset: s.log_path for s in healthy_log.segments}
+    damaged_segments = damaged_log.segments
+    for n, segment in enumerate(damaged_segments):
+        is_last = n == len(damaged_segments) - 1
+        batches, size = _batches(segment.log_path)
+        good = [b for b in batches if b.valid]
+        damaged_here = (len(good) != len(batches) or _positional_gaps(good, size))
+        if not damaged_here and not (tail and is_last):
+            continue
+        source = healthy_segments.get(segment.base_offset)
+        if source is None:
+            if not damaged_here:
+                continue
+            raise RepairRefused(f"segment {segment.base_offset} is damaged and {healthy_dir} has no segment at that "
+                                "base offset (the replicas' segments differ there); nothing was changed",
+                                segment.log_path)
+        repair = _repair_segment(segment.base_offset, segment.log_path, good, size, source, epochs,
+                                 tail and is_last, damaged.log_end, divergence)
+        if repair is not None and repair.ranges and repair.ranges[-1][1] >= damaged.log_end:
+            repair.txn_index = _txn_index_of(source)
+        if repair is not None and _clean_indexes(healthy, segment.base_offset, source):
+            repair.healthy_segment = source
+        if repair is not None:
+            plan.segments.append(repair)
+    if tail:
+        _plan_tail(plan, healthy, damaged, healthy_log, damaged_log, divergence)
+    healthy_log.close()
+    damaged_log.close()
+    return plan
+
+
+def _index_paths(log_path: Path) -> tuple[Path, Path]:
+    stem = log_path.name[:-len(".log")]
+    return log_path.with_name(stem + ".index"), log_path.with_name(stem + ".timeindex")
+
+
+def _clean_indexes(healthy, base: int, log_path: Path) -> bool:
+    """Whether HEALTHY's indexes of that segment can stand for the repaired one's: both there,
+    no entry pointing wrong (the diff scan's checks), no preallocated zero tail."""
+    if any(note.segment == base for note in healthy.index_notes):
+        return False
+    for path, entry in zip(_index_paths(log_path), (8, 12)):
+        if not path.is_file():
+            return False
+        size = path.stat().st_size
+        if size % entry:
+            return False
+        if size:
+            with open(path, "rb") as handle:
+                handle.seek(size - entry)
+                if not any(handle.read(entry)):
+                    return False
+    return True
+
+
+def _same_bytes(a: Path, b: Path) -> bool:
+    if os.path.getsize(a) != os.path.getsize(b):
+        return False
+    with open(a, "rb") as x, open(b, "rb") as y:
+        while True:
+            chunk = x.read(COPY_CHUNK)
+            if chunk != y.read(COPY_CHUNK):
+                return False
+            if not chunk:
+                return True
+
+
+def _txn_index_of(log_path: Path) -> Path | None:
+    path = log_path.with_name(log_path.name[:-len(".log")] + ".txnindex")
+    return path if path.is_file() else None
+
+
+def _positional_gaps(good: list[_Batch], size: int) -> bool:
+    position = 0
+    for batch in good:
+        if batch.position != position:
+            return True
+        position = batch.end
+    return position != size
+
+
+def _repair_segment(base: int, path: Path, good: list[_Batch], size: int, source: Path, epochs, extend: bool,
+                    log_end: int, divergence) -> SegmentRepair | None:
+    """The pieces of the repaired segment: DAMAGED's good runs, HEALTHY's bytes for each gap."""
+    healthy_batches, healthy_size = _batches(source)
+    by_position = {b.position: k for k, b in enumerate(healthy_batches)}
+    pieces, ranges = [], []
+    position, expected = 0, base
+
+    def take(start_pos: int, start_offset: int, stop_pos: int | None, stop_offset: int | None) -> int:
+        """HEALTHY's batches from ``start_pos`` (offset ``start_offset``) to ``stop_pos`` (where
+        offset ``stop_offset`` starts); None: every batch overlapping DAMAGED's old extent (or all,
+        extending). Returns where the copied bytes end."""
+        if divergence is not None and start_offset >= divergence["offset"]:
+            raise RepairRefused(f"offset {start_offset} is damaged, but the replicas diverge from offset "
+                                f"{divergence['offset']} ({divergence['cause']}): HEALTHY's batches there are "
+                                "another history; nothing was changed", path)
+        k = by_position.get(start_pos)
+        if k is None or healthy_batches[k].base != start_offset:
+            _refuse_unaligned(path, start_pos, start_offset, source)
+        first_offset, end = start_offset, start_pos
+        while k < len(healthy_batches):
+            batch = healthy_batches[k]
+            if stop_pos is not None and batch.position >= stop_pos:
+                break
+            if stop_pos is None and not extend and batch.position >= size:
+                break
+            if batch.position != end:
+                raise RepairRefused(f"{source}: HEALTHY is damaged too at position {end} (no batch starts there); "
+                                    "nothing was changed", source)
+            if not batch.valid:
+                raise RepairRefused(f"{source}: HEALTHY's batch {batch.base}-{batch.last} at position "
+                                    f"{batch.position} fails its CRC too; nothing was changed", source)
+            want = _epoch_for(epochs, batch.base)
+            if want is not None and batch.epoch != want and batch.base < log_end:
+                raise RepairRefused(f"offset {batch.base}: HEALTHY's batch is in leader epoch {batch.epoch}, this "
+                                    f"replica's leader-epoch-checkpoint says {want}: the replicas diverge there; "
+                                    "nothing was changed", path)
+            if divergence is not None and batch.last >= divergence["offset"]:
+                raise RepairRefused(f"the replicas diverge from offset {divergence['offset']} "
+                                    f"({divergence['cause']}): repairing across it would mix two histories; "
+                                    "nothing was changed", path)
+            end = batch.end
+            last = batch.last
+            k += 1
+        if stop_pos is not None and (end != stop_pos or (k < len(healthy_batches)
+                                                         and healthy_batches[k].base != stop_offset)):
+            _refuse_unaligned(path, stop_pos, stop_offset, source)
+        if end > start_pos:
+            pieces.append(Piece(source, start_pos, end, True))
+            ranges.append((first_offset, last))
+        return end
+
+    for batch in good:
+        if batch.position != position:
+            take(position, expected, batch.position, batch.base)
+        if pieces and pieces[-1].healthy is False and pieces[-1].end == batch.position:
+            pieces[-1].end = batch.end
+        else:
+            pieces.append(Piece(path, batch.position, batch.end, False))
+        position, expected = batch.end, batch.last + 1
+    if (position != size or extend) and position < healthy_size:
+        take(position, expected, None, None)  # the tail: what overlaps DAMAGED's old extent (all, extending)
+    if not ranges:
+        if position == size:
+            return None
+        why = f"cut {size - position} bytes after the last batch (HEALTHY holds nothing there)"
+    else:
+        why = "HEALTHY's batches for offsets " + ", ".join(f"{a}-{b}" for a, b in ranges)
+    return SegmentRepair(base, path, pieces, ranges, why)
+
+
+def _refuse_unaligned(path, position, offset, source) -> None:
+    raise RepairRefused(f"position {position} of {path.name}: HEALTHY ({source}) has no batch of offset {offset} "
+                        "there (its segment differs: the replicas diverge, or HEALTHY is damaged too); "
+                        "nothing was changed", path)
+
+
+def _plan_tail(plan: RepairPlan, healthy, damaged, healthy_log: PartitionLog, damaged_log: PartitionLog,
+               divergence) -> None:
+    """Whole segments HEALTHY has past DAMAGED's last one, their snapshots and epochs."""
+    if divergence is not None:
+        raise RepairRefused(f"the replicas diverge from offset {divergence['offset']} ({divergence['cause']}): "
+                            "--tail copies only onto a prefix of HEALTHY's log; nothing was changed", plan.damaged)
+    last_base = damaged_log.segments[-1].base_offset if damaged_log.segments else None
+    repaired_last = next((s for s in plan.segments if s.base_offset == last_base), None)
+    if repaired_last is not None and repaired_last.ranges:
+        old_end = damaged.log_end
+        new_end = max(old_end, repaired_last.ranges[-1][1] + 1)
+    else:
+        old_end = new_end = damaged.log_end
+    later = [s for s in healthy_log.segments if last_base is None or s.base_offset > last_base]
+    for segment in later:
+        batches, size = _batches(segment.log_path)
+        if batches and batches[0].base != new_end and not (segment.base_offset == new_end and not batches):
+            raise RepairRefused(f"{segment.log_path}: HEALTHY's next segment starts at offset "
+                                f"{batches[0].base}, this replica ends at {new_end}; nothing was changed",
+                                segment.log_path)
+        for batch in batches:
+            if not batch.valid:
+                raise RepairRefused(f"{segment.log_path}: HEALTHY's batch {batch.base}-{batch.last} fails its CRC; "
+                                    "nothing was changed", segment.log_path)
+        if batches and batches[-1].end != size:
+            raise RepairRefused(f"{segment.log_path}: HEALTHY's segment is damaged at its end; nothing was changed",
+                                segment.log_path)
+        target = plan.damaged / segment.log_path.name
+        last = batches[-1].last if batches else segment.base_offset - 1
+        plan.segments.append(SegmentRepair(segment.base_offset, target, [Piece(segment.log_path, 0, size, True)],
+                                           [(segment.base_offset, last)] if batches else [],
+                                           "a segment this replica lacks, from HEALTHY", new=True,
+                                           txn_index=_txn_index_of(segment.log_path),
+                                           healthy_segment=segment.log_path
+                                           if _clean_indexes(healthy, segment.base_offset, segment.log_path) else None))
+        new_end = last + 1 if batches else new_end
+    if new_end == old_end:
+        return
+    have = {p.name for p in plan.damaged.iterdir()}
+    for snapshot in healthy_log.files.snapshots:
+        parsed = parse_segment_file_name(snapshot.name)
+        if parsed is not None and old_end <= parsed.base_offset <= new_end and snapshot.name not in have:
+            plan.snapshots.append(snapshot)
+    entries = list(damaged.epoch_checkpoint)
+    latest = entries[-1].epoch if entries else -1
+    added = False
+    for entry in healthy.epoch_checkpoint:
+        if entry.epoch > latest and entry.start_offset < new_end:
+            entries.append(entry)
+            latest = entry.epoch
+            added = True
+    if added:
+        plan.epoch_checkpoint = entries
+
+
+# -- carrying out ----------------------------------------------------------------------------------
+
+def build_steps(plan: RepairPlan, staging: Path, config: TopicConfig = TopicConfig()) -> list[FileStep]:
+    """Assemble each repaired segment in ``staging`` (outside the log dir) and the file steps
+    that put it, its rebuilt indexes, copied snapshots and the epoch checkpoint in place."""
+    from seglog_cli.storage.rebuild_index import recover_indexes
+
+    steps = []
+    for n, repair in enumerate(plan.segments):
+        if len(repair.pieces) == 1 and repair.pieces[0].healthy and repair.pieces[0].start == 0:
+            assembled = repair.pieces[0].source
+            if repair.pieces[0].end != os.path.getsize(assembled):
+                assembled = _assemble(repair, staging / f"{n:04d}-{repair.path.name}")
+        else:
+            assembled = _assemble(repair, staging / f"{n:04d}-{repair.path.name}")
+        with MappedFile(assembled) as mapped:
+            indexes = recover_indexes(mapped, repair.base_offset, config)
+        if indexes.stop is not None:
+            raise RepairRefused(f"the repaired segment would still be damaged ({indexes.stop}); nothing was changed",
+                                repair.path)
+        offsets = (repair.ranges[0][0], repair.ranges[-1][1]) if repair.ranges else None
+        steps.append(FileStep("write", repair.path, repair.why, source=assembled, offsets=offsets))
+        index_path, time_index_path = _index_paths(repair.path)
+        if repair.healthy_segment is not None and _same_bytes(assembled, repair.healthy_segment):
+            # the segment is now HEALTHY's byte for byte: its indexes (checked) are right for it
+            healthy_index, healthy_time_index = _index_paths(repair.healthy_segment)
+            steps.append(FileStep("write", index_path, "HEALTHY's, for the same bytes", source=healthy_index))
+            steps.append(FileStep("write", time_index_path, "HEALTHY's, for the same bytes", source=healthy_time_index))
+        else:
+            steps.append(FileStep("write", index_path, "rebuilt for the repaired segment", data=indexes.offset_index))
+            steps.append(FileStep("write", time_index_path, "rebuilt for the repaired segment",
+                                  data=indexes.time_index))
+        if repair.txn_index is not None:
+            steps.append(FileStep("write", repair.path.with_name(repair.path.name[:-len(".log")] + ".txnindex"),
+                                  "HEALTHY's aborted transactions for the offsets copied", source=repair.txn_index))
+    for snapshot in plan.snapshots:
+        steps.append(FileStep("write", plan.damaged / snapshot.name, "HEALTHY's producer snapshot at that offset",
+                              source=snapshot))
+    if plan.epoch_checkpoint is not None:
+        steps.append(FileStep("write", plan.damaged / LEADER_EPOCH_CHECKPOINT,
+                              "the leader epochs of the batches copied from HEALTHY",
+                              data=format_leader_epoch_checkpoint(plan.epoch_checkpoint)))
+    return steps
+
+
+def _assemble(repair: SegmentRepair, target: Path) -> Path:
+    with open(target, "wb") as out:
+        for piece in repair.pieces:
+            with open(piece.source, "rb") as handle:
+                handle.seek(piece.start)
+                remaining = piece.end - piece.start
+                while remaining:
+                    chunk = handle.read(min(COPY_CHUNK, remaining))
+                    if not chunk:
+                        raise SeglogError(f"{piece.source} is shorter than planned; nothing was changed", piece.source)
+                    out.write(chunk)
+                    remaining -= len(chunk)
+        out.flush()
+        os.fsync(out.fileno())
+    return target
+
+
+def staging_dir(backup_root: Path) -> Path:
+    backup_root.mkdir(parents=True, exist_ok=True)
+    path = backup_root / f".repair-staging-{os.getpid()}"
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir()
+    return path
+
+
+__all__ = ["RepairPlan", "RepairRefused", "SegmentRepair", "build_steps", "plan_repair", "staging_dir"]

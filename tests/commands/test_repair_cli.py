@@ -1,0 +1,192 @@
+"""``seglog repair --from`` on copies of real replicas: damage repaired byte for byte from another
+replica (verify clean, diff exits 0, undo restores), refusals that change nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+
+import pytest
+
+from tests.conftest import run_seglog
+
+REPLICAS = "kafka-4.2.0/replicas"
+
+
+def _copy(corpus, case, brokers, tmp_path):
+    root = corpus / REPLICAS / case
+    if not root.is_dir():
+        pytest.skip(f"{root} not in the corpus")
+    out = {}
+    for broker in brokers:
+        target = tmp_path / case / f"broker-{broker}"
+        shutil.copytree(root / f"broker-{broker}", target)
+        for dirpath, _dirs, files in os.walk(target):
+            for name in files:
+                os.chmod(os.path.join(dirpath, name), 0o644)
+        out[broker] = target / "events-0"
+    return out
+
+
+def _tree(directory):
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(directory.parent.rglob("*"))
+            if p.is_file() and "seglog-backups" not in p.parts and p.name != ".lock"}
+
+
+def _logs_identical(a, b):
+    names = sorted(p.name for p in a.glob("*.log"))
+    assert names == sorted(p.name for p in b.glob("*.log"))
+    for name in names:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+def _repaired(healthy, damaged, *extra):
+    plan = run_seglog("repair", "--from", str(healthy), str(damaged), *extra)
+    assert plan.exit_code == 1, plan.out + plan.err
+    applied = run_seglog("repair", "--from", str(healthy), str(damaged), "--apply", *extra)
+    assert applied.exit_code == 0, applied.out + applied.err
+    _logs_identical(healthy, damaged)
+    for name in (p.name for p in healthy.glob("*.index")):
+        assert (damaged / name).read_bytes() == (healthy / name).read_bytes(), name
+    verify = run_seglog("verify", str(damaged))
+    assert verify.exit_code == 0, verify.out
+    diff = run_seglog("diff", "--leader", str(healthy), str(healthy), str(damaged))
+    assert diff.exit_code == 0, diff.out
+    again = run_seglog("repair", "--from", str(healthy), str(damaged))
+    assert again.exit_code == 0 and "nothing to repair" in again.out
+    return applied
+
+
+def test_flipped_bits_and_zeroed_range_then_undo(corpus, tmp_path):
+    replicas = _copy(corpus, "in-sync", (1, 2), tmp_path)
+    healthy, damaged = replicas[1], replicas[2]
+    log = damaged / "00000000000000002221.log"
+    data = bytearray(log.read_bytes())
+    data[500_000] ^= 0x10  # inside a batch's records: its CRC fails
+    data[100_003] ^= 0x01  # another batch
+    data[700_000:720_000] = bytes(20_000)  # a zeroed range across several batches
+    log.write_bytes(bytes(data))
+    damaged_bytes = bytes(data)
+    assert run_seglog("verify", str(damaged)).exit_code == 3
+    applied = _repaired(healthy, damaged)
+    backup = applied.out.split("backup in ")[1].split(" ")[0]
+    undone = run_seglog("undo", "--apply", backup)
+    assert undone.exit_code == 0, undone.err
+    assert log.read_bytes() == damaged_bytes
+
+
+def test_torn_and_cut_tail_with_tail(corpus, tmp_path):
+    replicas = _copy(corpus, "transactional", (1, 3), tmp_path)
+    healthy, damaged = replicas[1], replicas[3]
+    segments = sorted(damaged.glob("*.log"))
+    last = segments[-1]
+    os.truncate(last, last.stat().st_size // 2 + 7)  # mid-batch: a torn tail, and the rest missing
+    _repaired(healthy, damaged, "--tail")
+
+
+def test_deleted_last_segment_with_tail(corpus, tmp_path):
+    replicas = _copy(corpus, "in-sync", (1, 3), tmp_path)
+    healthy, damaged = replicas[1], replicas[3]
+    for path in damaged.glob("00000000000000004434.*"):
+        path.unlink()
+    (damaged / "00000000000000004600.snapshot").unlink()
+    lagging = run_seglog("diff", str(healthy), str(damaged))
+    assert lagging.exit_code == 1
+    without_tail = run_seglog("repair", "--from", str(healthy), str(damaged))
+    assert without_tail.exit_code == 0 and "nothing to repair" in without_tail.out
+    _repaired(healthy, damaged, "--tail")
+    assert (damaged / "00000000000000004600.snapshot").read_bytes() == (healthy / "00000000000000004600.snapshot").read_bytes()
+
+
+def test_damage_in_the_common_prefix_of_diverged_replicas(corpus, tmp_path):
+    """broker 1 of the unclean election, damaged below the divergence: repaired from broker 2
+    (which holds those offsets in the same epochs); its divergent tail left alone."""
+    replicas = _copy(corpus, "unclean-election", (1, 2), tmp_path)
+    healthy, damaged = replicas[2], replicas[1]
+    log = damaged / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    data[300_000] ^= 0x04
+    log.write_bytes(bytes(data))
+    before_tail = (damaged / "00000000000000004293.log").read_bytes()
+    applied = run_seglog("repair", "--from", str(healthy), str(damaged), "--apply")
+    assert applied.exit_code == 0, applied.out + applied.err
+    assert log.read_bytes() == (healthy / "00000000000000000000.log").read_bytes()
+    assert (damaged / "00000000000000004293.log").read_bytes() == before_tail
+    diff = run_seglog("diff", "--format", "json", "--leader", str(healthy), str(healthy), str(damaged))
+    assert diff.exit_code == 3 and '"leader-epoch"' in diff.out and '"damage": []' in diff.out
+
+
+@pytest.mark.parametrize("side,name,where", [
+    ("old-leader", "00000000000000004293.log", "middle"),  # broker 1's own segment of its epoch-2 tail
+    ("new-leader", "00000000000000004288.log", "middle"),
+    ("old-leader", "00000000000000002133.log", "end"),  # the shared segment, past offset 3900
+    ("new-leader", "00000000000000002133.log", "end"),
+])
+def test_refused_across_the_unclean_divergence(corpus, tmp_path, side, name, where):
+    """Broker 1 holds 3900-4799 in epoch 2, broker 2 3900-4599 in epoch 4: damage past 3900 on
+    either cannot be repaired from the other."""
+    replicas = _copy(corpus, "unclean-election", (1, 2), tmp_path)
+    healthy, damaged = (replicas[2], replicas[1]) if side == "old-leader" else (replicas[1], replicas[2])
+    log = damaged / name
+    data = bytearray(log.read_bytes())
+    data[len(data) // 2 if where == "middle" else len(data) - 5000] ^= 0x20
+    log.write_bytes(bytes(data))
+    before = _tree(damaged)
+    for extra in ((), ("--apply",), ("--apply", "--tail")):
+        result = run_seglog("repair", "--from", str(healthy), str(damaged), *extra)
+        assert result.exit_code == 3, result.out + result.err
+        assert len(result.err.strip().splitlines()) == 1 and "nothing was changed" in result.err
+        if where == "end":
+            assert "diverge from offset 3900 (leader-epoch)" in result.err
+        assert _tree(damaged) == before
+    assert not (damaged.parent.parent / "seglog-backups").exists() or not any(
+        (damaged.parent.parent / "seglog-backups").iterdir())
+
+
+def test_refused_when_both_are_damaged_or_topic_ids_differ(corpus, tmp_path):
+    replicas = _copy(corpus, "in-sync", (1, 2), tmp_path)
+    healthy, damaged = replicas[1], replicas[2]
+    for replica in (healthy, damaged):
+        log = replica / "00000000000000000000.log"
+        data = bytearray(log.read_bytes())
+        data[400_000] ^= 0x02
+        log.write_bytes(bytes(data))
+    before = _tree(damaged)
+    both = run_seglog("repair", "--from", str(healthy), str(damaged), "--apply")
+    assert both.exit_code == 3 and "HEALTHY" in both.err and _tree(damaged) == before
+    # another topic id
+    other = _copy(corpus, "unclean-election", (3,), tmp_path)[3]
+    fresh = _copy(corpus, "in-sync", (3,), tmp_path / "x")[3]
+    mismatch = run_seglog("repair", "--from", str(other), str(fresh), "--apply")
+    assert mismatch.exit_code == 3 and "topic id" in mismatch.err
+
+
+def test_lost_segment_with_aborted_transactions_gets_its_txnindex(corpus, tmp_path):
+    replicas = _copy(corpus, "transactional", (1, 2), tmp_path)
+    healthy, damaged = replicas[1], replicas[2]
+    for path in list(damaged.glob("00000000000000002169.*")) + list(damaged.glob("00000000000000004361.*")):
+        path.unlink()
+    (damaged / "00000000000000004734.snapshot").unlink()
+    _repaired(healthy, damaged, "--tail")
+    txn = "00000000000000002169.txnindex"
+    assert (damaged / txn).read_bytes() == (healthy / txn).read_bytes() and (healthy / txn).stat().st_size > 0
+
+
+def test_segment_made_identical_takes_the_healthy_indexes(corpus, tmp_path):
+    """lagging-follower: broker 1 restarted inside segment 2129 (an index entry fewer than broker
+    2's). Repaired from broker 2 its segment is broker 2's byte for byte, and so are its indexes."""
+    replicas = _copy(corpus, "lagging-follower", (1, 2), tmp_path)
+    healthy, damaged = replicas[2], replicas[1]
+    assert (damaged / "00000000000000002129.index").read_bytes() != (healthy / "00000000000000002129.index").read_bytes()
+    log = damaged / "00000000000000002129.log"
+    data = bytearray(log.read_bytes())
+    data[200_000:230_000] = bytes(30_000)
+    log.write_bytes(bytes(data))
+    applied = run_seglog("repair", "--from", str(healthy), str(damaged), "--apply")
+    assert applied.exit_code == 0, applied.out + applied.err
+    for suffix in (".log", ".index", ".timeindex"):
+        name = "00000000000000002129" + suffix
+        assert (damaged / name).read_bytes() == (healthy / name).read_bytes(), name
+    assert run_seglog("verify", str(damaged)).exit_code == 0
+    assert run_seglog("diff", "--leader", str(healthy), str(healthy), str(damaged)).exit_code == 0

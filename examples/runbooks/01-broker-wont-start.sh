@@ -139,7 +139,7 @@ if [ "$plan_rc" = 0 ]; then
 fi
 
 # 3. a plan: ask, apply, show what the broker will now skip
-rb_say "Another broker holds a replica of this partition? 10-replica-damaged.sh DAMAGED_DIR OTHER_REPLICA_DIR... repairs it from that copy byte for byte instead of losing these records."
+rb_say "If another broker holds a replica of this partition, 10-replica-damaged.sh DAMAGED_DIR OTHER_REPLICA_DIR... repairs it from that copy byte for byte instead of losing these records."
 if ! rb_ask "Apply this plan now (seglog recover --mode kafka --apply)?"; then
     rb_say "Nothing changed. To apply it: $0 --yes ${paths[*]}"
     rb_finish $RB_ACTION "recovery needed: plan shown, not applied"

@@ -212,7 +212,7 @@ if [ "$chosen_rc" = 0 ]; then
 fi
 
 # 3. apply the chosen mode
-rb_say "Another broker holds a replica of this partition? 10-replica-damaged.sh DAMAGED_DIR OTHER_REPLICA_DIR... repairs it from that copy byte for byte instead of losing these records."
+rb_say "If another broker holds a replica of this partition, 10-replica-damaged.sh DAMAGED_DIR OTHER_REPLICA_DIR... repairs it from that copy byte for byte instead of losing these records."
 if ! rb_ask "Apply --mode $mode now (seglog recover --mode $mode --apply)?"; then
     rb_say "Nothing changed. To apply it: $0 --mode $mode --yes ${paths[*]}"
     rb_finish $RB_ACTION "repair needed: plan shown, not applied"

@@ -66,7 +66,7 @@ def test_the_chunked_recovery_walk_plans_what_one_walk_plans(corpus, tmp_path, m
 
     def plan():
         steps = plan_recover([data / partition], mode=mode).steps
-        return [(s.op, s.path.name, s.data, s.size, s.offsets_lost) for s in steps]
+        return [(s.op, s.path.name, s.data, s.kept, s.size, s.offsets_lost) for s in steps]
 
     whole = plan()
     monkeypatch.setattr(rebuild_index, "WALK_CHUNK", 1000)  # a call every few batches

@@ -39,7 +39,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from seglog_cli.storage.durable import CannotWriteError, Tree, describe_os_error, fault_point, read_chunks
+from seglog_cli.storage.durable import (CannotWriteError, SpoolRange, Tree, describe_os_error, fault_point,
+                                       read_chunks)
 from seglog_cli.storage.errors import SeglogError
 from seglog_cli.storage.safety import BackupError, relative_to_log_dir
 
@@ -55,8 +56,9 @@ class JournalError(SeglogError):
 
 @dataclass
 class FileStep:
-    """One change to a file of a log dir. ``op``: ``write`` (the whole file: ``data``, or the
-    bytes of the file ``source``), ``append`` (``data`` or ``source``), ``truncate`` (to
+    """One change to a file of a log dir. ``op``: ``write`` (the whole file: ``data``, bytes or
+    a :class:`~seglog_cli.storage.durable.SpoolRange`, or the bytes of the file ``source``),
+    ``append`` (``data`` or ``source``), ``truncate`` (to
     ``size``), ``remove``, ``rename`` (to ``target``), ``mkdir``, ``rmdir``.
 
     ``ranges`` (with ``source``): only these ``[start, end)`` byte ranges of ``source``, in
@@ -68,7 +70,7 @@ class FileStep:
     op: str
     path: Path
     why: str = ""
-    data: bytes | None = None
+    data: bytes | SpoolRange | None = None
     source: Path | None = None
     size: int | None = None
     target: Path | None = None
@@ -113,7 +115,8 @@ def _content_of(tree: Tree, relative: str, length: int | None = None) -> Content
 
 def _source_chunks(step: FileStep):
     if step.source is None:
-        return [step.data or b""]
+        data = step.data or b""
+        return data.chunks() if isinstance(data, SpoolRange) else [data]
     if step.ranges is not None:
         return _range_chunks(step.source, step.ranges)
     return backup_chunks(step.source)

@@ -62,6 +62,18 @@ class MappedFile:
             self._mmap.madvise(mmap.MADV_DONTNEED, self._released_to, end - self._released_to)
             self._released_to = end
 
+    def release(self, start: int, end: int) -> None:
+        """Drop the pages of ``[start, end)`` from this process's resident set after a read out
+        of sequence: the kernel maps a whole folio of the page cache on a fault (on current
+        kernels often 1-2 MB of a big file), so a few hundred scattered reads would otherwise
+        keep hundreds of MB resident."""
+        if self._mmap is None or end <= start or not hasattr(mmap, "MADV_DONTNEED"):
+            return
+        low = start - start % _PAGE
+        high = min(self.size, end)
+        if high > low:
+            self._mmap.madvise(mmap.MADV_DONTNEED, low, high - low)
+
     def find_non_zero(self, start: int, end: int | None = None) -> int | None:
         """Position of the first non-zero byte in ``[start, end)``, or None: holes of a sparse
         file are skipped with ``SEEK_DATA`` without reading them, written zeros are compared a

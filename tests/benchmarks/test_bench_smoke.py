@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 import pytest
@@ -190,3 +191,22 @@ def test_bench_recover_main_on_a_tiny_log_dir(tmp_path):
     for key in ("verify_mb_per_s", "recover_mb_per_s", "recover_vs_verify", "cli_recover_vs_cli_verify"):
         assert result["ratios"][key] > 0, key
     assert set(report["goals"]) == {"recover_vs_shallow_verify"}
+
+
+def test_bench_memory_main_reports_every_command(tmp_path):
+    from tests.benchmarks import bench_memory
+
+    report = bench_memory.main(["--sizes", "0.3", "--codecs", "none,zstd", "--append-records", "300", "--quiet",
+                                "--work-dir", str(tmp_path / "work"), "--json", str(tmp_path / "out.json")])
+    assert json.loads((tmp_path / "out.json").read_text())["results"] == report["results"]
+    assert report["problems"] == []  # exit statuses as expected, salvage cut, kafka truncated, inputs untouched
+    rows = {(row["command"], row["codec"]): row for row in report["results"]}
+    assert set(rows) == {(command, codec) for command in bench_memory.COMMANDS for codec in ("none", "zstd")}
+    baseline = report["baseline"]["peak_rss_mb"]
+    assert 0 < baseline < 100
+    for row in rows.values():
+        assert row["peak_rss_mb"] > baseline  # a seglog process imports more than a bare interpreter
+        assert row["below_goal"] == (row["peak_rss_mb"] < bench_memory.GOAL_MB)
+    assert rows[("recover_salvage_apply", "none")]["log_bytes_after"] < rows[("dump_deep", "none")]["input_bytes"]
+    assert report["goals"]["peak_rss_mb"]["worst"] == max(row["peak_rss_mb"] for row in rows.values())
+    assert not (tmp_path / "work" / "runs").exists() and list((tmp_path / "work").iterdir()) == []

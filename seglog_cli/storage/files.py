@@ -55,6 +55,7 @@ class MappedFile:
 
     def release_behind(self, position: int) -> None:
         """Tell the kernel the pages before ``position`` are no longer needed by this process."""
+        position = min(position, self.size)  # a position read from a damaged index may point past the end
         if self._mmap is None or position - self._released_to < RELEASE_STEP:
             return
         end = position - position % _PAGE

@@ -75,16 +75,14 @@ case "$plan_rc" in
     6) rb_say_file "$RB_TMP/plan.err"; rb_finish $RB_CANNOT_WRITE "seglog cannot write here (read-only file system, permission, disk full): see the line above" ;;
 esac
 rb_py "$RB_TMP/plan.out" "$RB_TMP/plan.json" "$verify_rc" "$RB_TMP/details.json" >"$RB_TMP/plan.txt" <<'PY'
-import json, os, sys
+import json, sys
+# every number below is the plan's (seglog recover --format json), none recomputed here
 d = json.load(open(sys.argv[1]))
-lost, reread_segments, reread_bytes = [], 0, 0
+s = d["summary"]
+lost, reread_segments, reread_bytes = [], s["recoveredSegments"], s["recoveredBytes"]
 for p in d["partitions"]:
     name = p["path"].rstrip("/").rsplit("/", 1)[-1]
     reread = len(p["recoveredSegments"])
-    reread_segments += reread
-    sizes = [os.path.getsize(f) for f in (os.path.join(p["path"], f"{b:020d}.log") for b in p["recoveredSegments"])
-             if os.path.isfile(f)]
-    reread_bytes += sum(sizes)
     if p.get("refused"):
         print(f"{name}: REFUSED: {p['refused']}")
         continue
@@ -92,18 +90,17 @@ for p in d["partitions"]:
         continue
     clean = "clean shutdown" if p["cleanShutdown"] else "unclean shutdown"
     print(f"{name}: {clean}, recovery point {p['recoveryPoint']}, log [{p['logStartOffset']}, "
-          f"{p['logEndOffset']}); start-up re-reads {reread} segment(s), {sum(sizes)} bytes")
+          f"{p['logEndOffset']}); start-up re-reads {reread} segment(s), {p['recoveredBytes']} bytes")
     for step in p["steps"]:
         print(f"  {step['op']} {step['path'].rsplit('/', 1)[-1]}: {step['why']}")
     for first, last in p["offsetsLost"]:
         print(f"  LOST offsets {first}..{last} ({last - first + 1} offset(s))")
         lost.append({"partition": name, "first": first, "last": last})
-    if p["recoveryPoint"] > p["logEndOffset"] and not p["offsetsLost"]:
-        first, last = p["logEndOffset"], p["recoveryPoint"] - 1
+    if p["flushedOffsetsLost"]:
+        first, last = p["flushedOffsetsLost"]
         print(f"  LOST offsets {first}..{last}: below the recovery point, so once flushed, but no longer in the log "
               f"(other replicas may hold them: let this broker rejoin as a follower)")
         lost.append({"partition": name, "first": first, "last": last})
-s = d["summary"]
 print(f"plan: {s['steps']} step(s) in {s['partitions']} partition(s), {s['bytesTruncated']} byte(s) truncated, "
       f"{len(lost)} offset range(s) lost, {s['refused']} refused; {reread_segments} segment(s), "
       f"{reread_bytes} bytes re-read at start-up")
@@ -165,7 +162,7 @@ if not plan["offsetsLost"]:
     print("The broker will now skip no offset: every valid batch was kept")
 print(f"The broker will now skip {plan['bytesTruncated']} damaged or torn byte(s): removed (kept in the backup)")
 d = json.load(open(sys.argv[2]))
-segments = sum(len(p["recoveredSegments"]) for p in d["partitions"])
+segments = d["summary"]["recoveredSegments"]
 steps = d["summary"]["steps"]
 skipped = plan["segmentsReread"] - segments
 if skipped > 0:

@@ -8,8 +8,10 @@
 #   reached the disk: a segment ends in zeros or half a batch, or a run of zeros sits in the
 #   middle of the active segment with valid batches after it.
 # What it does: finds the damage with `seglog verify` (TORN_TAIL, ZERO_FILLED_TAIL,
-#   TRAILING_GARBAGE, CORRUPT_REGION, BATCH_CRC_MISMATCH...), prints each place (file, byte
-#   position, bytes) and, from the plans of `seglog recover`, the bytes and offsets lost by
+#   TRAILING_GARBAGE, CORRUPT_REGION, BATCH_CRC_MISMATCH...), then prints, as the plans of
+#   `seglog recover --format json` give them: each damaged place (file, byte position, bytes,
+#   the offsets it held, or that they cannot be named), and per mode, per partition and in
+#   total the bytes removed, the offsets lost and the records kept beyond the damage, by
 #   Kafka's own recovery (--mode kafka: truncate at the first bad batch, drop every later
 #   segment) and by salvage (--mode salvage: cut out only the damaged bytes, keep the valid
 #   batches that lie beyond). It asks, then applies the chosen mode (default salvage).
@@ -55,39 +57,21 @@ rb_inputs "give the log dir (or partition dirs) of the stopped broker" ${paths[@
 
 # 1. find the damage
 rb_verify "${paths[@]}"
-rb_py "$RB_TMP/verify.out" "$RB_TMP/damage.json" >"$RB_TMP/damage.txt" <<'PY'
+rb_py "$RB_TMP/verify.out" "$RB_TMP/damage.json" <<'PY'
 import json, sys
 LOG_DAMAGE = {"TORN_TAIL", "ZERO_FILLED_TAIL", "TRAILING_GARBAGE", "CORRUPT_REGION", "BATCH_CRC_MISMATCH",
               "BATCH_SIZE_TOO_SMALL", "BATCH_SIZE_MISMATCH", "UNKNOWN_MAGIC"}
-import struct
 d = json.load(open(sys.argv[1]))
-found = []
-for p in d["partitions"]:
-    for f in p["findings"]:
-        if f["code"] in LOG_DAMAGE:
-            found.append(f)
-            size = f"{f['length']} byte(s)" if f["length"] is not None else "?"
-            print(f"{f['code']} {f['path']}: position {f['position']}, {size}, at offset {f['offset']} "
-                  f"({f['severity']}): {f['message']}")
-            if f["code"] == "TORN_TAIL" and (f["length"] or 0) >= 27:
-                # the torn batch's own header: baseOffset (8 bytes) ... lastOffsetDelta at byte 23
-                with open(f["path"], "rb") as log:
-                    log.seek(f["position"])
-                    head = log.read(27)
-                base, delta = struct.unpack(">q", head[:8])[0], struct.unpack(">i", head[23:27])[0]
-                if 0 <= delta < 1 << 31:
-                    f["tornOffsets"] = [base, base + delta]
-                    print(f"  the torn batch's header claims offsets {base}..{base + delta}: they were never "
-                          f"completely written and are lost in every mode")
+found = [f for p in d["partitions"] for f in p["findings"] if f["code"] in LOG_DAMAGE]
 json.dump(found, open(sys.argv[2], "w"))
-print(f"{len(found)} damaged place(s) in the .log files")
 PY
-rb_say_file "$RB_TMP/damage.txt"
-if grep -q '^0 damaged' "$RB_TMP/damage.txt"; then
+if [ "$(cat "$RB_TMP/damage.json")" = "[]" ]; then
+    rb_say "verify: no torn, zero-filled or damaged bytes in the .log files"
     rb_finish $RB_OK "healthy: no torn, zero-filled or damaged bytes"
 fi
 
-# 2. what each mode loses
+# 2. where the damage is and what each mode loses: every number below is read from the plans of
+#    `seglog recover --mode kafka|salvage --format json` (the plan --yes applies), none recomputed here
 for m in kafka salvage; do
     rb_seglog "plan-$m" recover --mode "$m" --format json "${paths[@]}"
     case "$RB_RC" in
@@ -99,25 +83,123 @@ for m in kafka salvage; do
 done
 rb_py "$RB_TMP/plan-kafka.out" "$RB_TMP/plan-salvage.out" "$RB_TMP/damage.json" "$RB_TMP/details.json" \
     >"$RB_TMP/plans.txt" <<'PY'
-import json, sys
-details = {"damage": json.load(open(sys.argv[3])), "modes": {}}
-for mode, path in (("kafka", sys.argv[1]), ("salvage", sys.argv[2])):
-    d = json.load(open(path))
-    lost = [{"partition": p["path"], "first": a, "last": b} for p in d["partitions"] for a, b in p["offsetsLost"]]
-    count = sum(r["last"] - r["first"] + 1 for r in lost)
-    ranges = ", ".join(f"{r['partition'].rstrip('/').rsplit('/', 1)[-1]} {r['first']}..{r['last']}" for r in lost)
+import json, os, sys
+findings = json.load(open(sys.argv[3]))
+for f in findings:  # verify names files as given, the plans absolute
+    f["path"] = os.path.realpath(f["path"])
+plans = {"kafka": json.load(open(sys.argv[1])), "salvage": json.load(open(sys.argv[2]))}
+
+
+def name(path):
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def offsets(r):
+    """A damaged range's offsets in words, from the plan (never a placeholder)."""
+    if r["offsets"] == "known":
+        return f"offsets {r['firstOffset']}..{r['lastOffset']} ({r['offsetCount']} offset(s))"
+    if r["offsets"] == "none":
+        return "no offsets"
+    if r["firstOffset"] is not None:
+        return f"offsets from {r['firstOffset']} on that cannot be named (no batch header can be read there)"
+    return "offsets that cannot be named (no batch header can be read there)"
+
+
+def codes(r):
+    """verify's codes for the findings inside the range (names only: the numbers are the plan's)."""
+    inside = []
+    for f in findings:
+        if f["path"] == os.path.realpath(r["path"]) and r["position"] <= f["position"] < r["position"] + r["bytes"] \
+                and f["code"] not in inside:
+            inside.append(f["code"])
+    return inside
+
+
+def whole(segments, size):
+    return f", {segments} later segment(s) ({size} byte(s)) deleted whole" if segments else ""
+
+
+def kept(k):
+    if not k["batches"]:
+        return "nothing kept beyond the damage"
+    return (f"{k['records']} record(s) in {k['batches']} batch(es) kept beyond the damage, offsets "
+            f"{k['firstOffset']}..{k['lastOffset']}")
+
+
+# the damaged places: the ranges salvage cuts out (the damage alone)
+salvage = plans["salvage"]
+covered = set()
+print("Damage (the byte ranges seglog recover --mode salvage cuts out):")
+for p in salvage["partitions"]:
+    for r in p["damagedRanges"]:
+        inside = codes(r)
+        covered.update((f["path"], f["position"]) for f in findings if f["code"] in inside
+                       and f["path"] == os.path.realpath(r["path"])
+                       and r["position"] <= f["position"] < r["position"] + r["bytes"])
+        print(f"  {' '.join(inside) or 'DAMAGE'} {name(p['path'])}/{name(r['path'])}: position {r['position']}, "
+              f"{r['bytes']} byte(s), {offsets(r)}" + (f": {r['why']}" if r["offsets"] != "unknown" else ""))
+for f in findings:
+    if (f["path"], f["position"]) not in covered:
+        print(f"  {f['code']} {f['path']}: {f['message']} (not in the salvage plan: see its notes or REFUSED below)")
+s = salvage["summary"]
+print(f"{s['damagedRanges']} damaged range(s), {s['damagedBytes']} byte(s), in the .log files")
+
+details = {"damage": [dict(r, partition=name(p["path"]), codes=codes(r))
+                      for p in salvage["partitions"] for r in p["damagedRanges"]],
+           "verifyFindings": findings, "modes": {}}
+for mode in ("kafka", "salvage"):
+    d = plans[mode]
+    s = d["summary"]
+    lost = [{"partition": name(p["path"]), "first": a, "last": b} for p in d["partitions"] for a, b in p["offsetsLost"]]
+    unknown = [r for p in d["partitions"] for r in p["damagedRanges"] if r["offsets"] == "unknown"]
+    ranges = ", ".join(f"{r['partition']} {r['first']}..{r['last']}" for r in lost)
     refused = [p["path"] for p in d["partitions"] if p.get("refused")]
-    print(f"--mode {mode}: {d['summary']['bytesTruncated']} byte(s) removed, {count} offset(s) lost"
-          + (f" ({ranges})" if ranges else "") + (f"; REFUSED {', '.join(refused)}" if refused else ""))
-    details["modes"][mode] = {"bytesRemoved": d["summary"]["bytesTruncated"], "offsetsLost": lost,
-                              "offsetCountLost": count, "steps": d["summary"]["steps"], "refused": refused}
-k, s = details["modes"]["kafka"], details["modes"]["salvage"]
-saved = k["offsetCountLost"] - s["offsetCountLost"]
-details["offsetsSavedBySalvage"] = saved
-if saved > 0:
-    print(f"salvage keeps {saved} offset(s) beyond the damage that Kafka's recovery would drop")
+    print(f"--mode {mode}: {s['bytesTruncated']} byte(s) removed{whole(s['removedSegments'], s['removedSegmentBytes'])}, "
+          f"{s['offsetCountLost']} offset(s) lost"
+          + (f" ({ranges})" if ranges else "")
+          + (f" and the offsets of {len(unknown)} range(s) that cannot be named" if unknown else "")
+          + f"; {s['keptBeyondDamage']['records']} record(s) in {s['keptBeyondDamage']['batches']} batch(es) kept "
+            "beyond the damage"
+          + (f"; REFUSED {', '.join(refused)}" if refused else ""))
+    for p in d["partitions"]:
+        if p.get("refused"):
+            print(f"  {name(p['path'])}: REFUSED: {p['refused']}")
+            continue
+        if not p["damagedRanges"] and not p["offsetsLost"] and not p["removedSegments"]:
+            continue
+        mine = ", ".join(f"{a}..{b}" for a, b in p["offsetsLost"])
+        print(f"  {name(p['path'])}: {p['bytesTruncated']} byte(s) removed"
+              f"{whole(len(p['removedSegments']), p['removedSegmentBytes'])}, {p['offsetCountLost']} offset(s) lost"
+              + (f" ({mine})" if mine else "") + f", {kept(p['keptBeyondDamage'])}")
+        for r in p["damagedRanges"]:
+            print(f"    {name(r['path'])} position {r['position']}: {r['bytes']} byte(s), {offsets(r)}")
+        if p["flushedOffsetsLost"]:
+            a, b = p["flushedOffsetsLost"]
+            print(f"    and offsets {a}..{b}, below the recovery point (so flushed once), are no longer in the log")
+    details["modes"][mode] = {"bytesRemoved": s["bytesTruncated"], "offsetsLost": lost,
+                              "segmentsDeleted": s["removedSegments"], "segmentBytesDeleted": s["removedSegmentBytes"],
+                              "offsetCountLost": s["offsetCountLost"], "keptBeyondDamage": s["keptBeyondDamage"],
+                              "damagedRanges": s["damagedRanges"], "steps": s["steps"], "refused": refused,
+                              "partitions": [{"partition": name(p["path"]), "bytesRemoved": p["bytesTruncated"],
+                                              "offsetCountLost": p["offsetCountLost"],
+                                              "keptBeyondDamage": p["keptBeyondDamage"],
+                                              "damagedRanges": p["damagedRanges"]} for p in d["partitions"]]}
+beyond = salvage["summary"]["keptBeyondDamage"]
+details["keptBeyondDamageBySalvage"] = beyond
+if beyond["batches"]:
+    # does Kafka's recovery look at the damage (its plan cuts there too) in the partitions where salvage keeps more?
+    looks = {p["path"]: bool(p["damagedRanges"]) for p in plans["kafka"]["partitions"]}
+    keeping = [p["path"] for p in salvage["partitions"] if p["keptBeyondDamage"]["batches"]]
+    if all(looks.get(path) for path in keeping):
+        kafka = "--mode kafka truncates at the damage and drops them"
+    elif not any(looks.get(path) for path in keeping):
+        kafka = "--mode kafka does not look at this damage: the broker would serve them, and the damaged bytes too"
+    else:
+        kafka = "--mode kafka drops them where its recovery looks and serves the damage elsewhere"
+    print(f"salvage keeps {beyond['records']} record(s) in {beyond['batches']} batch(es) that lie beyond the damage "
+          f"({kafka})")
 else:
-    print("salvage keeps nothing more than Kafka's recovery: nothing valid lies beyond the damage")
+    print("salvage keeps nothing beyond the damage: no valid batch lies after it")
 json.dump(details, open(sys.argv[4], "w"))
 PY
 rb_say_file "$RB_TMP/plans.txt"

@@ -8,9 +8,11 @@
 #   CorruptRecordException, or a broker log names a corrupt batch. Run it on a copy of the
 #   replica's partition dir, or on the replica itself while its broker is stopped.
 # What it does: `seglog verify` (--deep: also decodes every record) locates every batch that
-#   fails its CRC or cannot be framed; `seglog dump` of the damaged segments gives the valid
-#   batches around it, so the unreadable offset range is exact even when the damaged header
-#   lies about its own offsets. It prints, per partition, the range, a ready-made
+#   fails its CRC or cannot be framed; the plan of `seglog recover --mode salvage --format json`
+#   (only read, never applied) gives the byte range of each damaged place and the offsets it
+#   held, from the valid batches around it, so the unreadable offset range is exact even when
+#   the damaged header lies about its own offsets (damage inside a batch whose CRC holds, found
+#   by --deep, is placed with `seglog dump`). It prints, per partition, the range, a ready-made
 #   kafka-delete-records.sh offset JSON (written to --out when given) and the
 #   kafka-consumer-groups.sh command that moves a consumer group past the range.
 # What it changes: nothing in the log dir. With --out it writes that one new file (never
@@ -78,16 +80,40 @@ if [ ! -s "$RB_TMP/damaged-logs.txt" ]; then
     rb_say "verify --level $level: no batch fails its CRC or framing"
     rb_finish $RB_OK "healthy: no CRC or framing damage"
 fi
+# the damaged places and their offsets: the salvage plan's damagedRanges (read, never applied)
+rb_seglog plan recover --mode salvage --format json "${paths[@]}"
+case "$RB_RC" in
+    4) rb_say_file "$RB_TMP/plan.err"; rb_finish $RB_BAD_INPUT "seglog recover could not read the input" ;;
+    5) rb_say_file "$RB_TMP/plan.err"; rb_finish $RB_LOCKED "a broker holds the .lock: stop it first" ;;
+esac
+# the .log files with damage the plan does not place (inside a batch whose CRC holds, or a refused
+# partition): seglog dump gives the valid batches around it
+rb_py "$RB_TMP/verify.out" "$RB_TMP/plan.out" "$RB_TMP/damaged-logs.txt" >"$RB_TMP/dump-logs.txt" <<'PY'
+import json, os, sys
+plan = json.load(open(sys.argv[2]))
+cut = [(os.path.realpath(r["path"]), r["position"], r["position"] + r["bytes"])
+       for p in plan["partitions"] for r in p["damagedRanges"]]
+logs = set(open(sys.argv[3]).read().splitlines())
+v = json.load(open(sys.argv[1]))
+seen = []
+for p in v["partitions"]:
+    for f in p["findings"]:
+        if f["path"] in logs and f["severity"] == "error" and f["path"] not in seen and not any(
+                path == os.path.realpath(f["path"]) and start <= f["position"] < end for path, start, end in cut):
+            seen.append(f["path"])
+sys.stdout.write("".join(path + "\n" for path in seen))
+PY
 n=0
 while IFS= read -r log; do
     n=$((n + 1))
     rb_seglog "dump-$n" dump --format jsonl --no-progress "$log"
     if [ "$RB_RC" = 4 ]; then rb_finish $RB_BAD_INPUT "seglog dump could not read $log"; fi
-done <"$RB_TMP/damaged-logs.txt"
+done <"$RB_TMP/dump-logs.txt"
 
-rb_py "$RB_TMP" "$n" "$RB_TMP/verify.out" "$bootstrap" "$group" "${out:-}" >"$RB_TMP/ranges.txt" <<'PY'
+rb_py "$RB_TMP" "$n" "$RB_TMP/verify.out" "$bootstrap" "$group" "${out:-}" "$RB_TMP/plan.out" >"$RB_TMP/ranges.txt" <<'PY'
 import json, os, sys
 tmp, n, verify, bootstrap, group, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
+plan = json.load(open(sys.argv[7]))
 BAD = {"BATCH_CRC_MISMATCH", "CORRUPT_REGION", "BATCH_SIZE_TOO_SMALL", "BATCH_SIZE_MISMATCH", "UNKNOWN_MAGIC",
        "UNKNOWN_CODEC", "RECORD_PARSE_ERROR", "DECOMPRESSION_FAILED", "RECORD_OFFSET_OUT_OF_RANGE",
        "CONTROL_RECORD_INVALID", "TORN_TAIL", "TRAILING_GARBAGE", "ZERO_FILLED_TAIL"}
@@ -97,7 +123,28 @@ for p in v["partitions"]:
     for f in p["findings"]:
         if f["severity"] == "error" and f["code"] in BAD:
             findings.setdefault(f["path"], []).append((f, p))
+cut = [(os.path.realpath(r["path"]), r) for p in plan["partitions"] for r in p["damagedRanges"]]
+
+
+def placed(f):
+    """The salvage plan's damaged range holding the finding, if any."""
+    return next((r for path, r in cut if path == os.path.realpath(f["path"])
+                 and r["position"] <= f["position"] < r["position"] + r["bytes"]), None)
+
+
 ranges = []   # one per damaged place: topic, partition, first, last, batches
+nameless = []  # damaged places that held no offset, or whose offsets cannot be named
+for path, places in findings.items():
+    for f, p in places:
+        r = placed(f)
+        if r is None:
+            continue
+        if r["offsets"] == "known":
+            ranges.append({"topic": p["topic"], "partition": p["partition"], "path": path, "code": f["code"],
+                           "position": f["position"], "first": r["firstOffset"], "last": r["lastOffset"],
+                           "message": f["message"]})
+        else:
+            nameless.append((p, f, r))
 for i in range(1, n + 1):
     lines = [json.loads(line) for line in open(f"{tmp}/dump-{i}.out") if line.strip()]
     head = next(x for x in lines if x["type"] == "file")
@@ -105,6 +152,8 @@ for i in range(1, n + 1):
     valid = [b for b in batches if b["isvalid"]]
     path = head["path"]
     for f, p in findings.get(path, []):
+        if placed(f) is not None:
+            continue  # the plan placed it
         before = [b for b in valid if b["position"] < f["position"]]
         after = [b for b in valid if b["position"] > f["position"]]
         first = before[-1]["lastOffset"] + 1 if before else head["baseOffset"]
@@ -138,6 +187,15 @@ for r in merged:
     r["consumerReset"] = (f"kafka-consumer-groups.sh --bootstrap-server {bootstrap} --group {group} "
                           f"--topic {r['topic']}:{r['partition']} --reset-offsets --to-offset {r['last'] + 1} --execute")
     print(f"  skip it for a consumer group: {r['consumerReset']}")
+unnamed = []
+for p, f, r in nameless:
+    tp = f"{p['topic']}-{p['partition']}"
+    what = ("held no offset" if r["offsets"] == "none" else
+            "held offsets that cannot be named" + (f" (from {r['firstOffset']} on)" if r["firstOffset"] is not None else ""))
+    print(f"{tp}: damaged bytes that {what}, nothing to skip: {f['code']} {f['path']} position {f['position']}: "
+          f"{r['why']}")
+    unnamed.append({"topic": p["topic"], "partition": p["partition"], "path": f["path"], "code": f["code"],
+                    "position": f["position"], "offsets": r["offsets"], "why": r["why"]})
 # delete-records: the highest end per partition (it removes everything below the offset)
 ends = {}
 for r in merged:
@@ -154,7 +212,7 @@ if out:
     with open(out, "x") as f:
         f.write(text + "\n")
     print(f"  written to {out}")
-json.dump({"ranges": merged, "deleteRecords": delete_records, "offsetJsonFile": out or None},
+json.dump({"ranges": merged, "unnamed": unnamed, "deleteRecords": delete_records, "offsetJsonFile": out or None},
           open(f"{tmp}/details.json", "w"))
 PY
 rb_say_file "$RB_TMP/ranges.txt"

@@ -117,7 +117,7 @@ def append_command(
     leader_epoch: Optional[int] = typer.Option(None, "--leader-epoch", min=0, help="Partition leader epoch (default: the latest in leader-epoch-checkpoint, else 0)."),
     producer_id: Optional[int] = typer.Option(None, "--producer-id", min=0, help="An idempotent producer's id (sequences continue from its state)."),
     producer_epoch: Optional[int] = typer.Option(None, "--producer-epoch", min=0, max=32767, help="The producer's epoch (default: its current one, else 0)."),
-    base_sequence: Optional[int] = typer.Option(None, "--base-sequence", min=0, help="The first batch's base sequence (default: the producer's next)."),
+    base_sequence: Optional[int] = typer.Option(None, "--base-sequence", min=0, help="The first batch's base sequence (default: the producer's next). Without --producer-id: every batch's, stored as sent (a non-idempotent client such as Sarama sends 0)."),
     transactional: bool = typer.Option(False, "--transactional", help="Write the batches inside a transaction of --producer-id."),
     end_txn: Optional[EndTxn] = typer.Option(None, "--end-txn", help="Then end the producer's transaction: commit or abort (a marker)."),
     coordinator_epoch: Optional[int] = typer.Option(None, "--coordinator-epoch", min=0, help="The marker's coordinator epoch (default: the producer's)."),
@@ -188,9 +188,8 @@ def _check_options(value, key, header, input_path, input_format, key_separator, 
         raise UsageError("--key-separator goes with --input and --input-format lines")
     if key_separator == "":
         raise UsageError("--key-separator must not be empty")
-    if producer_id is None:
+    if producer_id is None:  # --base-sequence alone: a plain producer's batches carrying it (as Sarama's do)
         given = [name for name, present in (("--producer-epoch", producer_epoch is not None),
-                                             ("--base-sequence", base_sequence is not None),
                                              ("--transactional", transactional), ("--end-txn", end_txn is not None),
                                              ("--coordinator-epoch", coordinator_epoch is not None)) if present]
         if given:

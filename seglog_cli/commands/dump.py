@@ -8,7 +8,7 @@ from typing import List, Optional
 
 import typer
 
-from seglog_cli.commands.options import command_paths, parse_timestamp
+from seglog_cli.commands.options import command_paths, parse_timestamp, show_progress
 from seglog_cli.render.text import DECODERS, TextDumpRenderer, decoder_for
 from seglog_cli.status import ExitStatus, UsageError, guarded
 from seglog_cli.storage.dump import INT32_MAX, DumpOptions, dump, expand_paths
@@ -59,10 +59,12 @@ def dump_command(
     to_timestamp: Optional[str] = typer.Option(None, "--to-timestamp", help="Stop before the first record with timestamp > this (epoch ms or ISO-8601)."),
     types: str = typer.Option("log", "--types", help="File kinds taken from directories: log,index,timeindex,txnindex,snapshot,checkpoint or all."),
     resync: bool = typer.Option(True, "--resync/--no-resync", help="Continue past mid-file damage at the next valid batch."),
-    progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress bar on stderr (default: when stderr is a terminal)."),
+    progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress bar on stderr (default: when stderr is a terminal and stdout is not a pipe)."),
     offsets_decoder: bool = typer.Option(False, "--offsets-decoder", help="Decode records as __consumer_offsets data (implies --print-data-log)."),
     transaction_log_decoder: bool = typer.Option(False, "--transaction-log-decoder", help="Decode records as __transaction_state data (implies --print-data-log)."),
     cluster_metadata_decoder: bool = typer.Option(False, "--cluster-metadata-decoder", help="Decode records as KRaft __cluster_metadata records (implies --print-data-log)."),
+    remote_log_metadata_decoder: bool = typer.Option(False, "--remote-log-metadata-decoder", help="Decode records as tiered storage's __remote_log_metadata records (implies --print-data-log)."),
+    share_group_state_decoder: bool = typer.Option(False, "--share-group-state-decoder", help="Decode records as __share_group_state data (implies --print-data-log)."),
 ) -> None:
     arguments = dict(locals())
     raise typer.Exit(guarded(lambda: _run(**arguments)))
@@ -72,10 +74,12 @@ def _run(paths, files, deep_iteration, print_data_log, skip_record_metadata, ver
          index_sanity_check, max_message_size, max_bytes, key_decoder_class, value_decoder_class,
          output_format, payload_encoding, from_offset, to_offset, from_timestamp, to_timestamp, types,
          resync, progress, offsets_decoder=False, transaction_log_decoder=False,
-         cluster_metadata_decoder=False) -> int:
+         cluster_metadata_decoder=False, remote_log_metadata_decoder=False, share_group_state_decoder=False) -> int:
     inputs = _inputs(paths, files)
     kinds = _kinds(types)
-    record_parser = _record_parser(offsets_decoder, transaction_log_decoder, cluster_metadata_decoder)
+    decoder = _decoder_flag(offsets_decoder, transaction_log_decoder, cluster_metadata_decoder,
+                            remote_log_metadata_decoder, share_group_state_decoder)
+    record_parser = _record_parser(decoder)
     print_data_log = print_data_log or bool(key_decoder_class or value_decoder_class) or record_parser is not None
     options = DumpOptions(
         deep_iteration=deep_iteration or print_data_log,
@@ -90,7 +94,7 @@ def _run(paths, files, deep_iteration, print_data_log, skip_record_metadata, ver
         to_timestamp=parse_timestamp(to_timestamp, "--to-timestamp"),
     )
     events = dump(expand_paths(inputs, kinds, options), options)
-    if progress if progress is not None else sys.stderr.isatty():
+    if show_progress(progress):
         from seglog_cli.render.progress import dump_progress  # rich only when it is used
 
         events = dump_progress(events)
@@ -100,8 +104,7 @@ def _run(paths, files, deep_iteration, print_data_log, skip_record_metadata, ver
 
         renderer = JsonLinesDumpRenderer(out, err, payload_encoding=payload_encoding.value,
                                          deep_iteration=options.deep_iteration,
-                                         record_fields=_record_fields(offsets_decoder, transaction_log_decoder,
-                                                                      cluster_metadata_decoder))
+                                         record_fields=_record_fields(decoder))
     else:
         renderer = TextDumpRenderer(out, err, print_data_log=print_data_log,
                                     skip_record_metadata=skip_record_metadata,
@@ -132,36 +135,51 @@ def _kinds(types: str) -> tuple[str, ...]:
     return kinds
 
 
-def _record_parser(offsets_decoder: bool, transaction_log_decoder: bool, cluster_metadata_decoder: bool = False):
-    """kafka-dump-log's internal-topic decoders (its first one set wins, as in Kafka)."""
-    if offsets_decoder:
-        from seglog_cli.render.coordinator_json import offsets_parser
+# kafka-dump-log's internal-topic decoders, in the order its messageParser() tries them: the
+# first one set wins, as in Kafka
+DECODER_FLAGS = ("offsets", "transaction-log", "cluster-metadata", "remote-log-metadata", "share-group-state")
 
-        return offsets_parser()
-    if transaction_log_decoder:
-        from seglog_cli.render.coordinator_json import transaction_log_parser
 
-        return transaction_log_parser()
-    if cluster_metadata_decoder:
+def _decoder_flag(*flags: bool) -> str | None:
+    return next((name for name, given in zip(DECODER_FLAGS, flags) if given), None)
+
+
+def _record_parser(decoder: str | None):
+    """The (key text, payload text) parser of a decoder flag, or None."""
+    if decoder in ("offsets", "transaction-log", "share-group-state"):
+        from seglog_cli.render import coordinator_json
+
+        return {"offsets": coordinator_json.offsets_parser,
+                "transaction-log": coordinator_json.transaction_log_parser,
+                "share-group-state": coordinator_json.share_group_state_parser}[decoder]()
+    if decoder == "cluster-metadata":
         from seglog_cli.render.metadata_json import cluster_metadata_parser
 
         return cluster_metadata_parser
+    if decoder == "remote-log-metadata":
+        from seglog_cli.render.remote_log_metadata import remote_log_metadata_parser
+
+        return remote_log_metadata_parser
     return None
 
 
-def _record_fields(offsets_decoder: bool, transaction_log_decoder: bool, cluster_metadata_decoder: bool):
+def _record_fields(decoder: str | None):
     """JSON Lines: the decoded fields each data record gains under a decoder flag (or None)."""
-    if offsets_decoder or transaction_log_decoder:
-        from seglog_cli.render.coordinator_json import offsets_fields, transaction_log_fields
+    if decoder in ("offsets", "transaction-log", "share-group-state"):
+        from seglog_cli.render import coordinator_json
 
-        return offsets_fields if offsets_decoder else transaction_log_fields
-    return _metadata_fields() if cluster_metadata_decoder else None
+        return {"offsets": coordinator_json.offsets_fields,
+                "transaction-log": coordinator_json.transaction_log_fields,
+                "share-group-state": coordinator_json.share_group_state_fields}[decoder]
+    if decoder == "cluster-metadata":
+        from seglog_cli.render.metadata_json import cluster_metadata_fields
 
+        return cluster_metadata_fields
+    if decoder == "remote-log-metadata":
+        from seglog_cli.render.remote_log_metadata import remote_log_metadata_fields
 
-def _metadata_fields():
-    from seglog_cli.render.metadata_json import cluster_metadata_fields
-
-    return cluster_metadata_fields
+        return remote_log_metadata_fields
+    return None
 
 
 def _decoder(class_name):

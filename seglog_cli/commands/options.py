@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import glob
+import os
+import stat
+import sys
 from datetime import datetime, timezone
 from enum import Enum
 
@@ -16,6 +19,20 @@ class TableFormat(str, Enum):
     json = "json"
     jsonl = "jsonl"
     csv = "csv"
+
+
+def show_progress(progress: bool | None) -> bool:
+    """``--progress/--no-progress``, else a bar only when stderr is a terminal and stdout is not
+    a pipe: the reader of a pipe (``| head``, ``| less``) usually writes to the same terminal,
+    where a bar redrawn over its lines would leave pieces of both behind."""
+    if progress is not None:
+        return progress
+    try:
+        if not sys.stderr.isatty():
+            return False
+        return not stat.S_ISFIFO(os.fstat(sys.stdout.fileno()).st_mode)
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 def parse_timestamp(text: str | None, option: str) -> int | None:

@@ -13,6 +13,7 @@ from seglog_cli.commands.options import (
     METADATA_LOG_HELP,
     SERVER_CONFIG_HELP,
     command_paths,
+    show_progress,
     config_sources,
     effective_configs,
     writing,
@@ -20,6 +21,7 @@ from seglog_cli.commands.options import (
 from seglog_cli.render import config_report, recover_report
 from seglog_cli.status import ExitStatus, guarded
 from seglog_cli.storage.errors import UnreadableInputError
+from seglog_cli.storage.findings import Severity
 from seglog_cli.storage.partition_log import partition_dirs_under
 from seglog_cli.storage.recover import apply_recover, plan_recover
 from seglog_cli.storage.safety import log_dir_of
@@ -72,19 +74,20 @@ def recover_command(
     backup_dir: Optional[str] = typer.Option(None, "--backup-dir", help="Where removed bytes and the manifest go."),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Partitions planned in parallel processes (num.recovery.threads.per.data.dir)."),
     output_format: Format = typer.Option(Format.text, "--format", help="text or json."),
-    progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress on stderr (default: when stderr is a terminal)."),
+    progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress on stderr (default: when stderr is a terminal and stdout is not a pipe)."),
+    show: Severity = typer.Option(Severity.WARNING, "--show", help="text: info lists every partition; warning (default) only those recovery changes, refuses or notes something about, the others counted in one line (json lists all)."),
 ) -> None:
     arguments = dict(locals())
     raise typer.Exit(guarded(lambda: _run(**arguments)))
 
 
-def _run(paths, mode, apply, config, server_config, metadata_log, backup_dir, jobs, output_format, progress) -> int:
+def _run(paths, mode, apply, config, server_config, metadata_log, backup_dir, jobs, output_format, progress, show) -> int:
     sources = config_sources(config, None, server_config, metadata_log)
     partitions = _partitions(command_paths(paths, "partition directory or log dir"))
     with writing(apply, [log_dir_of(p) for p in partitions], "recover", backup_dir) as session:
         resolved = effective_configs(sources, partitions)
         topic_config = configs_by_partition(resolved)
-        if progress if progress is not None else sys.stderr.isatty():
+        if show_progress(progress):
             from seglog_cli.render.progress import recover_progress
             with recover_progress(len(partitions)) as advance:
                 plan = plan_recover(partitions, mode.value, topic_config, jobs, on_partition=advance)
@@ -95,7 +98,7 @@ def _run(paths, mode, apply, config, server_config, metadata_log, backup_dir, jo
         recover_report.render_json(plan, sys.stdout, applied, config_report.json_fields(resolved))
     else:
         config_report.render_all_text(resolved, sys.stdout)
-        recover_report.render_text(plan, sys.stdout, applied)
+        recover_report.render_text(plan, sys.stdout, applied, show_all=show is Severity.INFO)
     sys.stdout.flush()
     if any(p.refused for p in plan.partitions):
         return ExitStatus.DAMAGE

@@ -179,8 +179,7 @@ def _show(effective, plan, timeline, compaction, applied, fmt, records, document
     config_report.render_text(effective, sys.stdout)
     sys.stdout.flush()
     if fmt == Format.table:
-        from rich.console import Console
-        retention_report.render_table(plan, Console(), timeline, compaction, records)
+        retention_report.render_table(plan, sys.stdout, timeline, compaction, records)
     else:
         retention_report.render_text(plan, sys.stdout, timeline, compaction, records)
     if applied is not None:

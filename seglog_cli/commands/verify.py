@@ -9,7 +9,7 @@ from typing import List, Optional
 
 import typer
 
-from seglog_cli.commands.options import command_paths
+from seglog_cli.commands.options import command_paths, show_progress
 from seglog_cli.render import verify_report
 from seglog_cli.status import ExitStatus, UsageError, guarded
 from seglog_cli.storage.findings import Severity
@@ -47,7 +47,7 @@ def verify_command(
     output_format: Optional[Format] = typer.Option(None, "--format", help="table (default on a terminal), text (default otherwise), json or jsonl."),
     show: Severity = typer.Option(Severity.WARNING, "--show", help="table/text: the least severity listed (json and jsonl list all)."),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Partitions verified in parallel processes."),
-    progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress on stderr (default: when stderr is a terminal)."),
+    progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress on stderr (default: when stderr is a terminal and stdout is not a pipe)."),
     spark: Optional[str] = typer.Option(None, "--spark", metavar="MASTER", help="Verify each partition as a Spark task on this master (local[4], spark://host:7077, yarn); needs the spark extra (pyspark, pyarrow, pandas)."),
 ) -> None:
     arguments = dict(locals())
@@ -57,10 +57,9 @@ def verify_command(
 def _run(paths, level, output_format, show, jobs, progress, spark) -> int:
     inputs = _inputs(paths)
     options = VerifyOptions(level=level.value, jobs=jobs)
-    show_progress = progress if progress is not None else sys.stderr.isatty()
     if spark is not None:
         report = _spark_report(inputs, level.value, spark)
-    elif show_progress:
+    elif show_progress(progress):
         from seglog_cli.render.progress import verify_progress
 
         with verify_progress(_total_bytes(inputs)) as advance:
@@ -75,9 +74,7 @@ def _run(paths, level, output_format, show, jobs, progress, spark) -> int:
     elif fmt == Format.text:
         verify_report.render_text(report, sys.stdout, show)
     else:
-        from rich.console import Console
-
-        verify_report.render_table(report, Console(), show)
+        verify_report.render_table(report, sys.stdout, show)
     sys.stdout.flush()
     return {CLEAN: ExitStatus.OK, DAMAGE: ExitStatus.DAMAGE, UNREADABLE: ExitStatus.UNREADABLE}.get(
         report.status, ExitStatus.WARNINGS)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from seglog_cli.storage.effective_config import EffectiveConfig
+from seglog_cli.storage.naming import parse_partition_dir_name
 
 
 def render_text(effective: EffectiveConfig, out: TextIO) -> None:
@@ -22,16 +23,24 @@ def render_text(effective: EffectiveConfig, out: TextIO) -> None:
 
 
 def render_all_text(resolved: list[EffectiveConfig], out: TextIO) -> None:
-    """Many partitions: the values of those not at Kafka's defaults, each note once."""
-    shown: set[str] = set()
+    """Many partitions: the values not at Kafka's defaults, once per topic where all its
+    partitions given share them (``__consumer_offsets (50 partitions) configs: ...``), each note once."""
+    groups: dict[tuple, list[EffectiveConfig]] = {}
     for effective in resolved:
-        name = effective.partition.name
-        for index, value in enumerate(effective.values):
-            out.write(f"{name if index == 0 else ' ' * len(name)} configs: {value.describe()}\n")
-        for note in effective.notes:
-            if note not in shown:
-                shown.add(note)
-                out.write(f"{name} configs: note: {note}\n")
+        parsed = parse_partition_dir_name(effective.partition.name)
+        topic = parsed.topic if parsed is not None else effective.partition.name
+        key = (topic, tuple(value.describe() for value in effective.values))
+        groups.setdefault(key, []).append(effective)
+    shown: set[str] = set()
+    for (topic, described), members in groups.items():
+        name = members[0].partition.name if len(members) == 1 else f"{topic} ({len(members)} partitions)"
+        for index, text in enumerate(described):
+            out.write(f"{name if index == 0 else ' ' * len(name)} configs: {text}\n")
+        for effective in members:
+            for note in effective.notes:
+                if note not in shown:
+                    shown.add(note)
+                    out.write(f"{effective.partition.name} configs: note: {note}\n")
 
 
 def json_fields(resolved: list[EffectiveConfig]) -> dict:

@@ -1,4 +1,5 @@
-"""kafka-dump-log's ``--offsets-decoder`` and ``--transaction-log-decoder`` text.
+"""kafka-dump-log's ``--offsets-decoder``, ``--transaction-log-decoder`` and
+``--share-group-state-decoder`` text.
 
 Kafka 4.2's ``DumpLogSegments.CoordinatorRecordMessageParser`` prints, for each record::
 
@@ -26,6 +27,7 @@ from seglog_cli.render.jackson import declares_floats, jackson_text
 from seglog_cli.render.kafka_json import uuid_text
 from seglog_cli.storage.coordinator_records import (
     GROUP_RECORD_TYPES,
+    SHARE_RECORD_TYPES,
     TRANSACTION_RECORD_TYPES,
     CoordinatorRecordError,
     UnknownRecordType,
@@ -159,9 +161,19 @@ def coordinator_fields(record, record_types: dict) -> dict:
     }}
 
 
+def share_group_state_parser() -> CoordinatorRecordParser:
+    """``--share-group-state-decoder``: Kafka 4.2's ``ShareGroupStateMessageParser`` is the same
+    ``CoordinatorRecordMessageParser`` over ``ShareCoordinatorRecordSerde``."""
+    return CoordinatorRecordParser(SHARE_RECORD_TYPES)
+
+
 def offsets_fields(record) -> dict:
     return coordinator_fields(record, GROUP_RECORD_TYPES)
 
 
 def transaction_log_fields(record) -> dict:
     return coordinator_fields(record, TRANSACTION_RECORD_TYPES)
+
+
+def share_group_state_fields(record) -> dict:
+    return coordinator_fields(record, SHARE_RECORD_TYPES)

@@ -6,13 +6,26 @@ import json
 import os
 from typing import TextIO
 
-from seglog_cli.render.literal import markup_literal
+from seglog_cli.render.fit import counted
 from seglog_cli.storage.recover import RecoveryPlan, RecoveryResult
 from seglog_cli.storage.text import printable
 
 
-def render_text(plan: RecoveryPlan, out: TextIO, applied: RecoveryResult | None = None) -> None:
+def quiet(partition) -> bool:
+    """Nothing to report: recovery changes nothing there, refuses nothing, notes nothing."""
+    return not partition.steps and not partition.refused and not partition.notes
+
+
+def render_text(plan: RecoveryPlan, out: TextIO, applied: RecoveryResult | None = None,
+                show_all: bool = False) -> None:
+    """One block per partition recovery changes or refuses (every partition with ``show_all``,
+    the others counted in one line), the log dirs' steps, a table when there are several
+    partitions, and the summary."""
+    silent = 0
     for partition in plan.partitions:
+        if not show_all and quiet(partition):
+            silent += 1
+            continue
         where = printable(partition.path.name)
         state = "clean shutdown" if partition.clean_shutdown else f"unclean, recovery point {partition.recovery_point}"
         out.write(f"{where}: {state}; segments recovered: {', '.join(map(str, partition.recovered_segments)) or 'none'}; "
@@ -30,16 +43,18 @@ def render_text(plan: RecoveryPlan, out: TextIO, applied: RecoveryResult | None 
             out.write(f"  note: {printable(note)}\n")
         if partition.refused:
             out.write(f"  REFUSED: {printable(partition.refused)}\n")
+    if silent:
+        out.write(f"{counted(silent, 'partition')} with nothing to change (--show info lists them)\n")
     for steps in plan.log_dir_steps.values():
         for step in steps:
             out.write(f"  {step.op:<8} {printable(str(step.path))}: {printable(step.why)}\n")
     if len(plan.partitions) > 1:
-        _summary_table(plan, out)
+        _summary_table(plan, out, show_all)
     summary = plan.as_dict()["summary"]
-    line = (f"{summary['partitions']} partition(s), mode {plan.mode}: {summary['steps']} step(s), "
-            f"{summary['bytesTruncated']} bytes truncated, {summary['offsetRangesLost']} offset range(s) lost")
+    line = (f"{counted(summary['partitions'], 'partition')}, mode {plan.mode}: {counted(summary['steps'], 'step')}, "
+            f"{summary['bytesTruncated']} bytes truncated, {counted(summary['offsetRangesLost'], 'offset range')} lost")
     if summary["refused"]:
-        line += f", {summary['refused']} partition(s) REFUSED"
+        line += f", {counted(summary['refused'], 'partition')} REFUSED"
     if applied is not None:
         line += f"; applied, originals and manifest in {applied.backup_dir}" if applied.backup_dir else "; nothing to do"
     elif summary["steps"]:
@@ -57,25 +72,23 @@ def render_json(plan: RecoveryPlan, out: TextIO, applied: RecoveryResult | None 
     out.write(json.dumps(document, indent=1) + "\n")
 
 
-def _summary_table(plan: RecoveryPlan, out: TextIO) -> None:
-    """One row per partition: what recovery does to it."""
-    from rich.console import Console
-    from rich.table import Table
+def _summary_table(plan: RecoveryPlan, out: TextIO, show_all: bool) -> None:
+    """One row per partition recovery changes or refuses (every one with ``show_all``), laid out
+    for the terminal's width (``$COLUMNS``, else 80 off a terminal) without breaking a token."""
+    from seglog_cli.render import fit
 
-    table = Table(title=f"recover --mode {plan.mode}", title_justify="left")
-    for name, justify in (("partition", "left"), ("recovered", "right"), ("log", "left"), ("truncated B", "right"),
-                          ("offsets lost", "right"), ("steps", "right"), ("status", "left")):
-        table.add_column(name, justify=justify)
-    quiet = [p for p in plan.partitions if not p.steps and not p.refused] if len(plan.partitions) > 20 else []
-    for p in plan.partitions:
-        if p in quiet:
-            continue
+    listed = [p for p in plan.partitions if show_all or not quiet(p)]
+    if not listed:
+        return
+    columns = [fit.Column("partition"), fit.Column("recovered", right=True, drop=2, label="segments recovered"),
+               fit.Column("log", drop=1, label="log"), fit.Column("truncated B", right=True, drop=4, label="truncated B"),
+               fit.Column("offsets lost", right=True, drop=5, label="offsets lost"),
+               fit.Column("steps", right=True, drop=6, label="steps"), fit.Column("status")]
+    rows = []
+    for p in listed:
         lost = sum((last - first + 1) for first, last in p.offsets_lost if last is not None)
-        status = "refused" if p.refused else ("changes" if p.steps else "ok")
-        table.add_row(markup_literal(p.path.name), str(len(p.recovered_segments)),
-                      markup_literal(f"[{p.log_start_offset}, {p.log_end_offset})"),
-                      str(p.bytes_truncated), str(lost), str(len(p.steps)), status)
-    if quiet:
-        table.add_row(f"({len(quiet)} more)", "", "", "", "", "0", "ok")
-    console = Console(file=out, width=max(100, Console(file=out).width), color_system=None if not out.isatty() else "auto")
-    console.print(table)
+        status = fit.Cell("refused", "bold red") if p.refused else ("changes" if p.steps else "ok")
+        rows.append([printable(p.path.name), len(p.recovered_segments), f"[{p.log_start_offset}, {p.log_end_offset})",
+                     p.bytes_truncated, lost, len(p.steps), status])
+    lines = fit.render(columns, rows, fit.terminal_width(out), fit.use_color(out), title=f"recover --mode {plan.mode}")
+    out.write("\n".join(lines) + "\n")

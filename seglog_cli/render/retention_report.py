@@ -1,4 +1,4 @@
-"""How simulate-retention results are shown: a rich table, plain text with a timeline chart, JSON."""
+"""How simulate-retention results are shown: a table fitted to the terminal, plain text with a timeline chart, JSON."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import json
 from datetime import datetime, timezone
 from typing import TextIO
 
-from seglog_cli.render.literal import markup_literal
 from seglog_cli.storage.compaction_report import CompactionPlan
 from seglog_cli.storage.retention import RetentionPlan
 from seglog_cli.storage.retention_model import RetentionModel
 from seglog_cli.storage.retention_timeline import DELETED, DUE, GONE, KEPT, Timeline
+from seglog_cli.storage.text import printable
 
 CHART_WIDTH = 60
 _QUIET = ("RULE_OFF", "LOG_START_OFFSET_KEEPS", "WALK_STOPPED")  # shown in JSON, left out of the table
@@ -39,16 +39,19 @@ def duration(ms: float | None) -> str:
     return f"{seconds / 86400:.1f} d"
 
 
-def _segment_lines(plan: RetentionPlan) -> list[tuple[str, ...]]:
+def _segment_lines(plan: RetentionPlan, human: bool = False) -> list[tuple[str, ...]]:
+    """``human``: times and ages in the reasons as a person reads them (the table on a terminal);
+    else epoch ms and ms, as the text format always printed them."""
+    forms = (when, duration) if human else ()
     rows = []
     for verdict in plan.verdicts:
         s = verdict.segment
         if verdict.deleted_by is not None:
-            action, why = "DELETE", f"{verdict.rule}: {verdict.deleted_by.text()}"
+            action, why = "DELETE", f"{verdict.rule}: {verdict.deleted_by.text(*forms)}"
         else:
             action = "keep"
             shown = [(rule, hold) for rule, hold in verdict.holds if hold.code not in _QUIET]
-            why = "; ".join(f"{rule}: {hold.text()}" for rule, hold in shown or verdict.holds[-1:])
+            why = "; ".join(f"{rule}: {hold.text(*forms)}" for rule, hold in shown or verdict.holds[-1:])
         rows.append((str(s.base_offset), f"{s.base_offset}..{s.next_offset - 1}" if s.next_offset > s.base_offset
                      else "empty", str(s.size), when(s.largest_timestamp), s.timestamp_source,
                      duration(plan.now_ms - s.largest_timestamp), action, why))
@@ -150,28 +153,33 @@ def _key(key) -> str:
     return text if len(text) <= 24 else text[:21] + "..."
 
 
-def render_table(plan: RetentionPlan, console, timeline: Timeline | None = None,
-                 compaction: CompactionPlan | None = None, records: bool = False) -> None:
-    from io import StringIO
+def render_table(plan: RetentionPlan, out: TextIO, timeline: Timeline | None = None,
+                 compaction: CompactionPlan | None = None, records: bool = False, width: int | None = None,
+                 color: bool | None = None) -> None:
+    """The segments laid out for the terminal's width without breaking a token, then the summary
+    (and the timeline and compaction pass when asked)."""
+    from seglog_cli.render import fit
 
-    from rich.table import Table
-
-    table = Table(title=f"{markup_literal(plan.state.path.name)}: retention at {when(plan.now_ms)}", title_justify="left")
-    for name, justify in (("base", "right"), ("offsets", "left"), ("bytes", "right"), ("largest timestamp", "left"),
-                          ("clock", "left"), ("age", "right"), ("action", "left"), ("reason", "left")):
-        table.add_column(name, justify=justify, overflow="fold", ratio=1 if name == "reason" else None)
-    for row in _segment_lines(plan):
-        style = "bold red" if row[6] == "DELETE" else "green"
-        table.add_row(*map(markup_literal, row[:6]), f"[{style}]{row[6]}[/]", markup_literal(row[7]))
-    console.print(table)
-    buffer = StringIO()
+    width = width or fit.terminal_width(out)
+    color = fit.use_color(out) if color is None else color
+    columns = [fit.Column("base", right=True, drop=5), fit.Column("offsets"), fit.Column("bytes", right=True, drop=3),
+               fit.Column("largest timestamp", drop=1, label="largest timestamp"), fit.Column("clock", drop=4),
+               fit.Column("age", right=True, drop=2, label="age"), fit.Column("action"),
+               fit.Column("reason", wrap=True)]
+    rows = []
+    for row in _segment_lines(plan, human=True):
+        cells = [printable(cell) for cell in row]
+        cells[6] = fit.Cell(cells[6], "bold red" if row[6] == "DELETE" else "green")
+        rows.append(cells)
+    title = f"{printable(plan.state.path.name)}: retention at {when(plan.now_ms)}"
+    lines = fit.render(columns, rows, width, color, title=title)
     for line in _summary(plan)[1:]:
-        buffer.write(line + "\n")
+        lines += fit.paragraph(line, width)
+    out.write("\n".join(lines) + "\n")
     if timeline is not None:
-        write_timeline(timeline, buffer)
+        write_timeline(timeline, out)
     if compaction is not None:
-        write_compaction(compaction, buffer, records)
-    console.print(buffer.getvalue(), markup=False, highlight=False, end="")
+        write_compaction(compaction, out, records)
 
 
 def render_model_text(model: RetentionModel, out: TextIO) -> None:

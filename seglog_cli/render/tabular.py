@@ -28,8 +28,23 @@ def _cell(value) -> str:
     return str(value)
 
 
-def write_table(rows: list[dict], columns: list[tuple[str, str]], out: TextIO) -> None:
-    """``columns``: (row key, heading) pairs; numbers right-aligned."""
+def write_table(rows: list[dict], columns: list[tuple[str, str]], out: TextIO, width: int | None = None) -> None:
+    """``columns``: (row key, heading) pairs; numbers right-aligned. On a terminal (or with
+    ``width``) the table fits the width without breaking a cell: the rightmost columns move under
+    their row as ``heading value`` (seglog_cli.render.fit)."""
+    if width is None and _isatty(out):
+        from seglog_cli.render.fit import terminal_width
+
+        width = terminal_width(out)
+    if width is not None:
+        from seglog_cli.render import fit
+
+        numeric = [all(isinstance(row.get(key), int) for row in rows) and bool(rows) for key, _ in columns]
+        shape = [fit.Column(heading, right=num, drop=0 if n < 2 else n, label=heading)
+                 for n, ((_, heading), num) in enumerate(zip(columns, numeric))]
+        lines = fit.render(shape, [[_cell(row.get(key)) for key, _ in columns] for row in rows], width)
+        out.write("\n".join(lines) + "\n")
+        return
     cells = [[_cell(row.get(key)) for key, _ in columns] for row in rows]
     widths = [max([len(heading)] + [len(line[n]) for line in cells]) for n, (_, heading) in enumerate(columns)]
     numeric = [all(isinstance(row.get(key), int) for row in rows) and bool(rows) for key, _ in columns]
@@ -38,6 +53,13 @@ def write_table(rows: list[dict], columns: list[tuple[str, str]], out: TextIO) -
     for line in cells:
         out.write("  ".join(c.rjust(w) if num else c.ljust(w)
                             for c, w, num in zip(line, widths, numeric)).rstrip() + "\n")
+
+
+def _isatty(out) -> bool:
+    try:
+        return out.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def write_csv(rows: list[dict], keys: list[str], out: TextIO) -> None:

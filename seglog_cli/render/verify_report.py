@@ -1,7 +1,8 @@
-"""Rendering a verify report: a rich table, plain text lines, one JSON document, JSON Lines.
+"""Rendering a verify report: a table for the terminal, plain text lines, one JSON document, JSON Lines.
 
-* ``table`` (default on a terminal): a summary per partition, then the findings at or above the
-  chosen severity, then the verdict.
+* ``table`` (default on a terminal): the partitions with findings at or above the chosen severity
+  (the others counted in one line), then those findings laid out for the terminal width without
+  breaking a token (seglog_cli.render.fit), then the verdict.
 * ``text``: one line per finding (``SEVERITY CODE path: position P (offset O): message``) and a
   verdict line; stable for grep.
 * ``json``: the whole report, ``{"seglogVerifyReport": 1, ...}`` (all findings, every severity).
@@ -11,19 +12,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
+from seglog_cli.render.fit import counted
 from seglog_cli.storage.findings import Finding, Severity
-from seglog_cli.render.literal import markup_literal
+from seglog_cli.storage.text import printable
 from seglog_cli.storage.verify import VerifyReport
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 MAX_TABLE_FINDINGS = 200
-
-
-def counted(count: int, noun: str, plural: str | None = None) -> str:
-    """``1 partition``, ``2 partitions`` (``plural`` where adding an s is wrong)."""
-    return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
 def verdict(report: VerifyReport) -> str:
@@ -65,49 +61,50 @@ def render_jsonl(report: VerifyReport, out) -> None:
         out.write(json.dumps(obj, separators=(",", ":")) + "\n")
 
 
-def _short(path: str) -> str:
-    """A finding's file as ``<partition dir>/<file>`` (the table is narrow; text and json keep
-    the whole path)."""
-    parts = Path(path).parts
-    return "/".join(parts[-2:]) if len(parts) >= 2 else path
+def render_table(report: VerifyReport, out, minimum: Severity, width: int | None = None,
+                 color: bool | None = None) -> None:
+    """The partitions, then the findings, laid out for ``width`` columns (the terminal's) without
+    breaking a name, an offset or a position. Partitions with nothing at or above ``minimum`` are
+    counted in one line unless ``minimum`` is info."""
+    from seglog_cli.render import fit
 
-
-def render_table(report: VerifyReport, console, minimum: Severity) -> None:
-    from rich.table import Table
-
-    if report.partitions:
-        table = Table(title="Partitions", title_justify="left", show_lines=False)
-        table.add_column("partition", no_wrap=True, overflow="fold")
-        for column in ("segments", "batches", "bytes"):
-            table.add_column(column, justify="right")
-        table.add_column("offsets", no_wrap=True)
-        for column in ("errors", "warnings"):
-            table.add_column(column, justify="right")
-        for partition in report.partitions:
+    width = width or fit.terminal_width(out)
+    color = fit.use_color(out) if color is None else color
+    lines: list[str] = []
+    listed = [p for p in report.partitions
+              if minimum is Severity.INFO or any(f.severity.rank >= minimum.rank for f in p.findings)]
+    quiet = len(report.partitions) - len(listed)
+    if listed:
+        columns = [fit.Column("partition"), fit.Column("segments", right=True, drop=3),
+                   fit.Column("batches", right=True, drop=2), fit.Column("bytes", right=True, drop=4),
+                   fit.Column("offsets", drop=1, label="offsets"), fit.Column("errors", right=True),
+                   fit.Column("warnings", right=True)]
+        rows = []
+        for partition in listed:
             errors = sum(1 for f in partition.findings if f.severity is Severity.ERROR)
             warnings = sum(1 for f in partition.findings if f.severity is Severity.WARNING)
             name = f"{partition.topic}-{partition.partition}" if partition.topic is not None else partition.path
             offsets = ("" if partition.log_end_offset is None
                        else f"{partition.log_start_offset}..{partition.log_end_offset - 1}")
-            table.add_row(markup_literal(name), str(partition.segments), str(partition.batches), str(partition.bytes), offsets,
-                          f"[bold red]{errors}[/]" if errors else "0",
-                          f"[yellow]{warnings}[/]" if warnings else "0")
-        console.print(table)
+            rows.append([printable(name), partition.segments, partition.batches, partition.bytes, offsets,
+                         fit.Cell(str(errors), "bold red" if errors else None),
+                         fit.Cell(str(warnings), "yellow" if warnings else None)])
+        lines += fit.render(columns, rows, width, color, title="Partitions")
+    if quiet:
+        lines.append(f"{counted(quiet, 'partition')} with nothing to report"
+                     f"{'' if minimum is Severity.INFO else ' (--show info lists them)'}")
     findings = shown(report, minimum)
     if findings:
-        table = Table(title="Findings", title_justify="left")
-        table.add_column("severity", no_wrap=True)
-        table.add_column("code", no_wrap=True)
-        table.add_column("file", overflow="fold")
-        table.add_column("position", justify="right", no_wrap=True)
-        table.add_column("offset", justify="right", no_wrap=True)
-        table.add_column("message", overflow="fold", ratio=1)
-        for finding in findings[:MAX_TABLE_FINDINGS]:
-            table.add_row(f"[{SEVERITY_STYLE[finding.severity.value]}]{finding.severity.value}[/]", finding.code,
-                          markup_literal(_short(finding.path)), "" if finding.position is None else str(finding.position),
-                          "" if finding.offset is None else str(finding.offset), markup_literal(finding.message))
-        console.print(table)
+        columns = [fit.Column("severity"), fit.Column("code"),
+                   fit.Column("file", drop=1, short=fit.short_path, label="file"),
+                   fit.Column("position", right=True, drop=3, label="position"),
+                   fit.Column("offset", right=True, drop=2, label="offset"), fit.Column("message", wrap=True)]
+        rows = [[fit.Cell(f.severity.value, SEVERITY_STYLE[f.severity.value]), f.code, printable(f.path),
+                 "" if f.position is None else str(f.position), "" if f.offset is None else str(f.offset),
+                 printable(f.message)] for f in findings[:MAX_TABLE_FINDINGS]]
+        lines += ([""] if lines else []) + fit.render(columns, rows, width, color, title="Findings")
         if len(findings) > MAX_TABLE_FINDINGS:
-            console.print(f"... {len(findings) - MAX_TABLE_FINDINGS} more (use --format text or json)")
+            lines.append(f"... {len(findings) - MAX_TABLE_FINDINGS} more (use --format text or json)")
     style = {"damage": "bold red", "unreadable": "bold red", "warnings": "yellow", "clean": "bold green"}[report.status]
-    console.print(f"[{style}]{markup_literal(verdict(report))}[/]")
+    lines += fit.paragraph(verdict(report), width, style, color)
+    out.write("\n".join(lines) + "\n")

@@ -76,7 +76,8 @@ class ProducerOptions:
 
     producer_id: int = -1
     producer_epoch: int | None = None  # None: the epoch in the producer state (0 for a new producer)
-    base_sequence: int | None = None  # None: continue from the producer state (0 for a new producer)
+    base_sequence: int | None = None  # None: continue from the producer state (0 for a new producer);
+    # without a producer id: every batch's base sequence as sent (None: -1, no sequence)
     transactional: bool = False
     coordinator_epoch: int | None = None  # markers; None: the producer state's (0 for a new producer)
 
@@ -443,9 +444,15 @@ class _ProducerCursor:
         entry = manager.producers.get(self.pid) if self.pid >= 0 else None
         self.entry = entry
         if self.pid < 0:
-            if options.transactional or options.base_sequence is not None or options.producer_epoch is not None:
-                raise AppendError("--transactional, --producer-epoch and --base-sequence need --producer-id")
-            self.epoch, self.sequence = -1, -1
+            # a plain (non-idempotent) producer: the broker checks no sequence and keeps the batch's
+            # base sequence as sent (LogValidator refuses a negative one only with a producer id);
+            # Sarama, for one, sends 0 in every batch, so a given base sequence is every batch's
+            if options.transactional or options.producer_epoch is not None:
+                raise AppendError("--transactional and --producer-epoch need --producer-id")
+            self.epoch = -1
+            self.sequence = -1 if options.base_sequence is None else options.base_sequence
+            if self.sequence < -1:
+                raise AppendError(f"base sequence {self.sequence} is negative")
             return
         current_epoch = entry.producer_epoch if entry is not None else None
         self.epoch = options.producer_epoch if options.producer_epoch is not None else (

@@ -1,5 +1,5 @@
 """Decoding the records of Kafka's internal coordinator topics (``__consumer_offsets``,
-``__transaction_state``) into plain values, as Kafka's ``CoordinatorRecordSerde`` reads them.
+``__transaction_state``, ``__share_group_state``) into plain values, as Kafka's ``CoordinatorRecordSerde`` reads them.
 
 A record's key starts with an int16 record type, its value with an int16 value version; a
 null value is a tombstone. :func:`read_coordinator_record` returns a
@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from construct import ConstructError
 
-from formats import group_coordinator, transaction_log
+from formats import group_coordinator, share_coordinator, transaction_log
 from formats.kafka_message import TAGGED, ArrayOf, KafkaReadError, Message, RawString, versions
 from seglog_cli.storage.coordinator_fast import (
     read_consumer_assignment,
@@ -36,6 +36,7 @@ from seglog_cli.storage.text import java_utf8
 
 GROUP_RECORD_TYPES = group_coordinator.RECORD_TYPES
 TRANSACTION_RECORD_TYPES = transaction_log.RECORD_TYPES
+SHARE_RECORD_TYPES = share_coordinator.RECORD_TYPES
 
 
 class CoordinatorRecordError(SeglogError):
@@ -173,4 +174,5 @@ def _plain(kind, version: int, flexible: bool, raw):
 
 
 __all__ = ["CoordinatorRecord", "CoordinatorRecordError", "UnknownRecordType", "read_coordinator_record",
-           "read_versioned", "versions", "GROUP_RECORD_TYPES", "TRANSACTION_RECORD_TYPES"]
+           "read_versioned", "versions", "GROUP_RECORD_TYPES", "SHARE_RECORD_TYPES",
+           "TRANSACTION_RECORD_TYPES"]

@@ -70,11 +70,10 @@ def _frame_short(stream, entity: str) -> int:
     return struct.unpack(">h", struct.pack(">H", value & 0xFFFF))[0]
 
 
-def decode_metadata_record(value: bytes | None) -> MetadataRecord:
-    """The record in one metadata value; raises :class:`MetadataRecordError`."""
-    stream = io.BytesIO(b"" if value is None else bytes(value))
-    if value is None:
-        raise MetadataRecordError("Error while reading frame version")
+def read_frame(stream) -> tuple[int, int]:
+    """``AbstractApiMessageSerde.read`` up to the message: (api key, version) of the frame at
+    the stream's position; raises :class:`MetadataRecordError` with Kafka's message. Shared by
+    every value framed this way (KRaft metadata records, remote log metadata records)."""
     frame_version = _frame_short(stream, "frame version")
     if frame_version == 0:
         raise MetadataRecordError("Could not deserialize metadata record with frame version 0. Note that "
@@ -83,8 +82,15 @@ def decode_metadata_record(value: bytes | None) -> MetadataRecord:
     if frame_version != FRAME_VERSION:
         raise MetadataRecordError(f"Could not deserialize metadata record due to unknown frame version "
                                   f"{frame_version}(only frame version {FRAME_VERSION} is supported)")
-    api_key = _frame_short(stream, "type")
-    version = _frame_short(stream, "version")
+    return _frame_short(stream, "type"), _frame_short(stream, "version")
+
+
+def decode_metadata_record(value: bytes | None) -> MetadataRecord:
+    """The record in one metadata value; raises :class:`MetadataRecordError`."""
+    stream = io.BytesIO(b"" if value is None else bytes(value))
+    if value is None:
+        raise MetadataRecordError("Error while reading frame version")
+    api_key, version = read_frame(stream)
     record_type = RECORD_TYPES.get(api_key)
     if record_type is None:
         raise MetadataRecordError(f"{UNSUPPORTED_VERSION}: Unknown metadata id {api_key}", unknown=True,
@@ -138,4 +144,5 @@ def _value(kind, value, version: int):
     return value
 
 
-__all__ = ["MetadataRecord", "MetadataRecordError", "decode_metadata_record", "uuid_text"]
+__all__ = ["MetadataRecord", "MetadataRecordError", "decode_metadata_record", "read_frame", "struct_data",
+           "uuid_text"]

@@ -103,6 +103,65 @@ class Step:
         return out
 
 
+@dataclass(frozen=True)
+class DamagedRange:
+    """Bytes of a ``.log`` that a plan removes as damage: the region salvage cuts out, or the
+    tail Kafka's truncation drops (the valid batches after the damage included).
+
+    ``offsets``: what the bytes held, as the plan knows it: ``NO_OFFSETS`` (zero bytes, or the
+    next valid batch continues where the last one ended), ``KNOWN`` (``first..last``, from the
+    valid batches around the range or the header of a torn batch), ``UNKNOWN`` (no batch header
+    can be read in the bytes, so the offsets they held cannot be named; ``first`` is the one
+    offset known when there is one)."""
+
+    path: Path
+    position: int
+    length: int
+    offsets: str
+    first: int | None = None
+    last: int | None = None
+    why: str = ""  # the same in words, for people
+
+    @property
+    def offset_count(self) -> int | None:
+        if self.offsets == NO_OFFSETS:
+            return 0
+        if self.offsets == KNOWN:
+            return self.last - self.first + 1
+        return None
+
+    def as_dict(self) -> dict:
+        return {"path": str(self.path), "position": self.position, "bytes": self.length, "offsets": self.offsets,
+                "firstOffset": self.first, "lastOffset": self.last, "offsetCount": self.offset_count,
+                "why": self.why}
+
+
+NO_OFFSETS, KNOWN, UNKNOWN = "none", "known", "unknown"
+
+
+@dataclass
+class KeptBeyond:
+    """The valid batches a plan keeps after the first damaged range of a partition (in the
+    damaged segment after the cut, and in every later segment): what salvage keeps and Kafka's
+    truncation would drop (always nothing in ``--mode kafka``). A legacy (v0/v1) entry counts as
+    one record (a compressed wrapper is not opened)."""
+
+    batches: int = 0
+    records: int = 0
+    first: int | None = None
+    last: int | None = None
+
+    def add(self, batch) -> None:
+        self.batches += 1
+        self.records += batch.records_count if batch.records_count is not None else 1
+        if self.first is None:
+            self.first = batch.base_offset
+        self.last = batch.last_offset
+
+    def as_dict(self) -> dict:
+        return {"batches": self.batches, "records": self.records, "firstOffset": self.first, "lastOffset": self.last}
+
+
 @dataclass
 class PartitionRecovery:
     path: Path
@@ -118,12 +177,38 @@ class PartitionRecovery:
     notes: list[str] = field(default_factory=list)
     lowered_log_start: int | None = None  # salvage: the log start offset checkpoint lowered to this
     refused: str | None = None  # why nothing is planned for this partition
+    damaged_ranges: list[DamagedRange] = field(default_factory=list)  # in log order
+    kept_beyond: KeptBeyond = field(default_factory=KeptBeyond)
+    recovered_bytes: int = 0  # the size of the .log files of recovered_segments (what start-up re-reads)
+    removed_segments: list[int] = field(default_factory=list)  # segments removed whole (after a truncation...)
+    removed_bytes: int = 0  # the size of their .log files (not in bytes_truncated)
+
+    @property
+    def flushed_offsets_lost(self) -> tuple[int, int] | None:
+        """Offsets below the recovery point (so flushed to disk once) that the log no longer
+        holds after the plan and that ``offsets_lost`` does not name (their bytes are zeros or
+        no longer carry a readable header): [first, last], or None."""
+        if self.refused is not None:
+            return None
+        named = max([self.log_end_offset - 1] + [last for _, last in self.offsets_lost if last is not None])
+        return (named + 1, self.recovery_point - 1) if self.recovery_point - 1 > named else None
+
+    @property
+    def offset_count_lost(self) -> int:
+        """How many offsets ``offsets_lost`` names (the ranges are disjoint)."""
+        return sum(last - first + 1 for first, last in self.offsets_lost if last is not None)
 
     def as_dict(self) -> dict:
         return {"path": str(self.path), "mode": self.mode, "cleanShutdown": self.clean_shutdown,
                 "recoveryPoint": self.recovery_point, "recoveredSegments": self.recovered_segments,
                 "logStartOffset": self.log_start_offset, "logEndOffset": self.log_end_offset,
-                "bytesTruncated": self.bytes_truncated, "offsetsLost": [list(r) for r in self.offsets_lost],
+                "bytesTruncated": self.bytes_truncated,
+                "offsetsLost": [list(r) for r in sorted(self.offsets_lost, key=lambda r: r[0])],
+                "offsetCountLost": self.offset_count_lost, "recoveredBytes": self.recovered_bytes,
+                "removedSegments": self.removed_segments, "removedSegmentBytes": self.removed_bytes,
+                "flushedOffsetsLost": None if self.flushed_offsets_lost is None else list(self.flushed_offsets_lost),
+                "damagedRanges": [r.as_dict() for r in self.damaged_ranges],
+                "keptBeyondDamage": self.kept_beyond.as_dict(),
                 "steps": [s.as_dict() for s in self.steps], "notes": self.notes, "refused": self.refused}
 
 
@@ -144,7 +229,17 @@ class RecoveryPlan:
                 "summary": {"partitions": len(self.partitions), "steps": len(self.steps),
                             "bytesTruncated": sum(p.bytes_truncated for p in self.partitions),
                             "refused": sum(1 for p in self.partitions if p.refused is not None),
-                            "offsetRangesLost": sum(len(p.offsets_lost) for p in self.partitions)}}
+                            "offsetRangesLost": sum(len(p.offsets_lost) for p in self.partitions),
+                            "offsetCountLost": sum(p.offset_count_lost for p in self.partitions),
+                            "recoveredSegments": sum(len(p.recovered_segments) for p in self.partitions),
+                            "recoveredBytes": sum(p.recovered_bytes for p in self.partitions),
+                            "removedSegments": sum(len(p.removed_segments) for p in self.partitions),
+                            "removedSegmentBytes": sum(p.removed_bytes for p in self.partitions),
+                            "damagedRanges": sum(len(p.damaged_ranges) for p in self.partitions),
+                            "damagedBytes": sum(r.length for p in self.partitions for r in p.damaged_ranges),
+                            "keptBeyondDamage": {
+                                "batches": sum(p.kept_beyond.batches for p in self.partitions),
+                                "records": sum(p.kept_beyond.records for p in self.partitions)}}}
 
 
 # -- the log dir context --------------------------------------------------------------------------
@@ -208,6 +303,8 @@ class _Work:
     snapshots: "_SnapshotModel"
     ends: dict[Path, int] = field(default_factory=dict)  # .log -> its next offset, where a walk found it
     salvaged_from: int | None = None  # base of the first salvaged segment
+    salvaged: set[int] = field(default_factory=set)  # bases of the segments salvage rewrote
+    first_damaged: int | None = None  # base of the first segment salvage cut damage out of
     snapshot_data: dict[int, bytes] = field(default_factory=dict)  # producer state at a recovered segment's end
     clear_epochs: bool = False  # every segment deleted: the leader epochs go too
     scratch_dir: Path | None = None  # split pieces, read while planning (removed at the end)
@@ -246,9 +343,13 @@ def plan_partition(directory: Path, state: _LogDirState, mode: str, config: Topi
         # point, or after a clean shutdown): they are walked, and recovered only when damaged
         extra = {s.base_offset for s in segments} - must if mode == SALVAGE else set()
         kept = _recover_segments(work, segments, sorted(must | extra), extra)
+        if mode == SALVAGE:
+            _count_kept_beyond(work, kept)
         _finish(work, kept, log_start_checkpoint)
     except _Refused as exc:
         out.refused, out.steps, out.offsets_lost, out.bytes_truncated = str(exc), [], [], 0
+        out.damaged_ranges, out.kept_beyond = [], KeptBeyond()
+        out.removed_segments, out.removed_bytes = [], 0
         return out
     finally:
         if work.scratch_dir is not None:
@@ -375,10 +476,12 @@ def _recover_segments(work: _Work, segments: list[LogSegment], recover: list[int
         if base in if_damaged:
             if _damaged(segment, work.config):
                 out.recovered_segments.append(base)
+                out.recovered_bytes += os.path.getsize(segment.log_path)
                 _salvage_outside_recovery(work, log, segment)
                 previous = None  # the next recovered segment loads the producer state afresh
             continue
         out.recovered_segments.append(base)
+        out.recovered_bytes += os.path.getsize(segment.log_path)
         before = [s.base_offset for s in kept if s.base_offset < base]
         if manager is not None and before and before[-1] == previous:
             # the state after the segment just recovered is what Kafka's loader reads back from
@@ -393,6 +496,7 @@ def _recover_segments(work: _Work, segments: list[LogSegment], recover: list[int
             truncated = _recover_one(work, segment, manager)
         except _NeedsSplit:
             out.recovered_segments.remove(base)  # its pieces are listed as Kafka's second load recovers them
+            out.recovered_bytes -= os.path.getsize(segment.log_path)
             kept, again = _split(work, segment, kept)
             queue[:0] = again  # Kafka loads again after the split: the pieces it recovers come next
             previous = None
@@ -405,6 +509,7 @@ def _recover_segments(work: _Work, segments: list[LogSegment], recover: list[int
                 first, last = victim.base_offset, victim.read_next_offset() - 1
                 victim.close()
                 lost = (first, last) if last >= first else None
+                _removed_whole(out, victim)
                 for path in _segment_files(work.files, victim):
                     removals.append(Step("remove", path, f"after the truncation of segment {base} (Kafka deletes "
                                                          "every later segment)",
@@ -453,9 +558,14 @@ def _recover_one(work: _Work, segment: LogSegment, manager: ProducerStateManager
             if not exc.message.startswith("Attempt to append an offset"):
                 raise _Refused(_refusal(exc, segment)) from None
             # InvalidOffsetException from the index: Kafka truncates the segment to its base offset
+            lost = _offsets_after(segment, 0, segment.base_offset)
             out.steps.append(Step("truncate", segment.log_path, f"{exc.message}: Kafka truncates the segment to its "
-                                  "base offset", size=0, offsets_lost=(segment.base_offset, None)))
+                                  "base offset", size=0, offsets_lost=lost or (segment.base_offset, None)))
+            out.damaged_ranges.append(_truncated_range(segment, 0, size, lost, segment.base_offset,
+                                                       "Kafka truncates the segment to its base offset"))
             out.bytes_truncated += size
+            if lost is not None:
+                out.offsets_lost.append(lost)
             work.ends[segment.log_path] = segment.base_offset
             return True
     valid = recovered.valid_bytes
@@ -474,6 +584,8 @@ def _recover_one(work: _Work, segment: LogSegment, manager: ProducerStateManager
         out.steps.append(Step("truncate", segment.log_path,
                               f"{recovered.stop}: Kafka truncates the segment to its valid {valid} bytes",
                               size=valid, offsets_lost=lost))
+        out.damaged_ranges.append(_truncated_range(segment, valid, size, lost, recovered.next_offset,
+                                                   f"Kafka truncates at position {valid}: {recovered.stop}"))
         out.bytes_truncated += size - valid
         if lost is not None:
             out.offsets_lost.append(lost)
@@ -500,17 +612,18 @@ def _salvage(work: _Work, segment: LogSegment, valid: int | None, manager: Produ
     indexer = SegmentIndexer(segment.base_offset, config.index_interval_bytes, config.segment_index_bytes,
                              path=segment.log_path)
     kept: list[list[int]] = []  # [start, end) runs of valid batches
-    batches, aborted, lost = 0, [], []
+    batches, aborted, lost, ranges = 0, [], [], []
     position = last_end = 0
     expected = segment.base_offset
+    beyond = bool(out.damaged_ranges)  # an earlier segment of the partition is damaged
     with MappedFile(segment.log_path) as mapped:
         size = mapped.size
         for batch in LogScan(mapped):
             if not batch.is_valid:
                 continue
-            if batch.base_offset > expected and position > 0 or (batch.position > 0 and not kept and
-                                                                   batch.base_offset > expected):
-                lost.append((expected, batch.base_offset - 1))
+            if batch.position > last_end:  # damaged bytes before this batch: cut out
+                ranges.append(_cut_range(segment, last_end, batch.position, expected, batch.base_offset))
+                beyond = True
             _index_kept(indexer, segment, position, batch)
             if kept and kept[-1][1] == batch.position:
                 kept[-1][1] = batch.end_position
@@ -518,15 +631,23 @@ def _salvage(work: _Work, segment: LogSegment, valid: int | None, manager: Produ
                 kept.append([batch.position, batch.end_position])
             batches += 1
             recover_batch(manager, mapped.buffer, batch, str(segment.log_path), aborted)
+            if beyond:
+                out.kept_beyond.add(batch)
             position += batch.size
             expected = batch.next_offset
             last_end = batch.end_position
-        torn = _torn_batch_last_offset(mapped.view, last_end, size, expected)
-        if torn is not None:
-            lost.append((expected, torn))
+        if last_end < size:
+            ranges.append(_tail_range(segment, mapped, last_end, size, expected))
     _index_kept(indexer, segment)
     out.bytes_truncated += size - position
+    for cut in ranges:
+        if cut.offsets == KNOWN:
+            lost.append((cut.first, cut.last))
     out.offsets_lost.extend(lost)
+    out.damaged_ranges.extend(ranges)
+    work.salvaged.add(segment.base_offset)
+    if ranges and work.first_damaged is None:
+        work.first_damaged = segment.base_offset
     out.steps.append(Step("replace", segment.log_path,
                           f"salvage: {size - position} damaged bytes cut out, {batches} valid batches kept "
                           + (f"(Kafka would truncate at position {valid})" if valid is not None else
@@ -634,21 +755,84 @@ def _offsets_after(segment: LogSegment, position: int, first: int) -> tuple[int,
             if batch.is_valid:
                 last = batch.last_offset
         if last is None:
-            last = _torn_batch_last_offset(mapped.view, position, mapped.size, first)
+            claimed = _claimed_offsets(mapped.view, position, mapped.size, first)
+            last = None if claimed is None else claimed[0]
     return None if last is None else (first, last)
 
 
-def _torn_batch_last_offset(view, position: int, size: int, next_offset: int) -> int | None:
-    """The last offset a torn v2 batch at ``position`` claims, when its header is there and it
-    starts exactly at ``next_offset`` (a write cut short, e.g. by a power loss: a producer with
-    acks=1 may have been told these offsets were written); None for anything else (garbage)."""
-    if size - position < 27:  # base offset .. last offset delta
-        return None
-    base_offset, length, _epoch, magic = struct.unpack_from(">qiib", view, position)
-    (delta,) = struct.unpack_from(">i", view, position + 23)
-    if magic != 2 or base_offset != next_offset or length < 49 or position + 12 + length <= size or delta < 0:
-        return None
-    return base_offset + delta
+def _claimed_offsets(view, position: int, size: int, next_offset: int) -> tuple[int, bool] | None:
+    """The last offset the invalid v2 batches from ``position`` to the end of the file claim,
+    when their headers are there and chain from ``next_offset`` (each starts at the offset after
+    the one before), and whether the last is torn (cut short by the end of the file, e.g. a
+    power loss mid-write: a producer with acks=1 may have been told these offsets were written)
+    rather than complete but damaged (its CRC fails); None when no such header is there
+    (garbage, zeros, a header cut short)."""
+    last = None
+    while size - position >= 27:  # base offset .. last offset delta
+        base_offset, length, _epoch, magic = struct.unpack_from(">qiib", view, position)
+        (delta,) = struct.unpack_from(">i", view, position + 23)
+        if magic != 2 or base_offset != next_offset or length < 49 or delta < 0:
+            break
+        last, end = base_offset + delta, position + 12 + length
+        if end > size:
+            return last, True
+        position, next_offset = end, last + 1
+    return None if last is None else (last, False)
+
+
+def _truncated_range(segment: LogSegment, valid: int, size: int, lost: tuple[int, int] | None, next_offset: int,
+                     why: str) -> DamagedRange:
+    """The tail a Kafka truncation drops, with the offsets ``_offsets_after`` found in it."""
+    if lost is not None:
+        return DamagedRange(segment.log_path, valid, size - valid, KNOWN, lost[0], lost[1],
+                            f"{why}; the valid batches after the damage, if any, go with it")
+    with MappedFile(segment.log_path) as mapped:
+        zeros = mapped.find_non_zero(valid, size) is None
+    if zeros:
+        return DamagedRange(segment.log_path, valid, size - valid, NO_OFFSETS,
+                            why=f"{why}; only zero bytes there")
+    return DamagedRange(segment.log_path, valid, size - valid, UNKNOWN, next_offset,
+                        why=f"{why}; no batch header can be read there, so the offsets those bytes held (from "
+                            f"{next_offset} on, if any) cannot be named")
+
+
+def _cut_range(segment: LogSegment, start: int, end: int, expected: int, next_base: int) -> DamagedRange:
+    """Damaged bytes between two valid batches (or before the first): the offsets between them."""
+    if next_base > expected:
+        return DamagedRange(segment.log_path, start, end - start, KNOWN, expected, next_base - 1,
+                            "the offsets between the valid batches around the damage")
+    return DamagedRange(segment.log_path, start, end - start, NO_OFFSETS,
+                        why=f"the next valid batch continues at offset {next_base}, where the last one ended")
+
+
+def _tail_range(segment: LogSegment, mapped: MappedFile, start: int, size: int, expected: int) -> DamagedRange:
+    """Damaged bytes after the last valid batch of a segment: a torn batch names its offsets."""
+    claimed = _claimed_offsets(mapped.view, start, size, expected)
+    if claimed is not None:
+        last, torn = claimed
+        return DamagedRange(segment.log_path, start, size - start, KNOWN, expected, last,
+                            f"a {'torn' if torn else 'damaged'} batch whose header claims these offsets")
+    if mapped.find_non_zero(start, size) is None:
+        return DamagedRange(segment.log_path, start, size - start, NO_OFFSETS,
+                            why="only zero bytes after the last valid batch")
+    return DamagedRange(segment.log_path, start, size - start, UNKNOWN, expected,
+                        why=f"no complete batch header can be read after the last valid batch, so the offsets "
+                            f"those bytes held (from {expected} on, if any) cannot be named")
+
+
+def _count_kept_beyond(work: _Work, kept: list[LogSegment]) -> None:
+    """Salvage: the batches of the kept segments after the first damaged one (those salvage did
+    not rewrite; the rewritten ones counted theirs) are kept beyond the damage."""
+    out = work.out
+    if work.first_damaged is None:
+        return
+    for segment in kept:
+        if segment.base_offset <= work.first_damaged or segment.base_offset in work.salvaged:
+            continue
+        with MappedFile(segment.log_path) as mapped:
+            for batch in LogScan(mapped, resync=False):
+                if batch.is_valid:
+                    out.kept_beyond.add(batch)
 
 
 def _segment_files(files: dict[str, Path], segment: LogSegment) -> list[Path]:
@@ -682,6 +866,11 @@ def _finish(work: _Work, kept: list[LogSegment], log_start_checkpoint: int) -> N
     _snapshots(work, kept)
 
 
+def _removed_whole(out: PartitionRecovery, segment: LogSegment) -> None:
+    out.removed_segments.append(segment.base_offset)
+    out.removed_bytes += os.path.getsize(segment.log_path)
+
+
 def _delete_all(work: _Work, kept: list[LogSegment], end: int, log_start: int) -> list[LogSegment]:
     """``deleteSegmentsIfLogStartGreaterThanLogEnd``: every segment and producer snapshot goes,
     the leader epochs are cleared. Returns the segments left (none)."""
@@ -700,6 +889,7 @@ def _delete_all(work: _Work, kept: list[LogSegment], end: int, log_start: int) -
         last = (last if last is not None else segment.read_next_offset()) - 1
         segment.close()
         lost = (segment.base_offset, last) if last >= segment.base_offset else None
+        _removed_whole(out, segment)
         removals.append([Step("remove", path, f"the log ends below its start offset {log_start} (Kafka deletes every "
                                               "segment)", offsets_lost=lost if path.suffix == ".log" else None)
                          for path in _segment_files(work.files, segment)])
@@ -894,5 +1084,5 @@ def _file_step(step: Step) -> FileStep:
                     offsets=step.offsets_lost)
 
 
-__all__ = ["KAFKA", "SALVAGE", "PartitionRecovery", "RecoverError", "RecoveryPlan", "RecoveryResult", "Step",
-           "apply_recover", "plan_partition", "plan_recover"]
+__all__ = ["KAFKA", "SALVAGE", "DamagedRange", "KeptBeyond", "PartitionRecovery", "RecoverError", "RecoveryPlan",
+           "RecoveryResult", "Step", "apply_recover", "plan_partition", "plan_recover"]

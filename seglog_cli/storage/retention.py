@@ -157,7 +157,7 @@ class StartOffsetBreach:
     code = "LOG_START_OFFSET_BREACH"
     deletes = True
 
-    def text(self) -> str:
+    def text(self, time_text=None, duration_text=None) -> str:
         return (f"next segment starts at {self.next_base_offset} <= log start offset {self.log_start_offset}")
 
 
@@ -172,25 +172,51 @@ class RetentionSizeBreach:
     code = "RETENTION_SIZE_BREACH"
     deletes = True
 
-    def text(self) -> str:
+    def text(self, time_text=None, duration_text=None) -> str:
         return (f"log size {self.log_size} exceeds retention.bytes {self.retention_bytes} by {self.excess_before} "
                 f">= segment size {self.segment_size}")
 
 
 @dataclass(frozen=True)
-class RetentionMsBreach:
-    """``RetentionMsBreach``: ``now - largestTimestamp > retention.ms``."""
+class _RetentionMsRule:
+    """The time rule's verdict on a segment: its largest timestamp against ``now - retention.ms``."""
 
     largest_timestamp: int
     timestamp_source: str
     now_ms: int
     retention_ms: int
+    relation = ""
+
+    def text(self, time_text: Callable[[int], str] | None = None,
+             duration_text: Callable[[int], str] | None = None) -> str:
+        """``time_text``/``duration_text``: how a renderer shows epoch ms and ms (raw ms by default)."""
+        return _age_text(self.largest_timestamp, self.timestamp_source, self.now_ms - self.largest_timestamp,
+                         self.relation, self.retention_ms, time_text, duration_text)
+
+
+class RetentionMsBreach(_RetentionMsRule):
+    """``RetentionMsBreach``: ``now - largestTimestamp > retention.ms``."""
+
     code = "RETENTION_MS_BREACH"
     deletes = True
+    relation = ">"
 
-    def text(self) -> str:
-        return (f"largest timestamp {self.largest_timestamp} ({self.timestamp_source}) is "
-                f"{self.now_ms - self.largest_timestamp} ms old > retention.ms {self.retention_ms}")
+
+class RetentionMsHold(_RetentionMsRule):
+    """The time rule keeps the segment: ``now - largestTimestamp <= retention.ms``."""
+
+    code = "RETENTION_MS_KEEPS"
+    deletes = False
+    relation = "<="
+
+
+def _age_text(largest_timestamp: int, source: str, age_ms: int, relation: str, retention_ms: int,
+              time_text, duration_text) -> str:
+    when = str(largest_timestamp) if time_text is None else time_text(largest_timestamp)
+    if duration_text is None:
+        return f"largest timestamp {when} ({source}) is {age_ms} ms old {relation} retention.ms {retention_ms}"
+    return (f"largest timestamp {when} ({source}) is {duration_text(age_ms)} old {relation} retention.ms "
+            f"{retention_ms} ({duration_text(retention_ms)})")
 
 
 @dataclass(frozen=True)
@@ -201,11 +227,11 @@ class Hold:
     detail: str
     deletes = False
 
-    def text(self) -> str:
+    def text(self, time_text=None, duration_text=None) -> str:
         return self.detail
 
 
-Reason = StartOffsetBreach | RetentionSizeBreach | RetentionMsBreach | Hold
+Reason = StartOffsetBreach | RetentionSizeBreach | RetentionMsBreach | RetentionMsHold | Hold
 Predicate = Callable[[SegmentFacts, "SegmentFacts | None"], Reason]
 
 
@@ -277,8 +303,7 @@ def time_predicate(now_ms: int, retention_ms: int) -> Predicate:
         age = now_ms - segment.largest_timestamp
         if age > retention_ms:
             return RetentionMsBreach(segment.largest_timestamp, segment.timestamp_source, now_ms, retention_ms)
-        return Hold("RETENTION_MS_KEEPS", f"largest timestamp {segment.largest_timestamp} ({segment.timestamp_source}) "
-                                          f"is {age} ms old <= retention.ms {retention_ms}")
+        return RetentionMsHold(segment.largest_timestamp, segment.timestamp_source, now_ms, retention_ms)
     return predicate
 
 

@@ -90,6 +90,61 @@ def test_strimzi_canary_end_to_end(log_dir, tmp_path):
     assert verify_status(log_dir) == "clean"
 
 
+# The first batch of the real Strimzi canary's segment (a Sarama client: no idempotence, yet a base
+# sequence of 0), as kafka-dump-log printed it: "baseOffset: 0 lastOffset: 0 count: 1 baseSequence: 0
+# lastSequence: 0 producerId: -1 producerEpoch: -1 partitionLeaderEpoch: 0 isTransactional: false
+# isControl: false ... CreateTime: 1639132508991 size: 148 magic: 2 compresscodec: NONE crc: 2142666254",
+# value below, no key, no headers. The segment itself is not in ../shared/corpus: size and CRC-32C
+# (which covers every byte after the CRC field) are the check.
+CANARY_VALUE = '{"producerId":"strimzi-canary-client","messageId":1,"timestamp":1639132508991}'
+CANARY_TIMESTAMP, CANARY_SIZE, CANARY_CRC = 1639132508991, 148, 2142666254
+
+
+def test_a_non_idempotent_batch_with_a_base_sequence_is_stored_as_sent(log_dir):
+    partition = log_dir / "__strimzi_canary-0"
+    result = append(partition, "--create", "--value", CANARY_VALUE, "--timestamp", CANARY_TIMESTAMP,
+                    "--leader-epoch", "0", "--base-sequence", "0", "--apply")
+    assert result.exit_code == OK, result.err
+    data = (partition / "00000000000000000000.log").read_bytes()
+    assert len(data) == CANARY_SIZE
+    assert int.from_bytes(data[17:21], "big") == CANARY_CRC
+    [batch] = dumped_batches(partition)
+    assert {k: batch[k] for k in ("baseOffset", "lastOffset", "count", "baseSequence", "lastSequence", "producerId",
+                                  "producerEpoch", "partitionLeaderEpoch", "isTransactional", "maxTimestamp",
+                                  "size", "crc")} == {
+        "baseOffset": 0, "lastOffset": 0, "count": 1, "baseSequence": 0, "lastSequence": 0, "producerId": -1,
+        "producerEpoch": -1, "partitionLeaderEpoch": 0, "isTransactional": False, "maxTimestamp": CANARY_TIMESTAMP,
+        "size": CANARY_SIZE, "crc": CANARY_CRC}
+    [record] = dumped_records(partition, "utf8")
+    assert (record["key"], record["value"], record["headers"]) == (None, CANARY_VALUE, [])
+    assert verify_status(log_dir) == "clean"
+    # no producer state is kept for producer id -1: the next batches carry the sequence as sent too
+    # (Sarama sends 0 in every batch), and a batch of two records spans sequences 0..1
+    assert append(partition, "--value", "a", "--value", "b", "--value", "c", "--linger-records", "2",
+                  "--base-sequence", "0", "--timestamp", CANARY_TIMESTAMP + 5000, "--apply").exit_code == OK
+    later = dumped_batches(partition)[1:]
+    assert [(b["baseOffset"], b["baseSequence"], b["lastSequence"], b["producerId"]) for b in later] == [
+        (1, 0, 1, -1), (3, 0, 0, -1)]
+    assert verify_status(log_dir) == "clean"
+
+
+def test_the_readme_canary_example_writes_that_batch(tmp_path):
+    """The README's command, run as written (the partition path aside), writes the canary's batch."""
+    import re
+    import shlex
+
+    readme = (REPO / "README.md").read_text()
+    block = next(b for b in re.findall(r"```bash\n(.*?)```", readme, re.S) if "strimzi-canary-client" in b)
+    args = shlex.split(block.replace("\\\n", " "))
+    assert args[:2] == ["seglog", "append"]
+    partition = tmp_path / "data" / "__strimzi_canary-0"
+    partition.parent.mkdir()
+    args[-1] = str(partition)
+    assert append(*args[2:]).exit_code == OK
+    data = (partition / "00000000000000000000.log").read_bytes()
+    assert (len(data), int.from_bytes(data[17:21], "big")) == (CANARY_SIZE, CANARY_CRC)
+
+
 # -- dump -> append round trip -----------------------------------------------------------------------
 
 def _payload(record: dict) -> tuple:
@@ -389,7 +444,7 @@ def test_lines_are_values_byte_for_byte(log_dir, tmp_path):
     (["--key", "k"], "--key and --header go with --value"),
     ([], "nothing to append"),
     (["--value", "a", "--transactional"], "--transactional need(s) --producer-id"),
-    (["--value", "a", "--base-sequence", "0"], "--base-sequence need(s) --producer-id"),
+    (["--value", "a", "--producer-epoch", "0"], "--producer-epoch need(s) --producer-id"),
     (["--end-txn", "abort"], "--end-txn need(s) --producer-id"),
     (["--value", "a", "--producer-id", "1", "--coordinator-epoch", "1"], "--coordinator-epoch goes with --end-txn"),
     (["--value", "a", "--topic-id", "nope"], "--topic-id goes with --create"),

@@ -213,8 +213,7 @@ def _hostile_report(root: Path):
 def test_verify_table_and_text_print_names_literally(root):
     report = _hostile_report(root)
     out = io.StringIO()
-    from rich.console import Console
-    verify_report.render_table(report, Console(file=out, force_terminal=True, width=250), Severity.INFO)
+    verify_report.render_table(report, out, Severity.INFO, width=250, color=True)
     table = ANSI.sub("", out.getvalue())
     for literal in ("[bold]x[/]", "[/] and [bold]x[/]", "a\\x1b[31mred.tmp", "cr\\x0dERROR forged.tmp",
                     "nl\\x0aERROR forged.tmp", "[/tmp"):
@@ -236,7 +235,7 @@ def test_stderr_one_liners_and_recover_report_escape_control_characters(root):
     plan = plan_recover([renamed, log_dir / "u[red]-0"])
     out = io.StringIO()
     out.isatty = lambda: True  # a terminal: the summary table in colour
-    recover_report.render_text(plan, out)
+    recover_report.render_text(plan, out, show_all=True)
     shown = ANSI.sub("", out.getvalue())
     assert "t[bold]x[red]\\x1b[31m-0" in shown and shown.count("u[red]-0") >= 2, shown
 

@@ -123,6 +123,29 @@ def test_a_new_leader_epoch_is_checkpointed(tmp_path):
         plan_append(directory, [[NewRecord(value=b"c")]], TopicConfig(), AppendOptions(leader_epoch=2))
 
 
+def test_plain_producer_base_sequence_is_stored_as_sent(tmp_path):
+    """A non-idempotent batch (producer id -1) with a base sequence, as Sarama sends it (the Strimzi
+    canary's first batch: size 148, crc 2142666254): the broker keeps it, checks no sequence and
+    keeps no producer state; an epoch or a transaction still needs a producer id."""
+    directory = tmp_path / "logs" / "canary-0"
+    value = b'{"producerId":"strimzi-canary-client","messageId":1,"timestamp":1639132508991}'
+    _apply(directory, [[NewRecord(value=value, timestamp=1639132508991)]], create=True, leader_epoch=0,
+           producer=ProducerOptions(base_sequence=0))
+    _apply(directory, [[NewRecord(value=b"x", timestamp=T), NewRecord(value=b"y", timestamp=T)]],
+           producer=ProducerOptions(base_sequence=0))
+    # (the second batch's timestamp, two years later, rolls a segment as segment.ms does)
+    batches = [b for segment in PartitionLog(directory).segments for b in segment.batches()]
+    assert [(b.producer_id, b.producer_epoch, b.base_sequence, b.last_sequence) for b in batches] == [
+        (-1, -1, 0, 0), (-1, -1, 0, 1)]
+    data = (directory / "00000000000000000000.log").read_bytes()
+    assert (batches[0].size, int.from_bytes(data[17:21], "big")) == (148, 2142666254)
+    assert all(not read_snapshot(path).entries for path in directory.glob("*.snapshot"))
+    for producer in (ProducerOptions(base_sequence=0, producer_epoch=0), ProducerOptions(transactional=True)):
+        with pytest.raises(AppendError, match="need --producer-id"):
+            plan_append(directory, [[NewRecord(value=b"z")]], TopicConfig(), AppendOptions(producer=producer))
+    assert _problems(directory) == []
+
+
 def test_idempotent_sequences_continue_from_the_producer_state(tmp_path):
     directory = tmp_path / "logs" / "t-0"
     producer = ProducerOptions(producer_id=42, producer_epoch=0)

@@ -79,3 +79,49 @@ def test_every_value_schema_from_any_bytes(data, version):
     for schema in schemas:
         _decode(b"\x00\x00" + b"\x00\x01g\x00\x01t\x00\x00\x00\x00", prefixed(version, data),
                 {0: (group_coordinator.OFFSET_COMMIT_KEY, schema)})
+
+
+@FUZZ
+@given(key=st.binary(max_size=4) | st.builds(prefixed, st.sampled_from([0, 1, 2, -1]), st.binary(max_size=60)),
+       value=VALUES)
+def test_share_state_records_from_any_bytes(key, value):
+    from seglog_cli.render.coordinator_json import share_group_state_fields, share_group_state_parser
+    from seglog_cli.storage.coordinator_records import SHARE_RECORD_TYPES
+
+    _decode(key, value, SHARE_RECORD_TYPES)
+    record = Record(7, 0, 0, key, value, (), 0, 0)
+    line_key, payload = share_group_state_parser()(record)
+    assert line_key is not None and "\n" not in line_key
+    if line_key.startswith(("Error at offset 7, skipping. ", "Unknown record type ")):
+        assert payload is None
+        assert "coordinatorError" in share_group_state_fields(record)
+    else:
+        assert payload == "<DELETE>" if value is None else payload.startswith('{"version":"0","data":{')
+        assert "coordinatorRecord" in share_group_state_fields(record)
+
+
+def _rlmm_frames():
+    from formats.varint import encode_unsigned
+
+    return st.builds(lambda api_key, version, tail: encode_unsigned(1) + encode_unsigned(api_key)
+                     + encode_unsigned(version) + tail,
+                     st.integers(0, 5), st.integers(0, 2), st.binary(max_size=160))
+
+
+@FUZZ
+@given(value=st.none() | st.binary(max_size=160) | _rlmm_frames())
+def test_remote_log_metadata_from_any_bytes(value):
+    """Any value gives Kafka's object text or one "Error at offset" line, never anything else."""
+    from seglog_cli.render.remote_log_metadata import remote_log_metadata_fields, remote_log_metadata_parser
+
+    record = Record(7, 0, 0, None, value, (), 0, 0)
+    key, payload = remote_log_metadata_parser(record)
+    assert key is None
+    fields = remote_log_metadata_fields(record)
+    if payload.startswith("Error at offset 7, skipping. "):
+        assert "\n" not in payload
+        assert fields["remoteLogMetadataError"] == payload[len("Error at offset 7, skipping. "):]
+    else:
+        assert payload.startswith(("RemoteLogSegmentMetadata{", "RemoteLogSegmentMetadataUpdate{",
+                                   "RemotePartitionDeleteMetadata{", "RemoteLogSegmentMetadataSnapshot{"))
+        assert fields["remoteLogMetadata"]["text"] == payload

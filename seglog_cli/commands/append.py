@@ -29,6 +29,7 @@ from seglog_cli.status import ExitStatus, UsageError, guarded
 from seglog_cli.storage.append import AppendOptions, ProducerOptions, apply_append, plan_append
 from seglog_cli.storage.builder import group_batches
 from seglog_cli.storage.checkpoints import decode_uuid
+from seglog_cli.storage.durable import Tally
 from seglog_cli.storage.errors import UnreadableInputError
 from seglog_cli.storage.naming import parse_partition_dir_name
 from seglog_cli.storage.safety import log_dir_of
@@ -162,7 +163,8 @@ def _run(partition_dir, value, key, header, input_path, input_format, key_separa
         update_recovery_point=not no_recovery_point)
     with writing(apply, [log_dir_of(partition_dir)], "append", backup_dir) as session:
         effective = effective_configs(sources, [Path(partition_dir)])
-        plan = plan_append(partition_dir, batches, effective[0].config, options)
+        spool = session.spool() if session is not None else Tally()  # the new .log bytes: never all in memory
+        plan = plan_append(partition_dir, batches, effective[0].config, options, spool)
         applied = apply_append(plan, backup_dir, session) if apply else None
     if output_format == Format.json:
         append_report.render_json(plan, sys.stdout, applied, config_report.json_fields(effective))

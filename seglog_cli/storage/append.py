@@ -43,6 +43,7 @@ from seglog_cli.storage.checkpoints import (EpochEntry, PartitionMetadata, Topic
                                             format_offset_checkpoint, format_partition_metadata,
                                             read_leader_epoch_checkpoint, read_offset_checkpoint)
 from seglog_cli.storage.codecs import CODEC_NAMES
+from seglog_cli.storage.durable import Spool, SpoolRange, Tally
 from seglog_cli.storage.errors import SeglogError
 from seglog_cli.storage.log_dir_files import CLEAN_SHUTDOWN, RECOVERY_POINT_CHECKPOINT
 from seglog_cli.storage.indexes import ABORTED_TXN
@@ -113,11 +114,13 @@ class PlannedBatch:
 
 @dataclass
 class FileWrite:
-    """One step of the plan: ``op`` is "append" (to a .log or .txnindex) or "replace"."""
+    """One step of the plan: ``op`` is "append" (to a .log or .txnindex) or "replace". ``data``:
+    bytes, or for a ``.log`` its part of the :class:`~seglog_cli.storage.durable.Spool` (or
+    ``Tally``) the plan was made with."""
 
     op: str
     path: Path
-    data: bytes
+    data: bytes | SpoolRange
     why: str
 
     def as_dict(self) -> dict:
@@ -155,14 +158,18 @@ class _Segment:
     """A segment being appended to: the bytes to add to its ``.log`` and its indexes as they
     will be (existing entries + new ones), with ``LogSegment``'s state."""
 
-    def __init__(self, directory: Path, base_offset: int, config: TopicConfig, jitter: random.Random):
+    def __init__(self, directory: Path, base_offset: int, config: TopicConfig, jitter: random.Random,
+                 spool=None):
         self.directory = directory
+        self.spool = spool
         self.base_offset = base_offset
         self.stem = format_offset(base_offset)
         self.config = config
         self.existing_size = 0
         self.log_exists = False  # a reopened segment, possibly empty (a broker rolled just before stopping)
-        self.new_bytes = bytearray()
+        self.new_bytes = bytearray()  # without a spool
+        self.spool_start = 0 if spool is None else len(spool)
+        self.spooled = 0
         self.indexer = SegmentIndexer(base_offset, config.index_interval_bytes, config.segment_index_bytes,
                                       path=self.path(".log"))
         self.rolling_timestamp: int | None = None
@@ -175,9 +182,9 @@ class _Segment:
         return self.directory / (self.stem + suffix)
 
     @classmethod
-    def reopen(cls, directory: Path, segment, config: TopicConfig, jitter: random.Random) -> "_Segment":
+    def reopen(cls, directory: Path, segment, config: TopicConfig, jitter: random.Random, spool=None) -> "_Segment":
         """The active segment as a broker reopens it after a clean shutdown."""
-        self = cls(directory, segment.base_offset, config, jitter)
+        self = cls(directory, segment.base_offset, config, jitter, spool)
         mapped = segment.log
         try:  # recovery's own walk: every batch valid to the end of the file?
             walk = recover_indexes(mapped, segment.base_offset, config)
@@ -202,7 +209,7 @@ class _Segment:
 
     @property
     def size(self) -> int:
-        return self.existing_size + len(self.new_bytes)
+        return self.existing_size + len(self.new_bytes) + self.spooled
 
     def roll_reason(self, size: int, max_timestamp: int, last_offset: int) -> str | None:
         """``LogSegment.shouldRoll`` for a batch of ``size`` bytes, or None."""
@@ -226,7 +233,11 @@ class _Segment:
         physical_position = self.size
         if physical_position == 0:
             self.rolling_timestamp = max_timestamp
-        self.new_bytes += data
+        if self.spool is None:
+            self.new_bytes += data
+        else:
+            self.spool.write(data)
+            self.spooled += len(data)
         self.indexer.append(physical_position, len(data), last_offset, max_timestamp, offset_of_max)
         self.next_offset = last_offset + 1
 
@@ -249,12 +260,15 @@ class _Segment:
                            f"{indexer.offset_entries} offset index entries"),
                  FileWrite("replace", self.path(".timeindex"), bytes(indexer.time_index),
                            f"{indexer.time_entries} time index entries")]
+        if self.spool is None:
+            new_bytes = bytes(self.new_bytes)
+        else:
+            new_bytes = self.spool.range(self.spool_start, self.spool_start + self.spooled)
         if not self.log_exists:
-            return index + txn + [FileWrite("create", self.path(".log"), bytes(self.new_bytes),
-                                            f"a new segment: {len(self.new_bytes)} bytes of batches")]
-        if self.new_bytes:
-            out += txn + [FileWrite("append", self.path(".log"), bytes(self.new_bytes),
-                                    f"{len(self.new_bytes)} bytes of batches")]
+            return index + txn + [FileWrite("create", self.path(".log"), new_bytes,
+                                            f"a new segment: {len(new_bytes)} bytes of batches")]
+        if new_bytes:
+            out += txn + [FileWrite("append", self.path(".log"), new_bytes, f"{len(new_bytes)} bytes of batches")]
         if indexer.changed or not self.path(".index").exists():
             out.append(index[0])
         if indexer.changed or not self.path(".timeindex").exists():
@@ -275,8 +289,13 @@ def _entries_of(path: Path, size: int) -> bytes:
 # -- planning -------------------------------------------------------------------------------------
 
 def plan_append(partition_dir: str | Path, batches: Iterable[Sequence[NewRecord]], config: TopicConfig = TopicConfig(),
-                options: AppendOptions = AppendOptions()) -> AppendPlan:
-    """What appending ``batches`` (one produce request each) to ``partition_dir`` writes."""
+                options: AppendOptions = AppendOptions(), spool: Spool | Tally | None = None) -> AppendPlan:
+    """What appending ``batches`` (one produce request each) to ``partition_dir`` writes.
+
+    ``spool``: where each segment's new ``.log`` bytes go as they are made. None keeps them in
+    memory; a :class:`~seglog_cli.storage.durable.Spool` (``WriteSession.spool()``) streams them
+    to an unnamed scratch file of the backup root, so memory stays flat however many records
+    come; a ``Tally`` keeps only their count (a plan that is only shown: it cannot be applied)."""
     directory = Path(partition_dir).absolute()
     name = parse_partition_dir_name(directory.name)
     if name is None or name.kind != "current":
@@ -298,12 +317,12 @@ def plan_append(partition_dir: str | Path, batches: Iterable[Sequence[NewRecord]
     fingerprint = take_fingerprint(plan_directories([directory]) if not created else [directory.parent])
     log = None if created else PartitionLog(directory)
     if log is not None and log.segments:
-        active = _Segment.reopen(directory, log.segments[-1], config, jitter)
+        active = _Segment.reopen(directory, log.segments[-1], config, jitter, spool)
         manager = rebuild_producer_state(log).manager
         if log.files.snapshots:  # sorted by offset
             manager.last_snap_offset = parse_segment_file_name(log.files.snapshots[-1].name).base_offset
     else:
-        active = _Segment(directory, 0, config, jitter)
+        active = _Segment(directory, 0, config, jitter, spool)
         manager = ProducerStateManager(0)
     plan = AppendPlan(directory, directory.parent, active.next_offset, created=created, fingerprint=fingerprint)
     if log is not None and log.segments:
@@ -363,7 +382,7 @@ def _append(plan: AppendPlan, active: _Segment, closed: list, snapshots: list, m
         snapshot = manager.take_snapshot()
         if snapshot is not None:
             snapshots.append(snapshot)
-        active = _Segment(active.directory, new_base, config, jitter)
+        active = _Segment(active.directory, new_base, config, jitter, active.spool)
         active.next_offset = new_base
     active.append(data, header.last_offset, header.max_timestamp, header.last_offset)
     marker = read_end_txn_marker(data, header) if header.is_control else None
@@ -577,6 +596,9 @@ def apply_append(plan: AppendPlan, backup_root: str | Path | None = None,
     if session is None:
         with WriteSession([plan.log_dir], "append", backup_root) as session:
             return apply_append(plan, backup_root, session)
+    if any(isinstance(step.data, SpoolRange) and isinstance(step.data.spool, Tally) for step in plan.writes):
+        raise AppendError("internal: this plan was made to be shown only (plan_append(spool=Tally)); plan again "
+                          "to apply it")
     ops = {"replace": "write", "create": "write"}
     steps = [FileStep(ops.get(step.op, step.op), step.path, step.why, data=step.data) for step in plan.writes]
     backup_dir = session.apply(steps, plan.fingerprint)

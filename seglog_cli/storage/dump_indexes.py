@@ -50,6 +50,7 @@ def dump_offset_index(path: str, base_offset: int | None, options, report: DumpR
             if entry.offset == base_offset and i > 0:
                 return  # a zero slot of a preallocated index: stop like Kafka
             batch_last = _first_batch_last_offset(log, entry.position, options.max_message_size, path)
+            log.release_behind(entry.position)  # entries go up the .log: drop what is behind them
             if isinstance(batch_last, Problem):
                 yield batch_last
             elif batch_last != entry.offset:
@@ -112,6 +113,8 @@ def _time_index_entries(path, base_offset, log, time_index, offset_index, option
         else:
             batch = _find_batch(log, position, entry.offset)
         last_search = (position, entry.offset, batch)
+        if batch is not None:
+            log.release_behind(batch.position)  # entries go up the .log: drop what is behind them
         if batch is None:
             errors.shallow_offset_not_found.setdefault(absolute, []).append((entry.offset, -1))
         elif batch.last_offset != entry.offset:

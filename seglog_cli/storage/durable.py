@@ -256,6 +256,108 @@ def _write_all(fd: int, data) -> None:
         view = view[os.write(fd, view):]
 
 
+class Spool:
+    """Bytes too many to hold in memory, kept in an unnamed scratch file of ``directory`` until
+    steps write them out: ``O_TMPFILE`` (or a file unlinked as soon as it is made), so nothing
+    is left behind whenever the process ends, killed or not. Written once, in order
+    (:meth:`write`); :meth:`range` is a part of it that a
+    :class:`~seglog_cli.storage.journal.FileStep` takes as its ``data``. The file is made only
+    when more than ``BUFFER`` bytes come."""
+
+    BUFFER = 4 << 20
+
+    def __init__(self, directory: str | Path):
+        self.directory = Path(directory)
+        self._size = 0
+        self._buffer = bytearray()
+        self._fd: int | None = None
+
+    def write(self, data) -> None:
+        self._buffer += data
+        self._size += len(data)
+        if len(self._buffer) >= self.BUFFER:
+            self._flush()
+
+    def _flush(self) -> None:
+        try:
+            if self._fd is None:
+                self._fd = _unnamed_file(self.directory)
+            _write_all(self._fd, self._buffer)
+        except OSError as exc:
+            raise CannotWriteError(f"cannot write a scratch file: {describe_os_error(exc)}; nothing was changed "
+                                   "(choose another place with --backup-dir)", self.directory) from None
+        self._buffer.clear()
+
+    def __len__(self) -> int:
+        return self._size
+
+    def range(self, start: int, end: int) -> "SpoolRange":
+        return SpoolRange(self, start, end)
+
+    def chunks(self, start: int = 0, end: int | None = None):
+        """Bytes ``[start, end)`` of what was written, in chunks."""
+        end = self._size if end is None else end
+        if self._buffer:
+            self._flush()
+        if start < end:
+            yield from read_chunks(self._fd, start, end)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __del__(self) -> None:
+        self.close()
+
+
+class SpoolRange:
+    """``[start, end)`` of a :class:`Spool`: ``len()`` and :meth:`chunks`."""
+
+    def __init__(self, spool, start: int, end: int):
+        self.spool, self.start, self.end = spool, start, end
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+    def chunks(self):
+        return self.spool.chunks(self.start, self.end)
+
+
+class Tally:
+    """A :class:`Spool` that keeps only the count of its bytes: for a plan that is only shown."""
+
+    def __init__(self) -> None:
+        self._size = 0
+
+    def write(self, data) -> None:
+        self._size += len(data)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def range(self, start: int, end: int) -> SpoolRange:
+        return SpoolRange(self, start, end)
+
+    def chunks(self, start: int = 0, end: int | None = None):
+        raise SeglogError("internal: a plan made to be shown only (its bytes were not kept) cannot be written")
+
+
+def _unnamed_file(directory: Path) -> int:
+    directory.mkdir(parents=True, exist_ok=True)
+    if hasattr(os, "O_TMPFILE"):
+        try:
+            return os.open(directory, os.O_TMPFILE | os.O_RDWR | getattr(os, "O_CLOEXEC", 0), 0o600)
+        except OSError as exc:
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
+                raise
+    import tempfile
+
+    fd, name = tempfile.mkstemp(prefix=".seglog-spool-", dir=directory)
+    os.unlink(name)
+    return fd
+
+
 def read_chunks(fd: int, start: int = 0, end: int | None = None):
     """The bytes of an open file from ``start`` to ``end`` (default: its end), in chunks."""
     position = start
@@ -268,5 +370,5 @@ def read_chunks(fd: int, start: int = 0, end: int | None = None):
         position += len(chunk)
 
 
-__all__ = ["CannotWriteError", "MissingDirectoryError", "FAULT_ENV", "FAULT_EXIT_STATUS", "TRACE_ENV", "Tree", "describe_os_error",
-           "fault_point", "read_chunks"]
+__all__ = ["CannotWriteError", "MissingDirectoryError", "FAULT_ENV", "FAULT_EXIT_STATUS", "Spool", "SpoolRange", "Tally", "TRACE_ENV",
+           "Tree", "describe_os_error", "fault_point", "read_chunks"]

@@ -55,12 +55,25 @@ class MappedFile:
 
     def release_behind(self, position: int) -> None:
         """Tell the kernel the pages before ``position`` are no longer needed by this process."""
+        position = min(position, self.size)  # a position read from a damaged index may point past the end
         if self._mmap is None or position - self._released_to < RELEASE_STEP:
             return
         end = position - position % _PAGE
         if end > self._released_to and hasattr(mmap, "MADV_DONTNEED"):
             self._mmap.madvise(mmap.MADV_DONTNEED, self._released_to, end - self._released_to)
             self._released_to = end
+
+    def release(self, start: int, end: int) -> None:
+        """Drop the pages of ``[start, end)`` from this process's resident set after a read out
+        of sequence: the kernel maps a whole folio of the page cache on a fault (on current
+        kernels often 1-2 MB of a big file), so a few hundred scattered reads would otherwise
+        keep hundreds of MB resident."""
+        if self._mmap is None or end <= start or not hasattr(mmap, "MADV_DONTNEED"):
+            return
+        low = start - start % _PAGE
+        high = min(self.size, end)
+        if high > low:
+            self._mmap.madvise(mmap.MADV_DONTNEED, low, high - low)
 
     def find_non_zero(self, start: int, end: int | None = None) -> int | None:
         """Position of the first non-zero byte in ``[start, end)``, or None: holes of a sparse

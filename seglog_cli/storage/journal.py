@@ -39,7 +39,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from seglog_cli.storage.durable import CannotWriteError, Tree, describe_os_error, fault_point, read_chunks
+from seglog_cli.storage.durable import (CannotWriteError, SpoolRange, Tree, describe_os_error, fault_point,
+                                       read_chunks)
 from seglog_cli.storage.errors import SeglogError
 from seglog_cli.storage.safety import BackupError, relative_to_log_dir
 
@@ -55,19 +56,27 @@ class JournalError(SeglogError):
 
 @dataclass
 class FileStep:
-    """One change to a file of a log dir. ``op``: ``write`` (the whole file: ``data``, or the
-    bytes of the file ``source``), ``append`` (``data`` or ``source``), ``truncate`` (to
-    ``size``), ``remove``, ``rename`` (to ``target``), ``mkdir``, ``rmdir``."""
+    """One change to a file of a log dir. ``op``: ``write`` (the whole file: ``data``, bytes or
+    a :class:`~seglog_cli.storage.durable.SpoolRange`, or the bytes of the file ``source``),
+    ``append`` (``data`` or ``source``), ``truncate`` (to
+    ``size``), ``remove``, ``rename`` (to ``target``), ``mkdir``, ``rmdir``.
+
+    ``ranges`` (with ``source``): only these ``[start, end)`` byte ranges of ``source``, in
+    order. ``source`` may then be the very file the step rewrites (salvage keeps the valid
+    batches of a ``.log`` without ever holding them in memory): it is read while the step's
+    temp file is written, before the rename replaces it, and no earlier step of the run may
+    change it."""
 
     op: str
     path: Path
     why: str = ""
-    data: bytes | None = None
+    data: bytes | SpoolRange | None = None
     source: Path | None = None
     size: int | None = None
     target: Path | None = None
     offsets: tuple | None = None  # [first, last] offsets the removed bytes held, when known
     mtime_ns: int | None = None  # write: the modification time to give the file (undo)
+    ranges: tuple | None = None  # [start, end) ranges of ``source`` making the new bytes
 
 
 # -- contents ---------------------------------------------------------------------------------------
@@ -106,8 +115,44 @@ def _content_of(tree: Tree, relative: str, length: int | None = None) -> Content
 
 def _source_chunks(step: FileStep):
     if step.source is None:
-        return [step.data or b""]
+        data = step.data or b""
+        return data.chunks() if isinstance(data, SpoolRange) else [data]
+    if step.ranges is not None:
+        return _range_chunks(step.source, step.ranges)
     return backup_chunks(step.source)
+
+
+def _range_chunks(path: Path, ranges):
+    """The bytes of ``ranges`` of the regular file ``path``, in chunks (never through a
+    symlink); a file shorter than the ranges is an error, not a short copy."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise CannotWriteError(f"cannot read: {describe_os_error(exc)}", path) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise CannotWriteError("is not a regular file", path)
+        for start, end in ranges:
+            position = start
+            for chunk in read_chunks(fd, start, end):
+                position += len(chunk)
+                yield chunk
+            if position != end:
+                raise CannotWriteError(f"ends at {position}, before byte {end} that the step copies", path)
+    finally:
+        os.close(fd)
+
+
+def _slice_chunks(chunks, start: int, end: int):
+    """Bytes ``[start, end)`` of the stream ``chunks``, without joining it."""
+    position = 0
+    for chunk in chunks:
+        low, high = max(start - position, 0), min(end - position, len(chunk))
+        if low < high:
+            yield chunk[low:high]
+        position += len(chunk)
+        if position >= end:
+            return
 
 
 def backup_chunks(path: Path):
@@ -194,6 +239,8 @@ class Journal:
         op = step.op
         if op == "append" and before is None:  # appending to a file that is not there creates it
             op = entry["op"] = "write"
+        if step.ranges is not None:
+            self._check_ranges_source(model, step)
         if op == "write":
             after = Content(*_digest(_source_chunks(step)))
             entry["temp"] = f"{relative}.seglog-{self.document['id']}-{index}.tmp"
@@ -237,6 +284,17 @@ class Journal:
         entry["after"] = None if after is None else after.as_dict()
         return entry
 
+    def _check_ranges_source(self, model: _Model, step: FileStep) -> None:
+        """A step copying ranges of a file of this log dir reads it from disk when it runs: the
+        file must still be as the run found it then (no earlier step changed it)."""
+        try:
+            relative = relative_to_log_dir(self.tree.root, step.source)
+        except SeglogError:
+            return  # outside the log dir: nothing of this run changes it
+        if relative in model.state and model.state[relative][1][0] != "disk":
+            raise SeglogError("internal: a step copies from a file an earlier step of the same run changed",
+                              step.source)
+
     def _prefix_digest(self, origin: tuple, length: int):
         digest = hashlib.sha256()
         for chunk in self._origin_chunks(origin, 0, length):
@@ -251,8 +309,7 @@ class Journal:
             finally:
                 os.close(fd)
         elif origin[0] == "step":
-            data = b"".join(_source_chunks(self.steps[origin[1]]))
-            yield data[start:end]
+            yield from _slice_chunks(_source_chunks(self.steps[origin[1]]), start, end)
         elif origin[0] != "none":
             raise SeglogError("a run that changes one file in two ways before writing it whole is not supported")
 
@@ -346,7 +403,11 @@ class Journal:
 
 
 def _size_of(step: FileStep) -> int:
-    return len(step.data or b"") if step.source is None else os.stat(step.source).st_size
+    if step.source is None:
+        return len(step.data or b"")
+    if step.ranges is not None:
+        return sum(end - start for start, end in step.ranges)
+    return os.stat(step.source).st_size
 
 
 def _listings(tree: Tree, final: dict) -> dict:

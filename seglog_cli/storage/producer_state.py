@@ -433,14 +433,17 @@ def replay_positions(manager: ProducerStateManager, segment: LogSegment, positio
     which finds where Kafka stops."""
     mapped, path = segment.log, str(segment.log_path)
     buf, view = mapped.buffer, mapped.view
-    batches = [read_batch_header(buf, view, position, valid_bytes, check_crc=False) for position in positions]
-    markers = {}
-    try:
-        for batch in batches:
+    batches, markers = [], {}
+    for position in positions:  # scattered reads: each one's pages are dropped at once (MappedFile.release)
+        batch = read_batch_header(buf, view, position, valid_bytes, check_crc=False)
+        batches.append(batch)
+        try:
             if batch.is_control and batch.producer_id >= 0:
                 markers[batch.position] = read_end_txn_marker(buf, batch, path)
-    except SeglogError:
-        return None
+        except SeglogError:
+            return None
+        finally:
+            mapped.release(position, min(batch.end_position, valid_bytes))
     aborted: list[AbortedTxn] = []
     for batch in batches:
         _update(manager, batch, markers.get(batch.position), aborted)

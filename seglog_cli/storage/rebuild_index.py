@@ -46,7 +46,7 @@ from seglog_cli.storage.writer import OFFSET_ENTRY, TIME_ENTRY, SegmentIndexer, 
 INT32_MAX = 2**31 - 1
 NO_TIMESTAMP = -1
 MAX_SEGMENT_BYTES = 2**31 - 1  # FileRecords: a segment's size is an int
-WALK_CHUNK = 64 * 1024 * 1024  # bytes the compiled recovery walk checks per call
+WALK_CHUNK = 16 * 1024 * 1024  # bytes the compiled recovery walk checks per call (then the pages behind go)
 TXN_ENTRY_SIZE = ABORTED_TXN.size
 
 ENTRY_SIZES = {"offset": OFFSET_ENTRY.size, "time": TIME_ENTRY.size, "txn": TXN_ENTRY_SIZE}

@@ -81,6 +81,14 @@ class Step:
     size: int | None = None  # truncate
     data: bytes | None = None  # replace / cut (the new contents)
     offsets_lost: tuple[int, int] | None = None  # [first, last] no longer readable
+    kept: tuple[tuple[int, int], ...] | None = None  # salvage: the new contents are these [start, end) of the file
+
+    @property
+    def new_size(self) -> int | None:
+        """The size of the new contents of a "replace" step (None for the other ops)."""
+        if self.kept is not None:
+            return sum(end - start for start, end in self.kept)
+        return None if self.data is None else len(self.data)
 
     def as_dict(self) -> dict:
         out = {"op": self.op, "path": str(self.path), "why": self.why}
@@ -88,8 +96,8 @@ class Step:
             out["target"] = str(self.target)
         if self.size is not None:
             out["size"] = self.size
-        if self.data is not None:
-            out["bytes"] = len(self.data)
+        if self.new_size is not None:
+            out["bytes"] = self.new_size
         if self.offsets_lost is not None:
             out["offsetsLost"] = list(self.offsets_lost)
         return out
@@ -365,6 +373,8 @@ def _no_op(step: Step) -> bool:
     """A replacement with the bytes already there (recovery rebuilt what was right)."""
     if step.op != "replace":
         return False
+    if step.kept is not None:
+        return len(step.kept) == 1 and step.kept[0][0] == 0 and step.kept[0][1] == step.path.stat().st_size
     return has_contents(step.path, step.data)
 
 
@@ -594,12 +604,15 @@ def _recover_one(work: _Work, segment: LogSegment, manager: ProducerStateManager
 def _salvage(work: _Work, segment: LogSegment, valid: int | None, manager: ProducerStateManager) -> bool:
     """Salvage: keep every valid batch of the segment, the damaged bytes alone cut out (found
     by verify's resync), indexes and ``.txnindex`` built over what is kept. Returns False (the
-    later segments stay)."""
+    later segments stay). The kept batches are planned as byte ranges of the ``.log`` (runs of
+    adjacent batches), copied from the file itself when the step is carried out: a salvaged
+    1 GiB segment is never held in memory."""
     out, directory, config = work.out, work.directory, work.config
     stem = format_offset(segment.base_offset)
     indexer = SegmentIndexer(segment.base_offset, config.index_interval_bytes, config.segment_index_bytes,
                              path=segment.log_path)
-    pieces, aborted, lost, ranges = [], [], [], []
+    kept: list[list[int]] = []  # [start, end) runs of valid batches
+    batches, aborted, lost, ranges = 0, [], [], []
     position = last_end = 0
     expected = segment.base_offset
     beyond = bool(out.damaged_ranges)  # an earlier segment of the partition is damaged
@@ -612,7 +625,11 @@ def _salvage(work: _Work, segment: LogSegment, valid: int | None, manager: Produ
                 ranges.append(_cut_range(segment, last_end, batch.position, expected, batch.base_offset))
                 beyond = True
             _index_kept(indexer, segment, position, batch)
-            pieces.append(bytes(mapped.view[batch.position:batch.end_position]))
+            if kept and kept[-1][1] == batch.position:
+                kept[-1][1] = batch.end_position
+            else:
+                kept.append([batch.position, batch.end_position])
+            batches += 1
             recover_batch(manager, mapped.buffer, batch, str(segment.log_path), aborted)
             if beyond:
                 out.kept_beyond.add(batch)
@@ -622,8 +639,7 @@ def _salvage(work: _Work, segment: LogSegment, valid: int | None, manager: Produ
         if last_end < size:
             ranges.append(_tail_range(segment, mapped, last_end, size, expected))
     _index_kept(indexer, segment)
-    data = b"".join(pieces)
-    out.bytes_truncated += size - len(data)
+    out.bytes_truncated += size - position
     for cut in ranges:
         if cut.offsets == KNOWN:
             lost.append((cut.first, cut.last))
@@ -633,10 +649,10 @@ def _salvage(work: _Work, segment: LogSegment, valid: int | None, manager: Produ
     if ranges and work.first_damaged is None:
         work.first_damaged = segment.base_offset
     out.steps.append(Step("replace", segment.log_path,
-                          f"salvage: {size - len(data)} damaged bytes cut out, {len(pieces)} valid batches kept "
+                          f"salvage: {size - position} damaged bytes cut out, {batches} valid batches kept "
                           + (f"(Kafka would truncate at position {valid})" if valid is not None else
                              "(Kafka's start-up does not look at this segment; fetches would fail on the damage)"),
-                          data=data,
+                          kept=tuple((start, end) for start, end in kept),
                           offsets_lost=lost[0] if len(lost) == 1 else None))
     out.steps.append(Step("replace", directory / (stem + ".index"), "rebuilt over the kept batches",
                           data=bytes(indexer.offset_index)))
@@ -1062,6 +1078,8 @@ def apply_recover(plan: RecoveryPlan, backup_root: str | Path | None = None,
 
 def _file_step(step: Step) -> FileStep:
     op = {"replace": "write", "cut": "write"}.get(step.op, step.op)
+    if step.kept is not None:  # salvage: copied from the .log itself while the step runs
+        return FileStep(op, step.path, step.why, source=step.path, ranges=step.kept, offsets=step.offsets_lost)
     return FileStep(op, step.path, step.why, data=step.data, size=step.size, target=step.target,
                     offsets=step.offsets_lost)
 

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from seglog_cli.storage.checkpoints import TopicPartition, format_offset_checkpoint, parse_offset_checkpoint
-from seglog_cli.storage.durable import CannotWriteError, Tree, read_chunks
+from seglog_cli.storage.durable import CannotWriteError, Spool, Tree, read_chunks
 from seglog_cli.storage.errors import SeglogError
 from seglog_cli.storage.journal import FileStep, Journal
 from seglog_cli.storage.log_dir_files import CLEAN_SHUTDOWN, RECOVERY_POINT_CHECKPOINT
@@ -66,6 +66,14 @@ class WriteSession:
         for lock in reversed(self._locks):
             lock.release()
         self._locks.clear()
+
+    def spool(self) -> Spool:
+        """An unnamed scratch file in the backup root of the first log dir, for planned bytes too
+        many to hold in memory (it vanishes with the process, whatever ends it)."""
+        if not self._locks:
+            raise SeglogError("internal: a spool outside a WriteSession")
+        root = check_backup_root(self.backup_root or default_backup_root(self.log_dirs[0]), self.log_dirs)
+        return Spool(root)
 
     def log_dir_of(self, path: Path) -> Path:
         parent = Path(os.path.realpath(Path(path).parent))

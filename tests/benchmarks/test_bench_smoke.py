@@ -217,3 +217,22 @@ def test_bench_diff_main_on_tiny_replicas(tmp_path):
                               "--json", str(tmp_path / "out.json")])
     assert result["diff"]["exit"] == 0 and result["floor"]["exit"] == 0  # two identical replicas agree
     assert result["batches_per_replica"] > 100 and result["ratio"] > 0
+
+
+def test_bench_memory_main_reports_every_command(tmp_path):
+    from tests.benchmarks import bench_memory
+
+    report = bench_memory.main(["--sizes", "0.3", "--codecs", "none,zstd", "--append-records", "300", "--quiet",
+                                "--work-dir", str(tmp_path / "work"), "--json", str(tmp_path / "out.json")])
+    assert json.loads((tmp_path / "out.json").read_text())["results"] == report["results"]
+    assert report["problems"] == []  # exit statuses as expected, salvage cut, kafka truncated, inputs untouched
+    rows = {(row["command"], row["codec"]): row for row in report["results"]}
+    assert set(rows) == {(command, codec) for command in bench_memory.COMMANDS for codec in ("none", "zstd")}
+    baseline = report["baseline"]["peak_rss_mb"]
+    assert 0 < baseline < 100
+    for row in rows.values():
+        assert row["peak_rss_mb"] > baseline  # a seglog process imports more than a bare interpreter
+        assert row["below_goal"] == (row["peak_rss_mb"] < bench_memory.GOAL_MB)
+    assert rows[("recover_salvage_apply", "none")]["log_bytes_after"] < rows[("dump_deep", "none")]["input_bytes"]
+    assert report["goals"]["peak_rss_mb"]["worst"] == max(row["peak_rss_mb"] for row in rows.values())
+    assert not (tmp_path / "work" / "runs").exists() and list((tmp_path / "work").iterdir()) == []

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 
 def register(spark) -> None:
-    """Register ``seglog`` and ``seglog-batches`` with ``spark`` (a Spark 4.x SparkSession)."""
+    """Register ``seglog`` and ``seglog-batches`` with ``spark`` (a Spark 4.x SparkSession),
+    and turn on ``spark.sql.python.filterPushdown.enabled`` (false by default; Spark refuses to
+    plan a Python source that takes pushed-down filters while it is off)."""
     from seglog_cli.spark.source import SeglogBatchesDataSource, SeglogDataSource
 
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(SeglogDataSource)
     spark.dataSource.register(SeglogBatchesDataSource)

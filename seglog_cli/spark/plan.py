@@ -307,12 +307,26 @@ def _cut(log_path: str, topic, partition, base_offset: int, from_offset, to_offs
     if from_offset is not None and index_path is not None and index_path.is_file():
         start = _index_floor(index_path, base_offset, from_offset, size)
     cuts = _cut_positions(log_path, index_path, base_offset, start, size, split_bytes)
+    if to_offset is not None and cuts:
+        cuts = _cuts_before(log_path, cuts, to_offset)
+        if len(cuts) and cuts[-1] < 0:  # a cut past to_offset: the segment's read ends there
+            size = -cuts.pop()
     bounds = [start, *cuts, size]
     segment = Path(log_path).name
     aborted, last_stable = committed
     return [Split(log_path, topic, partition, base_offset, lo, hi, from_offset, to_offset, segment, active,
                   log_dir, aborted, last_stable)
             for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
+
+
+def _cuts_before(log_path: str, cuts: list[int], to_offset: int) -> list[int]:
+    """The cuts whose v2 batch starts at or below ``to_offset``; the first one past it follows,
+    negated (where the reading of the segment can end: no later split holds a wanted record)."""
+    with MappedFile(log_path) as mapped:
+        for i, position in enumerate(cuts):
+            if mapped.buffer[position + 16] == 2 and OFFSET_AND_SIZE.unpack_from(mapped.buffer, position)[0] > to_offset:
+                return cuts[:i] + [-position]
+    return cuts
 
 
 def _index_floor(index_path: Path, base_offset: int, offset: int, size: int) -> int:

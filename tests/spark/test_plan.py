@@ -163,3 +163,26 @@ def test_the_engine_and_the_cli_never_import_spark_or_arrow():
     done = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, check=True, text=True,
                           cwd=Path(__file__).resolve().parents[2])
     assert done.stdout.strip() == "[]"
+
+
+def test_load_list_and_isolation_options():
+    """``load([a, b])`` reaches the source as a JSON list in ``paths`` (a path may hold a comma)."""
+    assert option_paths({"paths": '["/data/a,b","/data/c"]'}) == ["/data/a,b", "/data/c"]
+    with pytest.raises(OptionError, match="paths"):
+        option_paths({"paths": '["/a", 3]'})
+    assert parse_options({"isolationLevel": "READ_COMMITTED"}).read_committed
+    assert not parse_options({}).read_committed
+    with pytest.raises(OptionError, match="isolationLevel: 'serializable'"):
+        parse_options({"isolationLevel": "serializable"})
+
+
+def test_to_offset_drops_the_cuts_past_it(generated):
+    """A range ending early in a big segment plans only the splits up to it: the rows are the
+    same as with every split, and the last split ends at the first cut past ``toOffset``."""
+    every = plan_splits([str(generated)], parse_options({"splitBytes": str(256 * 1024)}))
+    ranged = plan_splits([str(generated)], parse_options({"splitBytes": str(256 * 1024), "toOffset": "100"}))
+    assert len(every) > 8 and len(ranged) == 1
+    assert ranged[0].start == 0 and ranged[0].end == every[1].start
+    with MappedFile(ranged[0].path) as mapped:
+        after = next(iter(LogScan(mapped, ranged[0].end)))
+    assert after.base_offset > 100

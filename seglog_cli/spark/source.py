@@ -84,7 +84,8 @@ def push_filters(options, filters) -> tuple:
     low_ms = options.from_timestamp
     nothing = options.nothing
     for item in filters:
-        column = item.attribute[0] if len(item.attribute) == 1 else None
+        attribute = getattr(item, "attribute", None)  # Not(...) has a child instead
+        column = attribute[0] if attribute is not None and len(attribute) == 1 else None
         value = getattr(item, "value", None)
         if column == "topic" and isinstance(item, (EqualTo, In)):
             wanted = {value} if isinstance(item, EqualTo) else set(value)

@@ -186,3 +186,27 @@ def test_to_offset_drops_the_cuts_past_it(generated):
     with MappedFile(ranged[0].path) as mapped:
         after = next(iter(LogScan(mapped, ranged[0].end)))
     assert after.base_offset > 100
+
+
+def test_pushed_filters_become_the_options_seeks():
+    """push_filters on Spark's filter objects (no JVM): exact filters on topic, partition and
+    offset are consumed, the rest (NOT, an offset IN list, timestamps) go back to Spark."""
+    datasource = pytest.importorskip("pyspark.sql.datasource")
+    from datetime import datetime, timezone
+
+    from seglog_cli.spark.source import push_filters
+
+    eq_topic = datasource.EqualTo(("topic",), "orders")
+    in_partition = datasource.In(("partition",), (1, 3))
+    low = datasource.GreaterThanOrEqual(("offset",), 100)
+    high = datasource.LessThan(("offset",), 200)
+    negated = datasource.Not(datasource.EqualTo(("isControl",), True))
+    stamp = datasource.GreaterThan(("timestamp",), datetime(2025, 1, 1, tzinfo=timezone.utc))
+    listed = datasource.In(("offset",), (150, 120))
+    options, remaining = push_filters(parse_options({"fromOffset": "110"}),
+                                      [eq_topic, in_partition, low, high, negated, stamp, listed])
+    assert remaining == [negated, stamp, listed]
+    assert (options.topics, options.partitions, options.from_offset, options.to_offset) == (("orders",), (1, 3), 120, 150)
+    assert options.from_timestamp == 1735689600000 and not options.nothing
+    options, _ = push_filters(parse_options({"topics": "a"}), [eq_topic])
+    assert options.nothing

@@ -21,7 +21,7 @@ handled as the dump handles it:
 * damaged framing (a corrupt region, a torn or zero-filled tail) is stepped over as the dump's
   scan does (it resumes at the next valid batch).
 
-With ``failOnDamage`` the last two raise a :class:`SeglogError` naming the file, position and
+With ``failOnDamage`` a batch failing its CRC (unless ``onCrcMismatch=skip``) and the last two raise a :class:`SeglogError` naming the file, position and
 offset instead (Spark then fails the task).
 
 Rows gather in :class:`~seglog_cli.spark.record_buffers.RecordBuffers` (Arrow-ready column
@@ -103,8 +103,8 @@ def _wanted(batch, split: Split, options: ScanOptions) -> int:
             return _STOP  # past the last stable offset: a read_committed fetch ends there
         if batch.is_control or (batch.is_transactional and _aborted(split.aborted, batch)):
             return _SKIP
-    if options.on_crc_mismatch != KEEP and not batch.is_valid:
-        if options.on_crc_mismatch == FAIL:
+    if not batch.is_valid and (options.on_crc_mismatch != KEEP or options.fail_on_damage):
+        if options.on_crc_mismatch == FAIL or (options.fail_on_damage and options.on_crc_mismatch == KEEP):
             raise SeglogError(f"batch fails its CRC (stored {batch.crc}, computed {batch.computed_crc})",
                               split.path, batch.position, batch.base_offset)
         return _SKIP
@@ -182,7 +182,8 @@ def record_batches(split: Split, options: ScanOptions) -> Iterator[pa.RecordBatc
     filtered = split.ranged or (options.read_committed and (split.aborted or split.last_stable_offset is not None))
     with MappedFile(split.path) as mapped:
         rows = RecordBuffers(None if filtered else compiled_columns(), max_rows=options.max_records_per_batch,
-                             max_payload=MAX_BATCH_BYTES, skip_invalid=options.on_crc_mismatch != KEEP)
+                             max_payload=MAX_BATCH_BYTES,
+                             skip_invalid=options.on_crc_mismatch != KEEP or options.fail_on_damage)
         yield from _fill(rows, mapped, split, options)
         yield from _flush(rows, split, options)
 

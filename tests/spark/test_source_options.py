@@ -47,15 +47,17 @@ def test_fail_on_damage_fails_on_damage_the_broker_keeps(spark, corpus, tmp_path
     of one: errors for verify, and the read fails naming the file; without failOnDamage it
     steps over them as the dump does."""
     source = corpus / CASE_A
-    for damage in ("rolled-tail", "middle"):
+    for damage in ("rolled-tail", "middle", "crc"):
         target = tmp_path / damage / "plain-0"
         shutil.copytree(source, target)
         rolled = sorted(target.glob("*.log"))[0]
         data = bytearray(rolled.read_bytes())
         if damage == "rolled-tail":
             data += bytes(range(100))
-        else:
+        elif damage == "middle":
             data[20000:20400] = b"\xa5" * 400
+        else:
+            data[5000] ^= 0xFF  # a batch fails its CRC, its records still decode
         rolled.write_bytes(bytes(data))
         errors = [f for f in _jsonl_any("verify", str(target)) if f.get("severity") == "error"]
         assert errors, damage

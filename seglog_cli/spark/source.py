@@ -15,8 +15,8 @@ the whole topic name matches), ``splitBytes`` (134217728; 0: one partition per s
 ``maxRecordsPerBatch`` (8192), ``isolationLevel`` (read_uncommitted | read_committed),
 ``paths`` (more paths, comma-separated; ``load([a, b])`` passes them as a JSON list).
 
-Filters on ``topic``, ``partition``, ``offset`` (=, IN, <, <=, >, >=) and a lower bound on
-``timestamp`` are pushed down (``pushFilters``) and become the seeks the options make:
+With ``register(spark, pushdown=True)``, filters on ``topic``, ``partition``, ``offset``
+(=, IN, <, <=, >, >=) and a lower bound on ``timestamp`` are pushed down (``pushFilters``) and become the seeks the options make:
 only the matching partitions' segments are planned, from the offset index floor. Filters on
 ``topic``, ``partition`` and ``offset`` are exact and consumed; timestamp filters and ``IN``
 lists of offsets are also given back to Spark to evaluate on the rows.
@@ -49,12 +49,6 @@ class _Reader(DataSourceReader):
         self.paths = option_paths(options)
         self.options = parse_options(options)
 
-    def pushFilters(self, filters):
-        """Turn filters on topic, partition, offset and timestamp into the options' seeks;
-        yield back those Spark must still evaluate."""
-        self.options, remaining = push_filters(self.options, filters)
-        return remaining
-
     def partitions(self) -> list[SplitPartition]:
         splits = plan_splits(self.paths, self.options)
         return [SplitPartition(split) for split in splits]
@@ -69,6 +63,20 @@ class _Reader(DataSourceReader):
 
 
 class _BatchReader(_Reader):
+    kind = "batches"
+
+
+class _PushdownReader(_Reader):
+    """A reader that takes ``where()`` filters (``register(spark, pushdown=True)``)."""
+
+    def pushFilters(self, filters):
+        """Turn filters on topic, partition, offset and timestamp into the options' seeks;
+        yield back those Spark must still evaluate."""
+        self.options, remaining = push_filters(self.options, filters)
+        return remaining
+
+
+class _PushdownBatchReader(_PushdownReader):
     kind = "batches"
 
 
@@ -177,3 +185,17 @@ class SeglogBatchesDataSource(DataSource):
 
     def reader(self, schema) -> DataSourceReader:
         return _BatchReader(self.options)
+
+
+class SeglogPushdownDataSource(SeglogDataSource):
+    """``seglog`` with ``where()`` filters pushed down (``register(spark, pushdown=True)``)."""
+
+    def reader(self, schema) -> DataSourceReader:
+        return _PushdownReader(self.options)
+
+
+class SeglogPushdownBatchesDataSource(SeglogBatchesDataSource):
+    """``seglog-batches`` with ``where()`` filters pushed down."""
+
+    def reader(self, schema) -> DataSourceReader:
+        return _PushdownBatchReader(self.options)

@@ -302,17 +302,54 @@ def _spark_export_missing() -> str | None:
 
 
 @requires_corpus
-def test_09_spark_export(tmp_path):
-    """Starts a local Spark session (a JVM, ~30 s)."""
+def test_09_spark_export_is_the_plain_export(tmp_path):
+    """--spark on a damaged copy (a zeroed region in a rolled segment, a batch failing its CRC):
+    the same exit status, SKIPPED lines, exported and set-aside offsets as the plain path;
+    --topic honoured, transaction markers left out. Starts local Spark sessions (a JVM each)."""
     reason = _spark_export_missing()
     if reason is not None:
         pytest.skip(reason)
     import pyarrow.parquet as parquet
 
-    log_dir = copy_log_dir(tmp_path / "data", "smallseg-0")
-    result = run("09-export-topic.sh", "--spark", "--topic", "smallseg", "--out", tmp_path / "sp", log_dir,
-                 cwd=tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
-    table = parquet.read_table(tmp_path / "sp" / "spark" / "data" / "topic=smallseg")
-    rows = table.select(["offset", "isControl"]).to_pylist()
-    assert sorted(r["offset"] for r in rows if not r["isControl"]) == _golden_record_offsets("smallseg-0")
+    log_dir = copy_log_dir(tmp_path / "data", "smallseg-0", "txn-0")
+    segment = log_dir / "smallseg-0" / "00000000000000000900.log"
+    body = bytearray(segment.read_bytes())
+    body[20_000:30_000] = bytes(10_000)
+    segment.write_bytes(bytes(body))
+    first = log_dir / "smallseg-0" / "00000000000000000000.log"
+    body = bytearray(first.read_bytes())
+    body[3000] ^= 0xFF  # inside a record: the batch fails its CRC, its records are still decoded
+    first.write_bytes(bytes(body))
+
+    plain = run("09-export-topic.sh", "--topic", "smallseg", "--out", tmp_path / "plain", log_dir, cwd=tmp_path)
+    spark = run("09-export-topic.sh", "--spark", "--master", "local[2]", "--topic", "smallseg",
+                "--out", tmp_path / "sp", log_dir, cwd=tmp_path)
+    assert plain.returncode == 3, plain.stdout + plain.stderr
+    assert spark.returncode == plain.returncode, spark.stdout + spark.stderr
+
+    def report(result, prefix):
+        return [line.split(" -> ")[0].split(" kept apart in ")[0] for line in result.stdout.splitlines()
+                if "SKIPPED" in line or "record(s)" in line]  # the files' names differ (Parquet dirs)
+
+    skipped = [line for line in plain.stdout.splitlines() if "SKIPPED" in line]
+    assert skipped and skipped == [line for line in spark.stdout.splitlines() if "SKIPPED" in line]
+    exported = [json.loads(line)["offset"] for line in (tmp_path / "plain" / "smallseg-0.jsonl").read_text().splitlines()]
+    suspect = [json.loads(line)["offset"] for line in
+               (tmp_path / "plain" / "smallseg-0.suspect.jsonl").read_text().splitlines()]
+    assert suspect and exported
+    spark_rows = parquet.read_table(tmp_path / "sp" / "spark" / "smallseg-0")
+    assert sorted(spark_rows.column("offset").to_pylist()) == sorted(exported)
+    spark_suspect = parquet.read_table(tmp_path / "sp" / "spark" / "smallseg-0.suspect")
+    assert sorted(spark_suspect.column("offset").to_pylist()) == sorted(suspect)
+    assert report(plain, tmp_path / "plain") == report(spark, tmp_path / "sp")
+    assert sorted(p.name for p in (tmp_path / "sp" / "spark").iterdir()) == ["smallseg-0", "smallseg-0.suspect"]
+
+    # --topic txn: only txn-0, without its 49 transaction markers; a clean partition exits 0
+    txn_plain = run("09-export-topic.sh", "--topic", "txn", "--out", tmp_path / "txn", log_dir, cwd=tmp_path)
+    txn = run("09-export-topic.sh", "--spark", "--topic", "txn", "--out", tmp_path / "txn-sp", log_dir, cwd=tmp_path)
+    assert txn.returncode == txn_plain.returncode == 0, txn.stdout + txn.stderr
+    offsets = sorted(parquet.read_table(tmp_path / "txn-sp" / "spark" / "txn-0").column("offset").to_pylist())
+    assert offsets == [json.loads(line)["offset"] for line in (tmp_path / "txn" / "txn-0.jsonl").read_text().splitlines()]
+    assert len(offsets) == 290
+    assert "--master is for --spark" in run("09-export-topic.sh", "--master", "local[1]", "--topic", "txn", "--out",
+                                            tmp_path / "x", log_dir, cwd=tmp_path).stderr

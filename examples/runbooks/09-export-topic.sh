@@ -2,7 +2,7 @@
 # 09-export-topic.sh: salvage a dead cluster's disks: export every record of a topic.
 #
 # Usage: 09-export-topic.sh [-h] [--json] --topic TOPIC --out NEW_DIR [--format jsonl|parquet]
-#                           [--payload-encoding base64|utf8|hex] [--spark] LOG_DIR...
+#                           [--payload-encoding base64|utf8|hex] [--spark [--master MASTER]] LOG_DIR...
 #
 # When to use it: a cluster is gone for good (or a disk was pulled from a dead broker) and the
 #   records of a topic must be kept or moved elsewhere. Give every log dir you have (each
@@ -15,9 +15,14 @@
 #   it is a salvage) and writes them to NEW_DIR/TOPIC-N.jsonl (one JSON object per record:
 #   topic, partition, offset, timestamp, key, value, headers, ...; keys and values in
 #   --payload-encoding, default base64, lossless). --format parquet writes
-#   NEW_DIR/TOPIC-N.parquet instead (needs pyarrow; one partition at a time in memory). For big dirs, --spark runs the Spark job
-#   examples/spark_scan.py (only when pyspark is importable) into NEW_DIR/spark/ (Parquet of
-#   every topic in the log dir, partitioned by topic). Load the JSON Lines into a new
+#   NEW_DIR/TOPIC-N.parquet instead (needs pyarrow; one partition at a time in memory). For big
+#   dirs, --spark reads the same partition dirs with the seglog Spark source on --master
+#   (default local[2]; spark://host:7077, yarn, ...; only when pyspark is importable) and writes
+#   Parquet: NEW_DIR/spark/TOPIC-N/ (data records: control records left out) and
+#   NEW_DIR/spark/TOPIC-N.suspect/ (records of batches failing their CRC, kept apart); the
+#   damage is found and reported by the plain path's own `seglog dump --deep-iteration` (a
+#   local pass whose records are dropped), so the SKIPPED lines and the exit status are the
+#   plain path's. --format and --payload-encoding apply to the plain path only. Load the JSON Lines into a new
 #   partition with: seglog append --input FILE --input-format jsonl --payload-encoding base64 ...
 # What it changes: nothing in the log dirs (read only). It creates NEW_DIR, which must not
 #   exist yet, and the files in it.
@@ -41,6 +46,7 @@ out=""
 format=jsonl
 encoding=base64
 spark=0
+master=""
 log_dirs=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -54,6 +60,8 @@ while [ $# -gt 0 ]; do
             case "$2" in base64 | utf8 | hex) encoding=$2 ;; *) rb_usage_error "--payload-encoding is base64, utf8 or hex" ;; esac
             shift ;;
         --spark) spark=1 ;;
+        --master) [ $# -ge 2 ] || rb_usage_error "--master needs a Spark master (local[2], spark://host:7077, yarn)"
+            master=$2; shift ;;
         -*) rb_common_option "$1" || rb_usage_error "unknown option $1" ;;
         *) log_dirs+=("$1") ;;
     esac
@@ -61,6 +69,8 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$topic" ] || rb_usage_error "give the topic with --topic"
 [ -n "$out" ] || rb_usage_error "give a new output directory with --out"
+if [ -n "$master" ] && [ "$spark" = 0 ]; then rb_usage_error "--master is for --spark"; fi
+master=${master:-local[2]}
 rb_inputs "give the log dir(s) holding the topic" ${log_dirs[@]+"${log_dirs[@]}"}
 if [ -e "$out" ]; then
     rb_finish $RB_BAD_INPUT "--out $out exists: give a new directory (nothing is overwritten)"
@@ -89,23 +99,71 @@ rb_say "topic $topic: ${#partitions[@]} partition dir(s), $bytes bytes on disk"
 mkdir -- "$out"
 damaged=0
 if [ "$spark" = 1 ]; then
-    job="$(cd -- "$(dirname -- "$0")/.." && pwd)/spark_scan.py"
-    [ -f "$job" ] || rb_finish $RB_INTERNAL "the Spark job $job is missing"
-    for dir in "${log_dirs[@]}"; do
-        target="$out/spark/$(basename -- "$dir")"
-        mkdir -p -- "$out/spark"
-        rc=0
-        "$PYTHON" "$job" "$dir" "$target" >"$RB_TMP/spark.out" 2>"$RB_TMP/spark.err" || rc=$?
-        if [ "$rc" != 0 ]; then
-            tail -5 "$RB_TMP/spark.err" >&2
-            rb_finish $RB_INTERNAL "the Spark job failed (exit $rc) on $dir"
+    # the same partition dirs, read by Spark tasks; the damage report from the same
+    # `seglog dump --deep-iteration` as the plain path (its records dropped here), so the
+    # report and the exit status are the plain path's
+    mkdir -- "$out/spark"
+    n=0
+    jobs=()
+    for p in "${partitions[@]}"; do
+        n=$((n + 1))
+        name=${p##*/}
+        target="$out/spark/$name"
+        if [ -e "$target" ]; then   # the same partition from another log dir
+            target="$out/spark/$name.$(basename -- "$(dirname -- "$p")").$n"
         fi
-        rb_say "spark: $dir -> $target/topic=$topic (topic, partition, records, first and last offset:)"
-        rb_say_file "$RB_TMP/spark.out"
+        jobs+=("$p" "$target")
+        dump_rc=0
+        # shellcheck disable=SC2086
+        { $SEGLOG dump --deep-iteration --format jsonl --no-progress "$p" 2>"$RB_TMP/dump-$n.err" </dev/null ||
+            echo $? >"$RB_TMP/dump-$n.rc"; } | grep -v '^{"type":"\(record\|batch\)"' >"$RB_TMP/frame-$n.jsonl" || true
+        if [ -f "$RB_TMP/dump-$n.rc" ]; then dump_rc=$(cat "$RB_TMP/dump-$n.rc"); fi
+        case "$dump_rc" in
+            0) ;;
+            1) damaged=1 ;;
+            *) rb_say_file "$RB_TMP/dump-$n.err"; rb_finish $RB_BAD_INPUT "seglog dump could not read $p (exit $dump_rc)" ;;
+        esac
     done
+    rc=0
+    rb_py "$master" "$topic" "$RB_TMP" "${jobs[@]}" >"$RB_TMP/spark.out" 2>"$RB_TMP/spark.err" <<'PY' || rc=$?
+import json, os, sys
+master, topic, tmp = sys.argv[1:4]
+jobs = list(zip(sys.argv[4::2], sys.argv[5::2]))
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+from pyspark.sql import SparkSession
+from seglog_cli.spark import register
+spark = (SparkSession.builder.master(master).appName("seglog-export-" + topic)
+         .config("spark.ui.enabled", "false").getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+register(spark)
+DATA = "isControl is null or not isControl"  # legacy messages have no isControl: data
+for n, (source, target) in enumerate(jobs, 1):
+    def rows():  # a new load per query (Spark 4.3 keeps a read plan on a reused DataFrame)
+        return spark.read.format("seglog").option("topics", topic).load(source).where(DATA)
+    rows().where("isValid is null or isValid").write.parquet(target)
+    rows().where("isValid = false").write.parquet(target + ".suspect")
+    written = spark.read.parquet(target).selectExpr("count(*) n", "min(offset) lo", "max(offset) hi").first()
+    suspect = spark.read.parquet(target + ".suspect").count()
+    findings = []
+    with open(f"{tmp}/frame-{n}.jsonl") as stream:
+        for line in stream:
+            o = json.loads(line)
+            if o.get("type") in ("finding", "error", "trailingBytes"):
+                findings.append(o)
+    json.dump({"partition": os.path.basename(source.rstrip("/")), "source": source, "file": target,
+               "records": written.n, "firstOffset": written.lo, "lastOffset": written.hi, "damage": findings,
+               "suspectRecords": suspect, "suspectFile": target + ".suspect" if suspect else None},
+              open(f"{tmp}/part-{n}.json", "w"))
+spark.stop()
+PY
+    if [ "$rc" != 0 ]; then
+        tail -5 "$RB_TMP/spark.err" >&2
+        rb_finish $RB_INTERNAL "the Spark job failed (exit $rc) on master $master"
+    fi
+    rb_say "spark ($master): ${#partitions[@]} partition dir(s) -> $out/spark"
 else
     if [ "$bytes" -gt 1073741824 ]; then
-        rb_say "big topic: examples/spark_scan.py (--spark) reads it in parallel when pyspark is installed"
+        rb_say "big topic: --spark reads it in parallel with Spark when pyspark is installed"
     fi
     n=0
     for p in "${partitions[@]}"; do
@@ -129,14 +187,14 @@ rows = [] if fmt == "parquet" else None
 out = None if fmt == "parquet" else open(path, "x")
 suspect_path = path.rsplit(".", 1)[0] + ".suspect.jsonl"
 suspect_out = None
-invalid = set()   # positions of batches that fail their CRC
+invalid = set()   # (segment, position) of the batches that fail their CRC
 with os.fdopen(3) as stream:
     for line in stream:
         o = json.loads(line)
         kind = o.get("type")
         if kind == "batch" and o.get("isvalid") is False:
-            invalid.add(o.get("position"))
-        elif kind == "record" and not o.get("isControl") and o.get("position") in invalid:
+            invalid.add((os.path.basename(o.get("path", "")), o.get("position")))
+        elif kind == "record" and not o.get("isControl") and (o.get("segment"), o.get("position")) in invalid:
             suspect += 1   # decoded from a batch whose CRC fails: kept apart
             suspect_out = suspect_out or open(suspect_path, "x")
             suspect_out.write(line if line.endswith("\n") else line + "\n")
@@ -170,6 +228,7 @@ PY
             *) rb_say_file "$RB_TMP/dump-$n.err"; rb_finish $RB_BAD_INPUT "seglog dump could not read $p (exit $dump_rc)" ;;
         esac
     done
+fi
     rb_py "$RB_TMP" "$n" "$RB_TMP/details.json" >"$RB_TMP/export.txt" <<'PY'
 import json, sys
 tmp, n = sys.argv[1], int(sys.argv[2])
@@ -189,7 +248,6 @@ print(f"exported {total} record(s) from {len(parts)} partition dir(s)")
 json.dump({"partitions": parts, "records": total}, open(sys.argv[3], "w"))
 PY
     rb_say_file "$RB_TMP/export.txt"
-fi
 printf -v RB_UNDO 'rm -r -- %q' "$out"
 rb_say "UNDO (the export's own files only): $RB_UNDO"
 if [ "$damaged" = 1 ]; then

@@ -14,9 +14,21 @@ The planning and reading logic lives in :mod:`seglog_cli.spark.plan` and
 from __future__ import annotations
 
 
-def register(spark) -> None:
-    """Register ``seglog`` and ``seglog-batches`` with ``spark`` (a Spark 4.x SparkSession)."""
-    from seglog_cli.spark.source import SeglogBatchesDataSource, SeglogDataSource
+def register(spark, pushdown: bool = False) -> None:
+    """Register ``seglog`` and ``seglog-batches`` with ``spark`` (a Spark 4.x SparkSession).
 
-    spark.dataSource.register(SeglogDataSource)
-    spark.dataSource.register(SeglogBatchesDataSource)
+    ``pushdown=True``: ``where()`` filters on topic, partition, offset and timestamp become the
+    options' seeks; it turns on ``spark.sql.python.filterPushdown.enabled`` (Spark plans no
+    Python source that takes filters while it is off). Off by default because Spark 4.3.0 keeps
+    the plan of a filtered query on the DataFrame it came from: a later unfiltered query of the
+    same DataFrame silently reads only what the filtered one read (a wrong count is worse than a
+    slow one); with pushdown on, load again for each differently filtered query."""
+    from seglog_cli.spark import source
+
+    if pushdown:
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+        spark.dataSource.register(source.SeglogPushdownDataSource)
+        spark.dataSource.register(source.SeglogPushdownBatchesDataSource)
+    else:
+        spark.dataSource.register(source.SeglogDataSource)
+        spark.dataSource.register(source.SeglogBatchesDataSource)

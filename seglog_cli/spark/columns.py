@@ -21,7 +21,7 @@ handled as the dump handles it:
 * damaged framing (a corrupt region, a torn or zero-filled tail) is stepped over as the dump's
   scan does (it resumes at the next valid batch).
 
-With ``failOnDamage`` the last two raise a :class:`SeglogError` naming the file, position and
+With ``failOnDamage`` a batch failing its CRC (unless ``onCrcMismatch=skip``) and the last two raise a :class:`SeglogError` naming the file, position and
 offset instead (Spark then fails the task).
 
 Rows gather in :class:`~seglog_cli.spark.record_buffers.RecordBuffers` (Arrow-ready column
@@ -47,6 +47,7 @@ from seglog_cli.storage.files import MappedFile
 from seglog_cli.storage.findings import Severity
 from seglog_cli.storage import native
 from seglog_cli.storage.records import Record, read_records
+from seglog_cli.storage.verify_segment import framing_severity
 
 HEADER = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
 RECORD_SCHEMA = pa.schema([
@@ -56,6 +57,7 @@ RECORD_SCHEMA = pa.schema([
     ("baseOffset", pa.int64()), ("producerId", pa.int64()), ("producerEpoch", pa.int32()),
     ("isTransactional", pa.bool_()), ("isControl", pa.bool_()), ("compression", pa.string()),
     ("segment", pa.string()), ("position", pa.int64()), ("isValid", pa.bool_()),
+    ("controlType", pa.string()), ("logDir", pa.string()),
 ])
 BATCH_SCHEMA = pa.schema([
     ("topic", pa.string()), ("partition", pa.int32()), ("segment", pa.string()), ("position", pa.int64()),
@@ -64,7 +66,7 @@ BATCH_SCHEMA = pa.schema([
     ("producerEpoch", pa.int32()), ("partitionLeaderEpoch", pa.int32()), ("isTransactional", pa.bool_()),
     ("isControl", pa.bool_()), ("deleteHorizonMs", pa.int64()), ("timestampType", pa.string()),
     ("maxTimestamp", pa.int64()), ("size", pa.int32()), ("magic", pa.int32()), ("compression", pa.string()),
-    ("crc", pa.int64()), ("isValid", pa.bool_()),
+    ("crc", pa.int64()), ("isValid", pa.bool_()), ("logDir", pa.string()),
 ])
 MAX_BATCH_BYTES = 32 * 1024 * 1024  # payload bytes per Arrow batch: bounds a worker's memory
 
@@ -96,8 +98,13 @@ def _wanted(batch, split: Split, options: ScanOptions) -> int:
         return _SKIP
     if split.to_offset is not None and batch.magic >= 2 and batch.base_offset > split.to_offset:
         return _STOP
-    if options.on_crc_mismatch != KEEP and not batch.is_valid:
-        if options.on_crc_mismatch == FAIL:
+    if options.read_committed and batch.magic >= 2:
+        if split.last_stable_offset is not None and batch.base_offset >= split.last_stable_offset:
+            return _STOP  # past the last stable offset: a read_committed fetch ends there
+        if batch.is_control or (batch.is_transactional and _aborted(split.aborted, batch)):
+            return _SKIP
+    if not batch.is_valid and (options.on_crc_mismatch != KEEP or options.fail_on_damage):
+        if options.on_crc_mismatch == FAIL or (options.fail_on_damage and options.on_crc_mismatch == KEEP):
             raise SeglogError(f"batch fails its CRC (stored {batch.crc}, computed {batch.computed_crc})",
                               split.path, batch.position, batch.base_offset)
         return _SKIP
@@ -115,11 +122,23 @@ def _split_batches(mapped: MappedFile, split: Split, options: ScanOptions) -> It
                 yield batch
 
 
+def _aborted(aborted: tuple, batch) -> bool:
+    """Whether ``batch`` (transactional data) belongs to an aborted transaction: one of its
+    producer's ``.txnindex`` entries spans its base offset (a read_committed consumer drops the
+    producer's batches from the entry's first offset up to its ABORT marker)."""
+    producer, offset = batch.producer_id, batch.base_offset
+    return any(pid == producer and first <= offset <= last for pid, first, last in aborted)
+
+
 def _raise_damage(findings, split: Split) -> None:
-    """failOnDamage: the first damage (an error finding: a corrupt region, trailing garbage)
-    inside the split stops the read. Tails a broker truncates by itself (warnings) do not."""
+    """failOnDamage: the first damage inside the split stops the read, with the severity
+    ``seglog verify`` gives it (:func:`~seglog_cli.storage.verify_segment.framing_severity`): a
+    torn, zero-filled or garbage tail of the partition's active segment, which a broker
+    truncates by itself at start-up, does not; the same tail in a rolled segment, a corrupt
+    region, does."""
     for finding in findings:
-        if finding.severity is Severity.ERROR and split.start <= (finding.position or 0) < split.end:
+        if (framing_severity(finding, split.active) is Severity.ERROR
+                and split.start <= (finding.position or 0) < split.end):
             raise SeglogError(f"{finding.code}: {finding.message}", split.path, finding.position, finding.offset)
 
 
@@ -134,17 +153,19 @@ def _records(buf, batch, path: str, fail: bool) -> list:
     return out
 
 
-def _control_records(records: list, batch, path: str, fail: bool) -> list:
+def _control_records(records: list, batch, path: str, fail: bool) -> tuple[list, list]:
     """The records of a control batch up to the first that is no valid control record (Kafka's
-    ``ControlRecordType.parse``/``EndTransactionMarker``: the dump stops there too)."""
+    ``ControlRecordType.parse``/``EndTransactionMarker``: the dump stops there too), and their
+    control types as the dump names them (``COMMIT``, ``ABORT``, ...)."""
+    types = []
     for i, record in enumerate(records):
         try:
-            parse_control_record(record, path, batch.position)
+            types.append(parse_control_record(record, path, batch.position).type_name)
         except SeglogError:
             if fail:
                 raise
-            return records[:i]
-    return records
+            return records[:i], types
+    return records, types
 
 
 # -- records ------------------------------------------------------------------------------------
@@ -156,9 +177,13 @@ def record_batches(split: Split, options: ScanOptions) -> Iterator[pa.RecordBatc
     other batch (and every batch without the compiled module, or in an offset range) through
     the general decoder (:func:`_decoded`). Both fill the same :class:`RecordBuffers`, in file
     order."""
+    # the compiled path reads every clean data batch: not for an offset range, nor where
+    # read_committed has aborted transactions or a last stable offset to honour
+    filtered = split.ranged or (options.read_committed and (split.aborted or split.last_stable_offset is not None))
     with MappedFile(split.path) as mapped:
-        rows = RecordBuffers(None if split.ranged else compiled_columns(), max_rows=options.max_records_per_batch,
-                             max_payload=MAX_BATCH_BYTES, skip_invalid=options.on_crc_mismatch != KEEP)
+        rows = RecordBuffers(None if filtered else compiled_columns(), max_rows=options.max_records_per_batch,
+                             max_payload=MAX_BATCH_BYTES,
+                             skip_invalid=options.on_crc_mismatch != KEEP or options.fail_on_damage)
         yield from _fill(rows, mapped, split, options)
         yield from _flush(rows, split, options)
 
@@ -187,28 +212,34 @@ def _fill(rows: RecordBuffers, mapped: MappedFile, split: Split, options: ScanOp
                 return
             if wanted == _SKIP:
                 continue
-            records = _decoded(buf, batch, split, options, decode)
+            records, control_types = _decoded(buf, batch, split, options, decode)
             if not records:
                 continue
             if len(rows) and len(rows) + len(records) > limit:
                 yield from _flush(rows, split, options)  # full Arrow batches, not one slightly over and a sliver
-            rows.add_records(batch, records, options.check_crc and batch.is_valid)
+            rows.add_records(batch, records, options.check_crc and batch.is_valid, control_types)
             if len(rows) >= limit or rows.payload >= MAX_BATCH_BYTES:
                 yield from _flush(rows, split, options)
 
 
-def _decoded(buf, batch, split: Split, options: ScanOptions, decode) -> list:
-    """The records of ``batch`` through the general decoder, as ``seglog dump`` reads them."""
+def _decoded(buf, batch, split: Split, options: ScanOptions, decode) -> tuple[list, list | None]:
+    """The records of ``batch`` through the general decoder, as ``seglog dump`` reads them, and
+    for a control batch their control types (None for a data batch)."""
     # the compiled decoder straight away for an uncompressed v2 batch (what read_records does
     # first); None (compressed, legacy, anything unclean) takes read_records' path
     records = decode(Record, buf, batch) if decode is not None else None
     if records is None:
         records = _records(buf, batch, split.path, options.fail_on_damage)
+    control_types = None
     if batch[6] & 0x20 and batch[4] >= 2:  # a control batch: its records must parse as such
-        records = _control_records(records, batch, split.path, options.fail_on_damage)
+        records, control_types = _control_records(records, batch, split.path, options.fail_on_damage)
     if split.ranged:
-        records = _in_range(records, split.from_offset, split.to_offset)
-    return records
+        kept = _in_range(records, split.from_offset, split.to_offset)
+        if control_types is not None and len(kept) != len(records):
+            wanted = {id(r) for r in kept}
+            control_types = [t for r, t in zip(records, control_types) if id(r) in wanted]
+        records = kept
+    return records, control_types
 
 
 def _flush(rows: RecordBuffers, split: Split, options: ScanOptions) -> Iterator[pa.RecordBatch]:
@@ -242,6 +273,7 @@ def _buffer_columns(split: Split, fast: RecordBuffers, check_crc: bool) -> pa.Re
     values["topic"] = pa.repeat(pa.scalar(split.topic, pa.string()), n)
     values["partition"] = pa.repeat(pa.scalar(split.partition, pa.int32()), n)
     values["segment"] = pa.repeat(pa.scalar(split.segment or None, pa.string()), n)
+    values["logDir"] = pa.repeat(pa.scalar(split.log_dir, pa.string()), n)
     return pa.RecordBatch.from_arrays([values[name] for name in RECORD_SCHEMA.names], schema=RECORD_SCHEMA)
 
 
@@ -300,6 +332,7 @@ def _batch_columns(split: Split, batches: list, check_crc: bool) -> pa.RecordBat
         "compression": [codec_label(b.compression) for b in batches],
         "crc": [b.crc for b in batches],
         "isValid": [b.is_valid if check_crc else None for b in batches],
+        "logDir": pa.repeat(pa.scalar(split.log_dir, pa.string()), n),
     }
     columns = [value if isinstance(value, pa.Array) else pa.array(value, BATCH_SCHEMA.field(name).type)
                for name, value in rows.items()]

@@ -12,12 +12,13 @@ The same planning and reading code as the data sources, driven by plain DataFram
     df = read_records(spark, "/var/lib/kafka/data", topics="orders", splitBytes=64 << 20)
 
 Options are the data source's (``checkCrc``, ``onCrcMismatch``, ``failOnDamage``, offset and
-time ranges, ``topics``, ``topicPattern``, ``splitBytes``, ``maxRecordsPerBatch``). Rows come
+time ranges, ``topics``, ``topicPattern``, ``splitBytes``, ``maxRecordsPerBatch``, ``isolationLevel``). Rows come
 ordered by topic, partition and offset as far as Spark keeps partition order.
 """
 
 from __future__ import annotations
 
+import json
 from functools import partial
 from pathlib import Path
 
@@ -25,7 +26,8 @@ from seglog_cli.spark.plan import Split, parse_options, segment_splits
 from seglog_cli.storage.naming import parse_partition_dir_name, parse_segment_file_name
 
 SPLIT_SCHEMA = ("path string, topic string, partition int, base_offset bigint, start bigint, end bigint, "
-                "from_offset bigint, to_offset bigint, segment string")
+                "from_offset bigint, to_offset bigint, segment string, active boolean, log_dir string, "
+                "aborted string, last_stable_offset bigint")
 
 
 def read_records(spark, paths, **options):
@@ -85,7 +87,9 @@ def _plan_rows(options: dict, batches):
 def _split_row(split: Split) -> dict:
     return {"path": split.path, "topic": split.topic, "partition": split.partition,
             "base_offset": split.base_offset, "start": split.start, "end": split.end,
-            "from_offset": split.from_offset, "to_offset": split.to_offset, "segment": split.segment}
+            "from_offset": split.from_offset, "to_offset": split.to_offset, "segment": split.segment,
+            "active": split.active, "log_dir": split.log_dir, "aborted": json.dumps(split.aborted),
+            "last_stable_offset": split.last_stable_offset}
 
 
 def _split_arrow_schema():
@@ -93,7 +97,9 @@ def _split_arrow_schema():
 
     return pa.schema([("path", pa.string()), ("topic", pa.string()), ("partition", pa.int32()),
                       ("base_offset", pa.int64()), ("start", pa.int64()), ("end", pa.int64()),
-                      ("from_offset", pa.int64()), ("to_offset", pa.int64()), ("segment", pa.string())])
+                      ("from_offset", pa.int64()), ("to_offset", pa.int64()), ("segment", pa.string()),
+                      ("active", pa.bool_()), ("log_dir", pa.string()), ("aborted", pa.string()),
+                      ("last_stable_offset", pa.int64())])
 
 
 def _read_rows(options: dict, kind: str, batches):
@@ -104,4 +110,5 @@ def _read_rows(options: dict, kind: str, batches):
     reader = columns.record_batches if kind == "records" else columns.batch_batches
     for batch in batches:
         for row in batch.to_pylist():
+            row["aborted"] = tuple(tuple(txn) for txn in json.loads(row["aborted"]))
             yield from reader(Split(**row), scan)

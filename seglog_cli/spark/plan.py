@@ -20,6 +20,7 @@ splits that cannot hold them; timestamps are resolved to offsets over the whole 
 
 from __future__ import annotations
 
+import json
 import re
 import zlib
 from dataclasses import dataclass, field
@@ -36,10 +37,13 @@ from seglog_cli.storage.indexes import OffsetIndex
 from seglog_cli.storage.naming import parse_partition_dir_name, parse_segment_file_name
 from seglog_cli.storage.partition_log import PartitionLog, partition_dirs_under
 from seglog_cli.storage.tiered import open_partition, ordered_partitions
+from seglog_cli.storage.verify_segment import is_last_segment
 
 DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
 KEEP, SKIP, FAIL = "keep", "skip", "fail"
 CRC_POLICIES = (KEEP, SKIP, FAIL)
+READ_UNCOMMITTED, READ_COMMITTED = "read_uncommitted", "read_committed"
+ISOLATION_LEVELS = (READ_UNCOMMITTED, READ_COMMITTED)
 
 
 class OptionError(SeglogError):
@@ -63,11 +67,21 @@ class ScanOptions:
     topic_pattern: str | None = None
     split_bytes: int = DEFAULT_SPLIT_BYTES
     max_records_per_batch: int = 8192
+    isolation_level: str = READ_UNCOMMITTED
+    partitions: tuple[int, ...] | None = None  # None: every partition (pushed-down filters only)
+    nothing: bool = False  # pushed-down filters that no row can pass (``topic = 'a' and topic = 'b'``)
+
+    @property
+    def read_committed(self) -> bool:
+        return self.isolation_level == READ_COMMITTED
 
     def wants_topic(self, topic: str | None) -> bool:
         if self.topics and topic not in self.topics:
             return False
         return self.topic_pattern is None or (topic is not None and re.fullmatch(self.topic_pattern, topic) is not None)
+
+    def wants_partition(self, partition: int | None) -> bool:
+        return self.partitions is None or partition in self.partitions
 
     @property
     def dump_options(self) -> DumpOptions:
@@ -89,6 +103,10 @@ class Split:
     from_offset: int | None = None
     to_offset: int | None = None
     segment: str = field(default="", compare=False)
+    active: bool = True  # the partition's last segment: a torn or garbage tail is what a broker truncates
+    log_dir: str | None = None  # the log dir the partition dir lies in (``logDir``)
+    aborted: tuple = ()  # read_committed: the partition's aborted transactions, (producerId, firstOffset, lastOffset)
+    last_stable_offset: int | None = None  # read_committed: records from here on are not returned
 
     @property
     def size(self) -> int:
@@ -118,6 +136,9 @@ def parse_options(options: Mapping[str, str]) -> ScanOptions:
         except re.error as exc:
             raise OptionError(f"topicPattern: {pattern!r} is not a regular expression: {exc}") from None
     topics = tuple(t.strip() for t in given.get("topics", "").split(",") if t.strip())
+    isolation = given.get("isolationlevel", READ_UNCOMMITTED).strip().lower()
+    if isolation not in ISOLATION_LEVELS:
+        raise OptionError(f"isolationLevel: {isolation!r} is not one of {', '.join(ISOLATION_LEVELS)}")
     parsed = ScanOptions(
         check_crc=_flag(given, "checkcrc", True), on_crc_mismatch=policy,
         fail_on_damage=_flag(given, "failondamage", False),
@@ -125,7 +146,7 @@ def parse_options(options: Mapping[str, str]) -> ScanOptions:
         from_timestamp=_timestamp(given, "fromtimestamp"), to_timestamp=_timestamp(given, "totimestamp"),
         topics=topics, topic_pattern=pattern,
         split_bytes=_integer(given, "splitbytes", DEFAULT_SPLIT_BYTES),
-        max_records_per_batch=_integer(given, "maxrecordsperbatch", 8192))
+        max_records_per_batch=_integer(given, "maxrecordsperbatch", 8192), isolation_level=isolation)
     if parsed.max_records_per_batch < 1 or parsed.split_bytes < 0:
         raise OptionError("maxRecordsPerBatch must be >= 1 and splitBytes >= 0 (0: one split per segment)")
     if parsed.on_crc_mismatch != KEEP and not parsed.check_crc:
@@ -172,10 +193,21 @@ def _timestamp(given: dict, name: str) -> int | None:
 
 
 def option_paths(options: Mapping[str, str]) -> list[str]:
-    """The paths given to ``load(path)`` (``path``) or as ``paths`` (comma-separated)."""
+    """The paths given to ``load(path)`` (``path``), to ``load([a, b])`` (Spark passes ``paths``
+    as a JSON list) or as the ``paths`` option (comma-separated)."""
     given = {key.lower(): value for key, value in options.items()}
     paths = [given["path"]] if given.get("path") else []
-    paths += [p.strip() for p in given.get("paths", "").split(",") if p.strip()]
+    listed = given.get("paths", "").strip()
+    if listed.startswith("["):
+        try:
+            items = json.loads(listed)
+        except ValueError:
+            items = None
+        if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+            raise OptionError(f"paths: {listed!r} is not a list of paths")
+        paths += [item for item in items if item]
+    else:
+        paths += [p.strip() for p in listed.split(",") if p.strip()]
     if not paths:
         raise OptionError("give a path: spark.read.format('seglog').load('/var/lib/kafka/data')")
     return paths
@@ -185,6 +217,8 @@ def option_paths(options: Mapping[str, str]) -> list[str]:
 
 def plan_splits(paths: Iterable[str], options: ScanOptions) -> list[Split]:
     """Every split of every segment under ``paths``, in ``seglog dump`` order."""
+    if options.nothing:
+        return []
     found: list[tuple[str, Path]] = []  # ("file", path) or ("dir", partition directory), in order
     for raw in paths:
         path = Path(raw.removeprefix("file:"))
@@ -202,7 +236,8 @@ def plan_splits(paths: Iterable[str], options: ScanOptions) -> list[Split]:
             splits.extend(segment_splits(str(path), options))
         elif path in remote_of:
             name = parse_partition_dir_name(path.name)
-            if options.wants_topic(name.topic if name else None):
+            if options.wants_topic(name.topic if name else None) and options.wants_partition(
+                    name.partition if name else None):
                 splits.extend(_partition_splits(path, options, remote_of[path]))
     return splits
 
@@ -210,6 +245,7 @@ def plan_splits(paths: Iterable[str], options: ScanOptions) -> list[Split]:
 def _partition_splits(directory: Path, options: ScanOptions, remote: Path | None = None) -> list[Split]:
     log = open_partition(directory, remote)
     from_offset, to_offset = _offset_range(directory, options)
+    committed = _committed_view(directory, options)
     segments = log.segments
     out = []
     for i, segment in enumerate(segments):
@@ -219,8 +255,25 @@ def _partition_splits(directory: Path, options: ScanOptions, remote: Path | None
         if from_offset is not None and next_base is not None and next_base <= from_offset:
             continue  # dump starts at the floor segment of from_offset
         out.extend(_cut(str(segment.log_path), log.topic, log.partition, segment.base_offset,
-                        from_offset, to_offset, options.split_bytes))
+                        from_offset, to_offset, options.split_bytes, active=next_base is None,
+                        log_dir=_log_dir_of(directory), committed=committed))
     return out
+
+
+def _log_dir_of(partition_dir: Path) -> str:
+    """The log dir a partition dir lies in (its parent, absolute)."""
+    return str(partition_dir.absolute().parent)
+
+
+def _committed_view(directory: Path, options: ScanOptions) -> tuple[tuple, int | None]:
+    """read_committed: the partition's aborted transactions and last stable offset, from the
+    engine (:func:`seglog_cli.storage.transactions.read_committed_view`); nothing otherwise."""
+    if not options.read_committed:
+        return (), None
+    from seglog_cli.storage.transactions import read_committed_view
+
+    view = read_committed_view(directory)
+    return tuple((t.producer_id, t.first_offset, t.last_offset) for t in view.aborted), view.last_stable_offset
 
 
 def segment_splits(log_path: str, options: ScanOptions) -> list[Split]:
@@ -228,7 +281,7 @@ def segment_splits(log_path: str, options: ScanOptions) -> list[Split]:
     path = Path(log_path)
     name = parse_partition_dir_name(path.absolute().parent.name)
     topic, partition = (name.topic, name.partition) if name else (None, None)
-    if not options.wants_topic(topic):
+    if options.nothing or not options.wants_topic(topic) or not options.wants_partition(partition):
         return []
     parsed = parse_segment_file_name(path.name)
     base = parsed.base_offset if parsed else 0
@@ -239,7 +292,10 @@ def segment_splits(log_path: str, options: ScanOptions) -> list[Split]:
         later = [s.base_offset for s in PartitionLog(path.absolute().parent).segments if s.base_offset > base]
         if later and min(later) <= from_offset:
             return []
-    return _cut(str(path), topic, partition, base, from_offset, to_offset, options.split_bytes)
+    committed = _committed_view(path.absolute().parent, options) if name is not None else ((), None)
+    return _cut(str(path), topic, partition, base, from_offset, to_offset, options.split_bytes,
+                active=is_last_segment(path), log_dir=_log_dir_of(path.absolute().parent) if name else None,
+                committed=committed)
 
 
 def _offset_range(directory: Path, options: ScanOptions) -> tuple[int | None, int | None]:
@@ -250,7 +306,8 @@ def _offset_range(directory: Path, options: ScanOptions) -> tuple[int | None, in
 
 
 def _cut(log_path: str, topic, partition, base_offset: int, from_offset, to_offset,
-         split_bytes: int) -> list[Split]:
+         split_bytes: int, *, active: bool = True, log_dir: str | None = None,
+         committed: tuple[tuple, int | None] = ((), None)) -> list[Split]:
     """Cut one segment at ``.index`` positions about ``split_bytes`` apart."""
     size = Path(log_path).stat().st_size
     start = 0
@@ -258,10 +315,26 @@ def _cut(log_path: str, topic, partition, base_offset: int, from_offset, to_offs
     if from_offset is not None and index_path is not None and index_path.is_file():
         start = _index_floor(index_path, base_offset, from_offset, size)
     cuts = _cut_positions(log_path, index_path, base_offset, start, size, split_bytes)
+    if to_offset is not None and cuts:
+        cuts = _cuts_before(log_path, cuts, to_offset)
+        if len(cuts) and cuts[-1] < 0:  # a cut past to_offset: the segment's read ends there
+            size = -cuts.pop()
     bounds = [start, *cuts, size]
     segment = Path(log_path).name
-    return [Split(log_path, topic, partition, base_offset, lo, hi, from_offset, to_offset, segment)
+    aborted, last_stable = committed
+    return [Split(log_path, topic, partition, base_offset, lo, hi, from_offset, to_offset, segment, active,
+                  log_dir, aborted, last_stable)
             for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
+
+
+def _cuts_before(log_path: str, cuts: list[int], to_offset: int) -> list[int]:
+    """The cuts whose v2 batch starts at or below ``to_offset``; the first one past it follows,
+    negated (where the reading of the segment can end: no later split holds a wanted record)."""
+    with MappedFile(log_path) as mapped:
+        for i, position in enumerate(cuts):
+            if mapped.buffer[position + 16] == 2 and OFFSET_AND_SIZE.unpack_from(mapped.buffer, position)[0] > to_offset:
+                return cuts[:i] + [-position]
+    return cuts
 
 
 def _index_floor(index_path: Path, base_offset: int, offset: int, size: int) -> int:

@@ -55,6 +55,7 @@ class RecordBuffers:
         self.max_rows, self.max_payload, self.skip_invalid = max_rows, max_payload, skip_invalid
         self.buffers = [bytearray() for _ in range(BUFFERS)]
         self.payload = 0  # the batches' length fields
+        self.control_types: dict[int, str] = {}  # row -> control type, for control records (null elsewhere)
 
     def __len__(self) -> int:
         return len(self.buffers[OFFSET]) // 8
@@ -69,9 +70,13 @@ class RecordBuffers:
             self.buffers, decompress, _EXPECTED)
         return index, reason
 
-    def add_records(self, batch, records: list, crc_valid: bool) -> None:
-        """Append the general decoder's records of ``batch`` (a BatchHeader), with its values."""
+    def add_records(self, batch, records: list, crc_valid: bool, control_types: list | None = None) -> None:
+        """Append the general decoder's records of ``batch`` (a BatchHeader), with its values
+        (and, for a control batch, each record's control type)."""
         b, n = self.buffers, len(records)
+        if control_types:
+            first = len(self)
+            self.control_types.update((first + i, name) for i, name in enumerate(control_types))
         b[OFFSET] += array("q", map(_OFFSET_OF, records))
         b[TIMESTAMP] += array("q", map(_TIMESTAMP_OF, records))
         _append_binary(b, KEY_END, KEY_DATA, KEY_VALID, list(map(_KEY_OF, records)))
@@ -96,7 +101,8 @@ class RecordBuffers:
         """The columns read so far (by name; ``headers`` as its list offsets and entries), and a
         fresh set of buffers for what comes next."""
         b, n = self.buffers, len(self)
-        self.buffers, self.payload = [bytearray() for _ in range(BUFFERS)], 0
+        control_types = self.control_types
+        self.buffers, self.payload, self.control_types = [bytearray() for _ in range(BUFFERS)], 0, {}
         headers = len(b[HKEY_END]) // 4
         entries = pa.StructArray.from_arrays(
             [_binary(pa.string(), headers, b[HKEY_END], b[HKEY_DATA], None),
@@ -121,6 +127,8 @@ class RecordBuffers:
             "compression": _CODECS.take(pc.bit_wise_and(attributes, 7)),  # legacy: the same low bits
             "isValid": (_fixed(pa.uint8(), n, b[CRC_VALID]).cast(pa.bool_()) if check_crc
                         else pa.nulls(n, pa.bool_())),
+            "controlType": (pa.array([control_types.get(i) for i in range(n)], pa.string()) if control_types
+                            else pa.nulls(n, pa.string())),
         }
 
 

@@ -12,11 +12,20 @@ Options (all optional): ``checkCrc`` (true), ``onCrcMismatch`` (keep | skip | fa
 ``failOnDamage`` (false), ``fromOffset``, ``toOffset``, ``fromTimestamp``, ``toTimestamp``
 (epoch ms or ISO-8601), ``topics`` (comma-separated), ``topicPattern`` (a regular expression
 the whole topic name matches), ``splitBytes`` (134217728; 0: one partition per segment),
-``maxRecordsPerBatch`` (8192), ``paths`` (more paths, comma-separated).
+``maxRecordsPerBatch`` (8192), ``isolationLevel`` (read_uncommitted | read_committed),
+``paths`` (more paths, comma-separated; ``load([a, b])`` passes them as a JSON list).
+
+With ``register(spark, pushdown=True)``, filters on ``topic``, ``partition``, ``offset``
+(=, IN, <, <=, >, >=) and a lower bound on ``timestamp`` are pushed down (``pushFilters``) and become the seeks the options make:
+only the matching partitions' segments are planned, from the offset index floor. Filters on
+``topic``, ``partition`` and ``offset`` are exact and consumed; timestamp filters and ``IN``
+lists of offsets are also given back to Spark to evaluate on the rows.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from datetime import datetime, timezone
 from typing import Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -57,6 +66,93 @@ class _BatchReader(_Reader):
     kind = "batches"
 
 
+class _PushdownReader(_Reader):
+    """A reader that takes ``where()`` filters (``register(spark, pushdown=True)``)."""
+
+    def pushFilters(self, filters):
+        """Turn filters on topic, partition, offset and timestamp into the options' seeks;
+        yield back those Spark must still evaluate."""
+        self.options, remaining = push_filters(self.options, filters)
+        return remaining
+
+
+class _PushdownBatchReader(_PushdownReader):
+    kind = "batches"
+
+
+def push_filters(options, filters) -> tuple:
+    """``options`` narrowed by the pushed-down ``filters`` (an AND), and the filters Spark
+    still has to evaluate (every one it cannot trust the seek with, by reference)."""
+    from pyspark.sql.datasource import EqualTo, GreaterThan, GreaterThanOrEqual, In, LessThan, LessThanOrEqual
+
+    remaining = []
+    topics = set(options.topics) if options.topics else None
+    partitions = set(options.partitions) if options.partitions is not None else None
+    low, high = options.from_offset, options.to_offset
+    low_ms = options.from_timestamp
+    nothing = options.nothing
+    for item in filters:
+        attribute = getattr(item, "attribute", None)  # Not(...) has a child instead
+        column = attribute[0] if attribute is not None and len(attribute) == 1 else None
+        value = getattr(item, "value", None)
+        if column == "topic" and isinstance(item, (EqualTo, In)):
+            wanted = {value} if isinstance(item, EqualTo) else set(value)
+            topics = wanted if topics is None else topics & wanted
+        elif column == "partition" and isinstance(item, (EqualTo, In)):
+            wanted = {value} if isinstance(item, EqualTo) else set(value)
+            partitions = wanted if partitions is None else partitions & wanted
+        elif column == "offset" and isinstance(item, (EqualTo, In, GreaterThan, GreaterThanOrEqual, LessThan,
+                                                      LessThanOrEqual)):
+            lo, hi = _offset_bounds(item, value)
+            low = lo if low is None else (low if lo is None else max(low, lo))
+            high = hi if high is None else (high if hi is None else min(high, hi))
+            if isinstance(item, In):
+                remaining.append(item)  # the seek covers min..max; Spark keeps only the listed ones
+        elif column == "timestamp" and isinstance(item, (GreaterThan, GreaterThanOrEqual)) and isinstance(value, datetime):
+            # the first offset whose timestamp reaches the bound (ListOffsets): no earlier record
+            # can pass; later ones may be older (CreateTime), so Spark evaluates the filter too
+            ms = _epoch_ms(value)
+            low_ms = ms if low_ms is None else max(low_ms, ms)
+            remaining.append(item)
+        else:
+            remaining.append(item)
+    if topics is not None and not topics:
+        nothing = True
+    if partitions is not None and not partitions:
+        nothing = True
+    if low is not None and high is not None and low > high:
+        nothing = True
+    narrowed = dataclasses.replace(
+        options, topics=tuple(sorted(topics)) if topics else options.topics,
+        partitions=tuple(sorted(partitions)) if partitions else options.partitions,
+        from_offset=low, to_offset=high, from_timestamp=low_ms, nothing=nothing)
+    return narrowed, remaining
+
+
+def _offset_bounds(item, value) -> tuple:
+    from pyspark.sql.datasource import EqualTo, GreaterThan, GreaterThanOrEqual, In, LessThan
+
+    if isinstance(item, EqualTo):
+        return value, value
+    if isinstance(item, In):
+        return min(value), max(value)
+    if isinstance(item, GreaterThan):
+        return value + 1, None
+    if isinstance(item, GreaterThanOrEqual):
+        return value, None
+    if isinstance(item, LessThan):
+        return None, value - 1
+    return None, value  # LessThanOrEqual
+
+
+def _epoch_ms(moment: datetime) -> int:
+    """Epoch milliseconds at or below ``moment`` (a timestamp filter's value; naive: UTC)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return (delta.days * 86_400_000_000 + delta.seconds * 1_000_000 + delta.microseconds) // 1000
+
+
 def _schema(name: str):
     from seglog_cli.spark import columns
 
@@ -89,3 +185,17 @@ class SeglogBatchesDataSource(DataSource):
 
     def reader(self, schema) -> DataSourceReader:
         return _BatchReader(self.options)
+
+
+class SeglogPushdownDataSource(SeglogDataSource):
+    """``seglog`` with ``where()`` filters pushed down (``register(spark, pushdown=True)``)."""
+
+    def reader(self, schema) -> DataSourceReader:
+        return _PushdownReader(self.options)
+
+
+class SeglogPushdownBatchesDataSource(SeglogBatchesDataSource):
+    """``seglog-batches`` with ``where()`` filters pushed down."""
+
+    def reader(self, schema) -> DataSourceReader:
+        return _PushdownBatchReader(self.options)

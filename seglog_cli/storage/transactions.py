@@ -303,3 +303,38 @@ def _check_txn_indexes(log: PartitionLog, aborted: list[tuple[Transaction, str]]
         report.txn_index_mismatches.append(TxnIndexMismatch(
             path, entry.producer_id, entry.first_offset, entry.last_offset,
             "aborted transaction in the .txnindex has no ABORT marker in the log"))
+
+
+@dataclass(frozen=True)
+class CommittedView:
+    """What a read_committed consumer of one partition is told, offline: the aborted
+    transactions of the segments' ``.txnindex`` files (Kafka's ``collectAbortedTxns``) below the
+    last stable offset, and that offset (the first offset of the earliest transaction still
+    open at the log end; None when none is open: the log end bounds the read)."""
+
+    aborted: tuple
+    last_stable_offset: int | None
+
+
+def read_committed_view(directory: str | Path) -> CommittedView:
+    """The :class:`CommittedView` of the partition in ``directory``: open transactions from the
+    same walk as ``seglog transactions``, aborted ones from the ``.txnindex`` files (what the
+    broker's fetch path reads; a read_committed consumer drops a producer's batches from an
+    entry's first offset to its last, the ABORT marker)."""
+    directory = Path(directory)
+    report = TransactionsReport()
+    _read_partition(directory, report)
+    open_offsets = [t.first_offset for t in report.transactions if t.state == "open" and t.first_offset is not None]
+    last_stable = min(open_offsets) if open_offsets else None
+    aborted = []
+    log = PartitionLog(directory)
+    try:
+        for segment in log.segments:
+            index = segment.txn_index()
+            if index is None:
+                continue
+            aborted.extend(entry for entry in index.aborted_txns()
+                           if last_stable is None or entry.first_offset < last_stable)
+    finally:
+        log.close()
+    return CommittedView(tuple(aborted), last_stable)

@@ -26,7 +26,7 @@ from seglog_cli.storage.verify_partition import JOURNAL_POINTER, TEMP_FILE_SEVER
 from seglog_cli.storage.indexes import TransactionIndex
 from seglog_cli.storage.parallel import parallel_map
 from seglog_cli.storage.verify_files import OFFSET_CHECKPOINTS, TEXT_FILES, is_batch_file, read_text_file, verify_batch_file
-from seglog_cli.storage.verify_segment import SHALLOW, SegmentVerifier
+from seglog_cli.storage.verify_segment import SHALLOW, SegmentVerifier, is_last_segment
 
 REPORT_VERSION = 1
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
@@ -207,7 +207,7 @@ def _verify_file(path: Path, level: str, report: VerifyReport) -> None:
                                     "an index file without its .log: Kafka deletes it at start-up"))
             return
         segment = LogSegment(log_path)
-        _count(stats, SegmentVerifier(segment, findings, active=_is_last_segment(log_path), level=level).run())
+        _count(stats, SegmentVerifier(segment, findings, active=is_last_segment(log_path), level=level).run())
         _txn_index_alone(segment, findings)
     elif parsed is not None and parsed.suffix == ".snapshot":
         try:
@@ -262,13 +262,6 @@ def _txn_index_alone(segment: LogSegment, findings: list[Finding]) -> None:
     except SeglogError as exc:
         findings.append(Finding(Code.TXN_INDEX_SANITY_FAILED, WARNING, str(segment.txn_index_path), exc.position,
                                 f"{exc.message} (Kafka recovers this segment at start-up)"))
-
-
-def _is_last_segment(log_path: Path) -> bool:
-    bases = [parse_segment_file_name(p.name) for p in log_path.parent.glob("*.log")]
-    highest = max((b.base_offset for b in bases if b is not None and not b.is_temp), default=None)
-    parsed = parse_segment_file_name(log_path.name)
-    return parsed is None or highest is None or parsed.base_offset >= highest
 
 
 # -- log-dir files ------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from seglog_cli.storage.control import parse_control_record
 from seglog_cli.storage.errors import DecodeError, SeglogError
 from seglog_cli.storage.files import MappedFile
 from seglog_cli.storage.findings import Code, Finding, Severity
+from seglog_cli.storage.naming import parse_segment_file_name
 from seglog_cli.storage.index_checks import NO_INDEX, IndexChecker, TimeIndexChecker
 from seglog_cli.storage.records import read_records
 from seglog_cli.storage.segments import LogSegment
@@ -498,14 +499,34 @@ class SegmentVerifier:
         garbage tail is what a crash leaves in the active segment (the broker truncates it);
         in a rolled segment it is damage (recovery would delete every later segment)."""
         for finding in scan.findings:
-            severity = finding.severity
-            if finding.code in (Code.TORN_TAIL, Code.ZERO_FILLED_TAIL, Code.TRAILING_GARBAGE):
-                severity = WARNING if self.active else ERROR
+            severity = framing_severity(finding, self.active)
             message = finding.message
             if finding.code == Code.CORRUPT_REGION:
                 message += _unreadable_offsets(finding, scan.mapped.buffer)
             self.findings.append(Finding(finding.code, severity, finding.path, finding.position, message,
                                          length=finding.length, offset=finding.offset))
+
+
+TAIL_CODES = (Code.TORN_TAIL, Code.ZERO_FILLED_TAIL, Code.TRAILING_GARBAGE)
+
+
+def framing_severity(finding: Finding, active: bool) -> Severity:
+    """The severity of a :class:`LogScan` finding in a segment that is (``active``) or is not
+    the last of its partition: a torn, zero-filled or garbage tail of the active segment is what
+    a crash leaves and the broker truncates at start-up without losing data (warning); the same
+    tail in a rolled segment, and any other framing damage, is an error."""
+    if finding.code in TAIL_CODES:
+        return WARNING if active else ERROR
+    return finding.severity
+
+
+def is_last_segment(log_path: Path) -> bool:
+    """Whether ``log_path`` is the active (highest base offset) segment of its directory; a file
+    whose name is no segment name counts as active."""
+    bases = [parse_segment_file_name(p.name) for p in log_path.parent.glob("*.log")]
+    highest = max((b.base_offset for b in bases if b is not None and not b.is_temp), default=None)
+    parsed = parse_segment_file_name(log_path.name)
+    return parsed is None or highest is None or parsed.base_offset >= highest
 
 
 def _unreadable_offsets(finding: Finding, buffer) -> str:

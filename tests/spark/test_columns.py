@@ -121,8 +121,10 @@ def test_damage_is_handled_as_the_dump_handles_it(corpus, tmp_path):
     assert skipped == [r for r in expected if r[3] != bad_crc]
     with pytest.raises(SeglogError, match="CRC"):
         read_table([partition], ScanOptions(on_crc_mismatch="fail"))
-    with pytest.raises(SeglogError, match="CORRUPT_REGION"):
-        read_table([partition], ScanOptions(fail_on_damage=True))
+    with pytest.raises(SeglogError, match=f"position {bad_crc}: .*batch fails its CRC"):
+        read_table([partition], ScanOptions(fail_on_damage=True))  # the first damage met: the CRC failure
+    with pytest.raises(SeglogError, match="CORRUPT_REGION"):  # CRC failures skipped; the framing damage still fails
+        read_table([partition], ScanOptions(fail_on_damage=True, on_crc_mismatch="skip"))
     unchecked = arrow_records(read_table([partition], ScanOptions(check_crc=False)))
     assert [r[:16] for r in unchecked] == [r[:16] for r in expected] and {r[16] for r in unchecked} == {None}
 

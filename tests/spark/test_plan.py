@@ -180,3 +180,50 @@ def test_a_tiered_partition_given_both_ways_is_planned_as_one_log(corpus, tmp_pa
     alone = plan_splits([str(tiered / "remote")], ScanOptions(split_bytes=0))
     assert [(s.base_offset, s.topic, s.partition) for s in alone] == [
         (0, "tiered", 0), (1040, "tiered", 0), (2080, "tiered", 0), (3120, "tiered", 0)]
+
+
+def test_load_list_and_isolation_options():
+    """``load([a, b])`` reaches the source as a JSON list in ``paths`` (a path may hold a comma)."""
+    assert option_paths({"paths": '["/data/a,b","/data/c"]'}) == ["/data/a,b", "/data/c"]
+    with pytest.raises(OptionError, match="paths"):
+        option_paths({"paths": '["/a", 3]'})
+    assert parse_options({"isolationLevel": "READ_COMMITTED"}).read_committed
+    assert not parse_options({}).read_committed
+    with pytest.raises(OptionError, match="isolationLevel: 'serializable'"):
+        parse_options({"isolationLevel": "serializable"})
+
+
+def test_to_offset_drops_the_cuts_past_it(generated):
+    """A range ending early in a big segment plans only the splits up to it: the rows are the
+    same as with every split, and the last split ends at the first cut past ``toOffset``."""
+    every = plan_splits([str(generated)], parse_options({"splitBytes": str(256 * 1024)}))
+    ranged = plan_splits([str(generated)], parse_options({"splitBytes": str(256 * 1024), "toOffset": "100"}))
+    assert len(every) > 8 and len(ranged) == 1
+    assert ranged[0].start == 0 and ranged[0].end == every[1].start
+    with MappedFile(ranged[0].path) as mapped:
+        after = next(iter(LogScan(mapped, ranged[0].end)))
+    assert after.base_offset > 100
+
+
+def test_pushed_filters_become_the_options_seeks():
+    """push_filters on Spark's filter objects (no JVM): exact filters on topic, partition and
+    offset are consumed, the rest (NOT, an offset IN list, timestamps) go back to Spark."""
+    datasource = pytest.importorskip("pyspark.sql.datasource")
+    from datetime import datetime, timezone
+
+    from seglog_cli.spark.source import push_filters
+
+    eq_topic = datasource.EqualTo(("topic",), "orders")
+    in_partition = datasource.In(("partition",), (1, 3))
+    low = datasource.GreaterThanOrEqual(("offset",), 100)
+    high = datasource.LessThan(("offset",), 200)
+    negated = datasource.Not(datasource.EqualTo(("isControl",), True))
+    stamp = datasource.GreaterThan(("timestamp",), datetime(2025, 1, 1, tzinfo=timezone.utc))
+    listed = datasource.In(("offset",), (150, 120))
+    options, remaining = push_filters(parse_options({"fromOffset": "110"}),
+                                      [eq_topic, in_partition, low, high, negated, stamp, listed])
+    assert remaining == [negated, stamp, listed]
+    assert (options.topics, options.partitions, options.from_offset, options.to_offset) == (("orders",), (1, 3), 120, 150)
+    assert options.from_timestamp == 1735689600000 and not options.nothing
+    options, _ = push_filters(parse_options({"topics": "a"}), [eq_topic])
+    assert options.nothing

@@ -190,3 +190,33 @@ def test_segment_made_identical_takes_the_healthy_indexes(corpus, tmp_path):
         assert (damaged / name).read_bytes() == (healthy / name).read_bytes(), name
     assert run_seglog("verify", str(damaged)).exit_code == 0
     assert run_seglog("diff", "--leader", str(healthy), str(healthy), str(damaged)).exit_code == 0
+
+
+def test_rebuilt_indexes_follow_the_partitions_topic_config(corpus, tmp_path):
+    """HEALTHY's indexes of the segment are gone, so the repaired segment's are rebuilt: with
+    index.interval.bytes as the partition resolves it (--config here), not Kafka's default."""
+    from seglog_cli.storage.files import MappedFile
+    from seglog_cli.storage.rebuild_index import recover_indexes
+    from seglog_cli.storage.topic_config import TopicConfig
+
+    replicas = _copy(corpus, "in-sync", (1, 2), tmp_path)
+    healthy, damaged = replicas[1], replicas[2]
+    name = "00000000000000002221"
+    for suffix in (".index", ".timeindex"):
+        (healthy / (name + suffix)).unlink()
+    log = damaged / (name + ".log")
+    data = bytearray(log.read_bytes())
+    data[300_000] ^= 0x40
+    log.write_bytes(bytes(data))
+    applied = run_seglog("repair", "--from", str(healthy), str(damaged), "--apply", "--config",
+                         "index.interval.bytes=65536")
+    assert applied.exit_code == 0, applied.out + applied.err
+    assert "index.interval.bytes" in applied.out
+    assert log.read_bytes() == (healthy / (name + ".log")).read_bytes()
+    with MappedFile(log) as mapped:
+        small = recover_indexes(mapped, 2221, TopicConfig().with_overrides({"index.interval.bytes": "65536"}))
+        default = recover_indexes(mapped, 2221)
+    assert small.offset_index != default.offset_index  # the setting makes a difference here
+    assert (damaged / (name + ".index")).read_bytes() == small.offset_index
+    assert (damaged / (name + ".timeindex")).read_bytes() == small.time_index
+    assert run_seglog("verify", str(damaged)).exit_code == 0

@@ -12,6 +12,12 @@ DAMAGED's own ``leader-epoch-checkpoint`` gives those offsets. Anything else is 
 segment is written whole (assembled in a staging file beside the backups), its ``.index`` and
 ``.timeindex`` rebuilt as Kafka's recovery builds them.
 
+A segment DAMAGED lacks in the middle of its log (``seglog diff`` reports the stretch as a
+hole: the batches either side are the same on both) is restored whole from HEALTHY when it is
+exactly HEALTHY's segments between two segments DAMAGED holds, every batch valid and in the
+leader epoch DAMAGED's checkpoint gives its offsets (:func:`_plan_missing`), with HEALTHY's producer
+snapshots for those offsets that DAMAGED lacks.
+
 ``tail=True`` also appends what DAMAGED lacks at its end (a cut tail, a lost last segment) when
 its log is a prefix of HEALTHY's: the rest of its last segment, HEALTHY's later segments (their
 indexes rebuilt), the producer snapshots HEALTHY holds past DAMAGED's old end, and the leader
@@ -176,8 +182,10 @@ def plan_repair(healthy_dir: str | Path, damaged_dir: str | Path, tail: bool = F
             repair.healthy_segment = source
         if repair is not None:
             plan.segments.append(repair)
+    _plan_missing(plan, healthy, damaged, healthy_log, damaged_log, divergence)
     if tail:
         _plan_tail(plan, healthy, damaged, healthy_log, damaged_log, divergence)
+    plan.segments.sort(key=lambda repair: repair.base_offset)
     healthy_log.close()
     damaged_log.close()
     return plan
@@ -308,6 +316,114 @@ def _refuse_unaligned(path, position, offset, source) -> None:
     raise RepairRefused(f"position {position} of {path.name}: HEALTHY ({source}) has no batch of offset {offset} "
                         "there (its segment differs: the replicas diverge, or HEALTHY is damaged too); "
                         "nothing was changed", path)
+
+
+def _plan_missing(plan: RepairPlan, healthy, damaged, healthy_log: PartitionLog, damaged_log: PartitionLog,
+                  divergence) -> None:
+    """Whole segments DAMAGED lacks in the middle of its log: HEALTHY's segments between two
+    segments DAMAGED holds whose offsets no segment of DAMAGED holds (``seglog diff`` reports the
+    stretch as a hole), restored byte for byte (see :func:`_check_missing`)."""
+    damaged_segments = {s.base_offset: s for s in damaged_log.segments}
+    bases = sorted(damaged_segments)
+    if len(bases) < 2:
+        return
+    segments = healthy_log.segments
+    k = 0
+    while k < len(segments):
+        base = segments[k].base_offset
+        if base in damaged_segments or not bases[0] < base < bases[-1]:
+            k += 1
+            continue
+        run = []
+        while k < len(segments) and segments[k].base_offset not in damaged_segments:
+            run.append(segments[k])
+            k += 1
+        before = damaged_segments[max(b for b in bases if b < base)]
+        before_batches, _ = _batches(before.log_path)
+        good = [b for b in before_batches if b.valid]
+        if good and good[-1].last >= base:
+            continue  # DAMAGED holds these offsets in a segment of its own (rolled or cleaned otherwise)
+        after = segments[k] if k < len(segments) else None
+        _check_missing(plan, run, before, good, after, damaged_segments, healthy_log, damaged.epoch_checkpoint,
+                       divergence)
+        for segment in run:
+            batches, size = _batches(segment.log_path)
+            ranges = [(batches[0].base, batches[-1].last)] if batches else []
+            plan.segments.append(SegmentRepair(
+                segment.base_offset, plan.damaged / segment.log_path.name, [Piece(segment.log_path, 0, size, True)],
+                ranges, "a segment this replica lacks in the middle of its log, from HEALTHY", new=True,
+                txn_index=_txn_index_of(segment.log_path),
+                healthy_segment=segment.log_path if _clean_indexes(healthy, segment.base_offset, segment.log_path)
+                else None))
+        first, last = run[0].base_offset, after.base_offset - 1
+        have = {p.name for p in plan.damaged.iterdir()}
+        for snapshot in healthy_log.files.snapshots:
+            parsed = parse_segment_file_name(snapshot.name)
+            if parsed is not None and first <= parsed.base_offset <= last + 1 and snapshot.name not in have:
+                plan.snapshots.append(snapshot)
+
+
+def _check_missing(plan: RepairPlan, run, before, before_good, after, damaged_segments, healthy_log, epochs,
+                   divergence) -> None:
+    """HEALTHY's segments ``run`` may fill DAMAGED's gap when the segments either side agree
+    (DAMAGED's last batch before the gap and first batch after it are HEALTHY's, byte for byte,
+    and the segment after the gap starts at the same offset on both) and every batch of ``run``
+    is valid, contiguous, inside the gap and in the leader epoch DAMAGED's checkpoint gives it;
+    else :class:`RepairRefused`."""
+    first = run[0].base_offset
+    where = plan.damaged
+    if after is None or after.base_offset not in damaged_segments:
+        raise RepairRefused(f"this replica lacks offsets from {first} on in the middle of its log, but its next "
+                            "segment starts at no segment boundary of HEALTHY (the replicas' segments differ "
+                            "there); nothing was changed", where)
+    last = after.base_offset - 1
+    if divergence is not None and divergence["offset"] <= last:
+        raise RepairRefused(f"this replica lacks offsets {first}-{last}, but the replicas diverge from offset "
+                            f"{divergence['offset']} ({divergence['cause']}); nothing was changed", where)
+    healthy_before = next((s for s in healthy_log.segments if s.base_offset == before.base_offset), None)
+    agree = healthy_before is not None and bool(before_good)
+    if agree:
+        healthy_batches, _ = _batches(healthy_before.log_path)
+        agree = bool(healthy_batches) and _same_batch(before.log_path, before_good[-1],
+                                                      healthy_before.log_path, healthy_batches[-1])
+    if agree:
+        mine, _ = _batches(damaged_segments[after.base_offset].log_path)
+        theirs, _ = _batches(after.log_path)
+        agree = bool(mine) and bool(theirs) and _same_batch(damaged_segments[after.base_offset].log_path, mine[0],
+                                                            after.log_path, theirs[0])
+    if not agree:
+        raise RepairRefused(f"this replica lacks offsets {first}-{last}, but the segments either side of the gap "
+                            "are not HEALTHY's (the replicas differ there); nothing was changed", where)
+    expected = first
+    for segment in run:
+        batches, size = _batches(segment.log_path)
+        position = 0
+        for batch in batches:
+            if not batch.valid or batch.position != position:
+                raise RepairRefused(f"{segment.log_path}: HEALTHY is damaged at position {position} of a segment "
+                                    "this replica lacks; nothing was changed", segment.log_path)
+            if batch.base < expected or batch.last > last:
+                raise RepairRefused(f"{segment.log_path}: HEALTHY's batch {batch.base}-{batch.last} lies outside "
+                                    f"the offsets {first}-{last} this replica lacks; nothing was changed",
+                                    segment.log_path)
+            want = _epoch_for(epochs, batch.base)
+            if want is not None and batch.epoch != want:
+                raise RepairRefused(f"offset {batch.base}: HEALTHY's batch is in leader epoch {batch.epoch}, this "
+                                    f"replica's leader-epoch-checkpoint says {want}: the replicas diverge there; "
+                                    "nothing was changed", where)
+            position, expected = batch.end, batch.last + 1
+        if position != size:
+            raise RepairRefused(f"{segment.log_path}: HEALTHY is damaged at position {position} of a segment this "
+                                "replica lacks; nothing was changed", segment.log_path)
+
+
+def _same_batch(path_a: Path, a: "_Batch", path_b: Path, b: "_Batch") -> bool:
+    if a.end - a.position != b.end - b.position:
+        return False
+    with open(path_a, "rb") as x, open(path_b, "rb") as y:
+        x.seek(a.position)
+        y.seek(b.position)
+        return x.read(a.end - a.position) == y.read(b.end - b.position)
 
 
 def _plan_tail(plan: RepairPlan, healthy, damaged, healthy_log: PartitionLog, damaged_log: PartitionLog,

@@ -220,3 +220,37 @@ def test_rebuilt_indexes_follow_the_partitions_topic_config(corpus, tmp_path):
     assert (damaged / (name + ".index")).read_bytes() == small.offset_index
     assert (damaged / (name + ".timeindex")).read_bytes() == small.time_index
     assert run_seglog("verify", str(damaged)).exit_code == 0
+
+
+def test_lost_middle_segment_restored_from_healthy(corpus, tmp_path):
+    replicas = _copy(corpus, "in-sync", (1, 2), tmp_path)
+    healthy, damaged = replicas[1], replicas[2]
+    name = "00000000000000002221"
+    for path in damaged.glob(name + ".*"):
+        path.unlink()
+    hole = run_seglog("diff", "--format", "json", str(healthy), str(damaged))
+    assert hole.exit_code == 3
+    import json
+    (replica,) = json.loads(hole.out)["partitions"][0]["replicas"]
+    assert replica["holes"] == [{"missingOn": "replica", "firstOffset": 2221, "lastOffset": 4433, "batches": 69}]
+    applied = _repaired(healthy, damaged)
+    assert "lacks in the middle of its log" in applied.out
+    for suffix in (".timeindex", ".snapshot"):
+        assert (damaged / (name + suffix)).read_bytes() == (healthy / (name + suffix)).read_bytes(), suffix
+
+
+def test_lost_middle_segment_refused_when_healthy_is_damaged_there(corpus, tmp_path):
+    replicas = _copy(corpus, "in-sync", (1, 2), tmp_path)
+    healthy, damaged = replicas[1], replicas[2]
+    name = "00000000000000002221"
+    for path in damaged.glob(name + ".*"):
+        path.unlink()
+    log = healthy / (name + ".log")
+    data = bytearray(log.read_bytes())
+    data[400_000] ^= 0x08
+    log.write_bytes(bytes(data))
+    before = _tree(damaged)
+    refused = run_seglog("repair", "--from", str(healthy), str(damaged), "--apply")
+    assert refused.exit_code == 3, refused.out + refused.err
+    assert "HEALTHY is damaged at position" in refused.err and refused.err.count("\n") == 1
+    assert _tree(damaged) == before

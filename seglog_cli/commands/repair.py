@@ -22,7 +22,8 @@ valid CRCs, HEALTHY's batches for exactly that offset range are put into DAMAGED
 segment's .index and .timeindex are rebuilt (index.interval.bytes and segment.index.bytes as
 DAMAGED's partition resolves them: Kafka's defaults < --server-config < the cluster metadata
 (__cluster_metadata-0 beside the partition, or --metadata-log) < --config-file/--config; the values
-not at their default are printed with their source). --tail also copies what DAMAGED lacks at its end
+not at their default are printed with their source). A segment DAMAGED lacks in the middle of its
+log is restored whole from HEALTHY when the segments either side agree. --tail also copies what DAMAGED lacks at its end
 (a cut tail, a lost last segment) when its log is a prefix of HEALTHY's. HEALTHY is only read.
 Refused, with nothing changed, when the replicas diverge in that range, when HEALTHY is damaged
 there too, or when their topic ids differ.

@@ -91,17 +91,28 @@ class IndexSummary:
         return bisect_left(entries, relative)
 
 
+GROUP_ROWS = 65536  # batches per group of a segment: what the comparison can pass over unread
+
+
+@dataclass
+class Group:
+    """Consecutive batches of a segment as :func:`scan_replica` read them: from the one at
+    ``start`` to the end of the one ending at ``end`` (positions), how many, a digest of their
+    header columns (valid flags included), whether all pass their checks, the last one's last offset."""
+
+    start: int
+    end: int
+    rows: int
+    digest: bytes
+    clean: bool
+    first_last: int
+    last_last: int
+
+
 @dataclass
 class SegmentSummary:
-    """One segment as :func:`scan_replica` read it: its batches' count, a digest of their header
-    columns (valid flag included), whether any fails its checks, the first and last batch's last offset."""
-
     base: int
-    rows: int = 0
-    digest: bytes = b""
-    invalid: bool = False
-    first_last: int = -1
-    last_last: int = -1
+    groups: list = field(default_factory=list)
 
 
 @dataclass
@@ -122,7 +133,7 @@ class Replica:
     first_base: int | None = None  # the first batch's base offset
     last_last: int | None = None  # the last batch's last offset
     invalid: dict = field(default_factory=dict)  # .log path -> positions of batches failing CRC/size checks
-    segments: dict = field(default_factory=dict)  # segment base -> SegmentSummary
+    segments: dict = field(default_factory=dict)  # segment base -> SegmentSummary (its groups)
     records: int = 0
     damage: list[Damage] = field(default_factory=list)
     index_counts: dict = field(default_factory=dict)  # segment base -> (IndexSummary of .index, of .timeindex)
@@ -222,7 +233,7 @@ def _scan_segment(replica: Replica, segment) -> None:
     scan = LogScan(segment.log, 0, resync=True, check_crc=True)
     check = _IndexCheck(replica, segment)
     summary = replica.segments[segment.base_offset] = SegmentSummary(segment.base_offset)
-    digest = blake2b(digest_size=16)
+    group = None
     for chunk in scan.columns():
         if type(chunk) is list:
             columns, legacy = _legacy_columns(chunk), chunk
@@ -232,11 +243,14 @@ def _scan_segment(replica: Replica, segment) -> None:
         count = len(columns) // 8
         if not count:
             continue
-        digest.update(columns)
-        if not summary.rows:
-            summary.first_last = columns[2]
-        summary.rows += count
-        summary.last_last = columns[-6]
+        if group is None:
+            group = [columns[0], 0, blake2b(digest_size=16), True, columns[2]]
+        group[1] += count
+        group[2].update(columns)
+        group[3] = group[3] and 0 not in columns[6::8]
+        if group[1] >= GROUP_ROWS:
+            _close_group(summary, group, columns)
+            group = None
         bases, lasts, epochs, valid = columns[1::8], columns[2::8], columns[3::8], columns[6::8]
         if not replica.batches:
             replica.first_base = bases[0]
@@ -245,7 +259,6 @@ def _scan_segment(replica: Replica, segment) -> None:
         counts = columns[7::8]
         replica.records += sum(counts) if min(counts) >= 0 else sum(c if c > 0 else (1 if c < 0 else 0) for c in counts)
         if 0 in valid:
-            summary.invalid = True
             for k in (k for k, ok in enumerate(valid) if not ok):
                 _invalid_row(replica, columns, k, path, legacy[k] if legacy is not None else None)
         _epoch_starts(replica, bases, epochs, valid)
@@ -254,8 +267,15 @@ def _scan_segment(replica: Replica, segment) -> None:
         replica.damage.append(Damage(finding.code, path, finding.position, finding.offset, finding.message))
     if not scan.findings and scan.kafka_error is not None:
         replica.damage.append(Damage(Code.CORRUPT_REGION, path, scan.kafka_error.position, None, str(scan.kafka_error)))
-    summary.digest = digest.digest()
+    if group is not None:
+        _close_group(summary, group, columns)
     check.finish()
+
+
+def _close_group(summary: SegmentSummary, group: list, columns: array) -> None:
+    start, rows, digest, clean, first_last = group
+    end = columns[-8] + 12 + columns[-3]  # the last batch's position + LOG_OVERHEAD + its size field
+    summary.groups.append(Group(start, end, rows, digest.digest(), clean, first_last, columns[-6]))
 
 
 def _epoch_starts(replica: Replica, bases: array, epochs: array, valid: array) -> None:
@@ -286,28 +306,40 @@ class _IndexCheck:
     offset, or an earlier offset of the same append); time index entries must name an offset of
     the segment. Entries confirmed in C (``index_odd``: position and last offset match a batch);
     only the others are looked at here. An entry is checked against the chunk whose last batch
-    starts at or after its position (entries ascend in position, as batches do)."""
+    starts at or after its position (entries taken in position order: the file's when they
+    ascend, as Kafka writes them, else sorted)."""
 
     def __init__(self, replica: Replica, segment) -> None:
         self.replica, self.base_offset = replica, segment.base_offset
         self.index_path, self.time_index_path = segment.index_path, segment.time_index_path
         self.relatives, self.entry_positions = _index_columns(segment.index_path, 8, ((0, 2), (1, 2)))
-        self.done = 0  # entries checked
+        positions = self.entry_positions
+        self.order = None  # entries not in position order (a damaged index): (position << 32 | number), sorted
+        if any(a > b for a, b in zip(positions, positions[1:])):
+            self.order = array("q", sorted((p << 32) | n for n, p in enumerate(positions)))
+        self.done = 0  # entries checked (in position order)
         self.wrong = 0
-        self.first_wrong = None
+        self.first_wrong = None  # (entry number, offset, position)
         self.next_offset = segment.base_offset
 
     def feed(self, positions: array, bases: array, lasts: array) -> None:
         self.next_offset = lasts[-1] + 1
         relatives, entry_positions, base_offset = self.relatives, self.entry_positions, self.base_offset
         start = self.done
-        stop = bisect_right(entry_positions, positions[-1], start) if start < len(relatives) else start
+        if start >= len(relatives):
+            return
+        if self.order is not None:
+            stop = bisect_left(self.order, (positions[-1] + 1) << 32, start)
+            numbers = [key & 0xFFFFFFFF for key in self.order[start:stop]]
+        else:
+            stop = bisect_right(entry_positions, positions[-1], start)
+            numbers = range(start, stop)
         if stop == start:
             return
         self.done = stop
         count = len(positions)
-        odd = range(start, stop)
-        if native.module is not None:
+        odd = numbers
+        if native.module is not None and self.order is None:
             packed = array("q", bytes(40 * count))
             packed[0::5] = positions
             packed[1::5] = bases
@@ -320,17 +352,19 @@ class _IndexCheck:
                 plist = positions.tolist()
             k = bisect_left(plist, position)
             if k == count or plist[k] != position or bases[k] > offset:
-                self._wrong(offset, position)
+                self._wrong(n, offset, position)
 
-    def _wrong(self, offset: int, position: int) -> None:
+    def _wrong(self, n: int, offset: int, position: int) -> None:
         self.wrong += 1
-        if self.first_wrong is None:
-            self.first_wrong = (offset, position)
+        if self.first_wrong is None or n < self.first_wrong[0]:
+            self.first_wrong = (n, offset, position)
 
     def finish(self) -> None:
         replica, base_offset, relatives = self.replica, self.base_offset, self.relatives
-        for n in range(self.done, len(relatives)):  # past the last batch: point at none
-            self._wrong(base_offset + relatives[n], self.entry_positions[n])
+        rest = range(self.done, len(relatives)) if self.order is None else \
+            [key & 0xFFFFFFFF for key in self.order[self.done:]]
+        for n in rest:  # past the last batch: point at none
+            self._wrong(n, base_offset + relatives[n], self.entry_positions[n])
         time_relatives, = _index_columns(self.time_index_path, 12, ((2, 3),))
         next_offset = self.next_offset
         bad_time = [base_offset + r for r in time_relatives if not 0 <= r < next_offset - base_offset] \
@@ -341,7 +375,7 @@ class _IndexCheck:
             IndexSummary(self.time_index_path, 12, (2, 3), len(time_relatives), min(time_relatives, default=0),
                          max(time_relatives, default=0)))
         if self.wrong:
-            offset, position = self.first_wrong
+            _n, offset, position = self.first_wrong
             replica.index_notes.append(IndexNote(base_offset, "offset", "error",
                                                  f"{self.wrong} .index entries point at no batch holding their offset "
                                                  f"(first: offset {offset} -> position {position})"))
@@ -425,33 +459,39 @@ def _batch(row: tuple) -> dict:
 
 class _Cursor:
     """A replica's batch headers read again in order, from the first batch whose last offset is
-    at least ``start``: one chunk of columns at a time (the compiled scanner's, CRCs not
-    computed again: the batches failing them are known from :func:`scan_replica`). ``k`` is the
-    current batch of the chunk; ``prev_last`` the last offset of the batch before it. Between
-    segments, :func:`_skip_same_segments` can pass over whole segments without reading them."""
+    at least ``start``: a group of a segment (:class:`Group`) at a time, in chunks of columns
+    (the compiled scanner's, CRCs not computed again: the batches failing them are known from
+    :func:`scan_replica`). ``k`` is the current batch of the chunk; ``prev_last`` the last
+    offset of the batch before it. Between groups, :func:`_skip_same_groups` can pass over
+    groups without reading them."""
 
     def __init__(self, replica: Replica, start: int) -> None:
         self.replica = replica
         self.log = PartitionLog(replica.path)
-        self.segments = self.log.segments_from(start)
-        self.next_segment = 0  # the segment the next chunk comes from when _chunks is None
+        self.groups = [(segment, group) for segment in self.log.segments_from(start)
+                       for group in self._groups_of(segment)]
+        self.next_group = 0  # the group the next chunk comes from when _chunks is None
         self._chunks = None
-        self.loaded = 0  # rows read of the current segment
         self.base = self.last = self.epoch = self.crc = self.size = array("q")
         self.ok = bytearray()
         self.k = self.n = 0
         self.prev_last = None
-        first = replica.segments.get(self.segments[0].base_offset) if self.segments else None
-        if first is not None and first.rows and first.first_last < start:
+        while self.next_group < len(self.groups) and self.groups[self.next_group][1].last_last < start:
+            self.next_group += 1  # every batch of the group ends before start
+        if self.next_group < len(self.groups) and self.groups[self.next_group][1].first_last < start:
             while self.fill() and self.last[self.k] < start:
                 if self.last[-1] < start:
                     self.k = self.n
                 else:
                     self.k = bisect_left(self.last, start, self.k)
 
-    def _read(self, segment):
+    def _groups_of(self, segment) -> list:
+        summary = self.replica.segments.get(segment.base_offset)
+        return summary.groups if summary is not None else []
+
+    def _read(self, segment, group: Group):
         invalid = self.replica.invalid.get(str(segment.log_path), ())
-        for chunk in LogScan(segment.log, 0, resync=True, check_crc=False).columns():
+        for chunk in LogScan(segment.log, group.start, group.end, resync=True, check_crc=False).columns():
             if type(chunk) is list:
                 columns = _legacy_columns(chunk)
             else:
@@ -465,47 +505,43 @@ class _Cursor:
                     if position in invalid:
                         ok[k] = 0
             yield columns, ok
-        segment.close()
 
     def fill(self) -> bool:
         """Whether there is a current batch (reading the next chunk when this one is done)."""
         while self.k >= self.n:
             if self._chunks is None:
-                if self.next_segment >= len(self.segments):
+                if self.next_group >= len(self.groups):
                     return False
-                self._chunks = self._read(self.segments[self.next_segment])
-                self.next_segment += 1
-                self.loaded = 0
-            columns = next(self._chunks, None)
-            if columns is None:
+                self._chunks = self._read(*self.groups[self.next_group])
+                self.next_group += 1
+            chunk = next(self._chunks, None)
+            if chunk is None:
                 self._chunks = None
                 continue
-            columns, self.ok = columns
-            self.base, self.last, self.epoch = columns[1::8], columns[2::8], columns[3::8]
-            self.crc, self.size = columns[4::8], columns[5::8]
-            self.k, self.n = 0, len(self.ok)
-            self.loaded += self.n
+            self._load(chunk)
         return True
 
-    def upcoming(self):
-        """The summary of the segment whose first batch is the next one (None mid-segment or at the end)."""
+    def _load(self, chunk) -> None:
+        columns, self.ok = chunk
+        self.base, self.last, self.epoch = columns[1::8], columns[2::8], columns[3::8]
+        self.crc, self.size = columns[4::8], columns[5::8]
+        self.k, self.n = 0, len(self.ok)
+
+    def upcoming(self) -> Group | None:
+        """The group whose first batch is the next one (None mid-group or at the end)."""
         if self.k < self.n:
             return None
         if self._chunks is not None:
-            current = self.replica.segments.get(self.segments[self.next_segment - 1].base_offset)
-            if current is None or self.loaded != current.rows:
+            chunk = next(self._chunks, None)
+            if chunk is not None:  # not at the end of the group after all
+                self._load(chunk)
                 return None
-            self._chunks.close()
             self._chunks = None
-        if self.next_segment >= len(self.segments):
-            return None
-        return self.replica.segments.get(self.segments[self.next_segment].base_offset)
+        return self.groups[self.next_group][1] if self.next_group < len(self.groups) else None
 
-    def skip_segment(self, summary) -> None:
-        self.segments[self.next_segment].close()
-        self.next_segment += 1
-        if summary.rows:
-            self.prev_last = summary.last_last
+    def skip_group(self, group: Group) -> None:
+        self.next_group += 1
+        self.prev_last = group.last_last
 
     def row(self) -> tuple:
         k = self.k
@@ -521,19 +557,19 @@ class _Cursor:
         self.log.close()
 
 
-def _skip_same_segments(ri: _Cursor, fi: _Cursor) -> bool:
-    """Pass over the segments that start both cursors' next batches when :func:`scan_replica`
+def _skip_same_groups(ri: _Cursor, fi: _Cursor) -> bool:
+    """Pass over the groups that start both cursors' next batches when :func:`scan_replica`
     found them the same batch for batch (digest of their headers) and every batch valid: the walk
     would only agree all through them. Whether any was skipped."""
     skipped = False
     while True:
         mine, theirs = ri.upcoming(), fi.upcoming()
-        if mine is None or theirs is None or mine.base != theirs.base or mine.digest != theirs.digest \
-                or mine.rows != theirs.rows or mine.invalid or theirs.invalid:
+        if mine is None or theirs is None or mine.digest != theirs.digest or mine.rows != theirs.rows \
+                or not mine.clean or not theirs.clean:
             return skipped
-        ri.skip_segment(mine)
-        fi.skip_segment(theirs)
-        skipped = skipped or mine.rows > 0
+        ri.skip_group(mine)
+        fi.skip_group(theirs)
+        skipped = True
 
 
 BLOCK = 4096
@@ -600,7 +636,7 @@ def _walk(ri: _Cursor, fi: _Cursor, result: Comparison, damaged: bool) -> None:
     f = fi.replica
     agreed_to = result.common_prefix_end
     while True:
-        if _skip_same_segments(ri, fi):
+        if _skip_same_groups(ri, fi):
             agreed_to = fi.prev_last + 1
         if not (ri.fill() and fi.fill()):
             break

@@ -18,6 +18,7 @@ and the offset Kafka truncates it to when it rejoins (:mod:`epoch_truncation`).
 
 from __future__ import annotations
 
+import operator
 import sys
 from array import array
 from bisect import bisect_left, bisect_right
@@ -315,7 +316,7 @@ class _IndexCheck:
         self.relatives, self.entry_positions = _index_columns(segment.index_path, 8, ((0, 2), (1, 2)))
         positions = self.entry_positions
         self.order = None  # entries not in position order (a damaged index): (position << 32 | number), sorted
-        if any(a > b for a, b in zip(positions, positions[1:])):
+        if not all(map(operator.le, positions, positions[1:])):
             self.order = array("q", sorted((p << 32) | n for n, p in enumerate(positions)))
         self.done = 0  # entries checked (in position order)
         self.wrong = 0

@@ -3,8 +3,10 @@ a child process whose peak RSS stays far below what holding their headers would 
 
 The replicas are real v2 batches (one small record each, CRC-32C computed by the builder) written
 back to back; the batch is the same bytes at every offset but its base offset (outside the CRC),
-so millions are written in a moment. The second replica's last batch carries another leader
-epoch, so no segment is passed over as identical: the comparison walks every batch of both in step.
+so millions are written in a moment. The second replica rolled a segment after 1000 batches, so
+none of its groups of batches lines up with the first's and none can be passed over as identical:
+the comparison walks every batch of both in step, up to the last, which carries another leader
+epoch on the second replica.
 """
 
 from __future__ import annotations
@@ -34,24 +36,27 @@ print(json.dumps({"reference": str(group.reference.path), "batches": group.refer
 """
 
 
-def _write_replica(partition: Path, count: int, last_epoch: int) -> int:
-    """``count`` one-record batches at offsets 0..count-1, leader epoch 0 but the last one's."""
+def _write_replica(partition: Path, count: int, last_epoch: int, split: int | None = None) -> int:
+    """``count`` one-record batches at offsets 0..count-1, leader epoch 0 but the last one's; a
+    second segment from offset ``split`` on when given."""
     partition.mkdir(parents=True)
     template = build_batch([NewRecord(key=None, value=b"v", timestamp=1_700_000_000_000)], partition_leader_epoch=0)
     size = len(template)
-    with open(partition / "00000000000000000000.log", "wb") as handle:
-        for first in range(0, count, PIECE):
-            n = min(PIECE, count - first)
-            data = bytearray(template * n)
-            offsets = array("q", range(first, first + n))
-            if sys.byteorder == "little":
-                offsets.byteswap()
-            raw = offsets.tobytes()
-            for byte in range(8):  # the big-endian base offset, byte by byte across all batches
-                data[byte::size] = raw[byte::8]
-            if first + n == count:
-                data[-size + 12:-size + 16] = last_epoch.to_bytes(4, "big")
-            handle.write(data)
+    bounds = [0, split, count] if split else [0, count]
+    for first_of_segment, end in zip(bounds, bounds[1:]):
+        with open(partition / f"{first_of_segment:020d}.log", "wb") as handle:
+            for first in range(first_of_segment, end, PIECE):
+                n = min(PIECE, end - first)
+                data = bytearray(template * n)
+                offsets = array("q", range(first, first + n))
+                if sys.byteorder == "little":
+                    offsets.byteswap()
+                raw = offsets.tobytes()
+                for byte in range(8):  # the big-endian base offset, byte by byte across all batches
+                    data[byte::size] = raw[byte::8]
+                if first + n == count:
+                    data[-size + 12:-size + 16] = last_epoch.to_bytes(4, "big")
+                handle.write(data)
     epochs = [(0, 0)] + ([(last_epoch, count - 1)] if last_epoch else [])
     (partition / "leader-epoch-checkpoint").write_text(
         "0\n" + f"{len(epochs)}\n" + "".join(f"{e} {o}\n" for e, o in epochs))
@@ -63,7 +68,7 @@ def test_diff_peak_memory_does_not_grow_with_the_batch_count(tmp_path):
     old = tmp_path / "broker-1" / "events-0"
     new = tmp_path / "broker-2" / "events-0"
     size = _write_replica(old, BATCHES, last_epoch=0)
-    _write_replica(new, BATCHES, last_epoch=1)
+    _write_replica(new, BATCHES, last_epoch=1, split=1000)
     assert size * BATCHES > 100 << 20  # each replica well over 100 MB
     result = subprocess.run([sys.executable, "-c", CHILD, str(old), str(new)], capture_output=True, text=True,
                             timeout=600)

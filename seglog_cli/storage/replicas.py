@@ -214,6 +214,20 @@ def scan_replica(path: str | Path, label: str | None = None) -> Replica:
     return replica
 
 
+def column_chunks(scan: LogScan):
+    """``scan``'s batch headers as ``(columns, legacy)``: an ``array("q")`` of 8 int64 per batch
+    (position, base offset, last offset, partition leader epoch, stored CRC, size field, valid,
+    records count) and the headers when the scan stepped entry by entry (else None). Also what
+    ``seglog repair`` plans from (:mod:`replica_repair`)."""
+    for chunk in scan.columns():
+        if type(chunk) is list:
+            yield _legacy_columns(chunk), chunk
+        else:
+            columns = array("q")
+            columns.frombytes(chunk)
+            yield columns, None
+
+
 def _legacy_columns(chunk: list) -> array:
     """Entries read one at a time (legacy, or around damage) as the compiled scanner's columns."""
     columns = array("q")
@@ -235,12 +249,7 @@ def _scan_segment(replica: Replica, segment) -> None:
     check = _IndexCheck(replica, segment)
     summary = replica.segments[segment.base_offset] = SegmentSummary(segment.base_offset)
     group = None
-    for chunk in scan.columns():
-        if type(chunk) is list:
-            columns, legacy = _legacy_columns(chunk), chunk
-        else:
-            columns, legacy = array("q"), None
-            columns.frombytes(chunk)
+    for columns, legacy in column_chunks(scan):
         count = len(columns) // 8
         if not count:
             continue
@@ -492,12 +501,7 @@ class _Cursor:
 
     def _read(self, segment, group: Group):
         invalid = self.replica.invalid.get(str(segment.log_path), ())
-        for chunk in LogScan(segment.log, group.start, group.end, resync=True, check_crc=False).columns():
-            if type(chunk) is list:
-                columns = _legacy_columns(chunk)
-            else:
-                columns = array("q")
-                columns.frombytes(chunk)
+        for columns, _ in column_chunks(LogScan(segment.log, group.start, group.end, resync=True, check_crc=False)):
             if not columns:
                 continue
             ok = bytearray(b"\1") * (len(columns) // 8)

@@ -19,7 +19,8 @@ HELP = """Repair a damaged replica of a partition from a healthy replica, byte f
 For every range of DAMAGED that is damaged (a batch failing its CRC, a corrupt or zeroed region,
 a torn tail) and that HEALTHY holds at the same positions, in the same leader epochs and with
 valid CRCs, HEALTHY's batches for exactly that offset range are put into DAMAGED, and the
-segment's .index and .timeindex are rebuilt (index.interval.bytes and segment.index.bytes as
+segment's .index and .timeindex are HEALTHY's when the segment comes out HEALTHY's bytes (and
+HEALTHY's indexes point right), else rebuilt (index.interval.bytes and segment.index.bytes as
 DAMAGED's partition resolves them: Kafka's defaults < --server-config < the cluster metadata
 (__cluster_metadata-0 beside the partition, or --metadata-log) < --config-file/--config; the values
 not at their default are printed with their source). A segment DAMAGED lacks in the middle of its
@@ -102,6 +103,12 @@ def _run(damaged, healthy, apply, tail, config, config_file, server_config, meta
     return ExitStatus.WARNINGS
 
 
+INDEXES = {"rebuilt": "rebuild its .index and .timeindex",
+           "healthy": "copy HEALTHY's .index and .timeindex",
+           "healthy-if-identical": "copy HEALTHY's .index and .timeindex if it comes out HEALTHY's bytes, else "
+                                   "rebuild them"}
+
+
 def _text(plan, applied, apply) -> None:
     out = sys.stdout
     if plan.empty:
@@ -110,8 +117,8 @@ def _text(plan, applied, apply) -> None:
     out.write(f"repair {plan.damaged} from {plan.healthy}:\n")
     for segment in plan.segments:
         verb = "create" if segment.new else "rewrite"
-        out.write(f"  {verb} {segment.path.name} ({segment.size} bytes): {segment.why}; rebuild its .index "
-                  f"and .timeindex\n")
+        out.write(f"  {verb} {segment.path.name} ({segment.size} bytes): {segment.why}; "
+                  f"{INDEXES[segment.index_plan]}\n")
     for snapshot in plan.snapshots:
         out.write(f"  copy producer snapshot {snapshot.name}\n")
     if plan.epoch_checkpoint is not None:

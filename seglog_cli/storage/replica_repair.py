@@ -82,6 +82,22 @@ class SegmentRepair:
     # HEALTHY's segment and its .index/.timeindex (trimmed, every entry pointing right): copied
     # instead of rebuilt when the repaired segment comes out byte-identical to it
     healthy_segment: Path | None = None
+    indexes: str | None = None  # what build_steps chose: "healthy" (HEALTHY's copied) or "rebuilt"
+
+    @property
+    def index_plan(self) -> str:
+        """``healthy`` (HEALTHY's .index and .timeindex copied), ``rebuilt``, or, before
+        :func:`build_steps` has compared the repaired segment with HEALTHY's,
+        ``healthy-if-identical``."""
+        if self.indexes is not None:
+            return self.indexes
+        if self.healthy_segment is None:
+            return "rebuilt"
+        piece = self.pieces[0] if len(self.pieces) == 1 else None
+        if piece is not None and piece.healthy and piece.source == self.healthy_segment and piece.start == 0 \
+                and piece.end == os.path.getsize(piece.source):
+            return "healthy"  # HEALTHY's segment whole
+        return "healthy-if-identical"
 
     @property
     def size(self) -> int:
@@ -617,7 +633,9 @@ def build_steps(plan: RepairPlan, staging: Path, config: TopicConfig = TopicConf
             healthy_index, healthy_time_index = _index_paths(repair.healthy_segment)
             steps.append(FileStep("write", index_path, "HEALTHY's, for the same bytes", source=healthy_index))
             steps.append(FileStep("write", time_index_path, "HEALTHY's, for the same bytes", source=healthy_time_index))
+            repair.indexes = "healthy"
         else:
+            repair.indexes = "rebuilt"
             steps.append(FileStep("write", index_path, "rebuilt for the repaired segment", data=indexes.offset_index))
             steps.append(FileStep("write", time_index_path, "rebuilt for the repaired segment",
                                   data=indexes.time_index))

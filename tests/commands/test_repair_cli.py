@@ -183,8 +183,14 @@ def test_segment_made_identical_takes_the_healthy_indexes(corpus, tmp_path):
     data = bytearray(log.read_bytes())
     data[200_000:230_000] = bytes(30_000)
     log.write_bytes(bytes(data))
+    planned = run_seglog("repair", "--from", str(healthy), str(damaged))
+    assert planned.exit_code == 1, planned.out + planned.err
+    # which indexes is only known once the segment is assembled and compared with HEALTHY's
+    assert ("; copy HEALTHY's .index and .timeindex if it comes out HEALTHY's bytes, else rebuild them\n"
+            in planned.out), planned.out
     applied = run_seglog("repair", "--from", str(healthy), str(damaged), "--apply")
     assert applied.exit_code == 0, applied.out + applied.err
+    assert "; copy HEALTHY's .index and .timeindex\n" in applied.out and "rebuild" not in applied.out, applied.out
     for suffix in (".log", ".index", ".timeindex"):
         name = "00000000000000002129" + suffix
         assert (damaged / name).read_bytes() == (healthy / name).read_bytes(), name
@@ -212,6 +218,7 @@ def test_rebuilt_indexes_follow_the_partitions_topic_config(corpus, tmp_path):
                          "index.interval.bytes=65536")
     assert applied.exit_code == 0, applied.out + applied.err
     assert "index.interval.bytes" in applied.out
+    assert "; rebuild its .index and .timeindex\n" in applied.out and "copy HEALTHY's .index" not in applied.out
     assert log.read_bytes() == (healthy / (name + ".log")).read_bytes()
     with MappedFile(log) as mapped:
         small = recover_indexes(mapped, 2221, TopicConfig().with_overrides({"index.interval.bytes": "65536"}))
@@ -233,8 +240,13 @@ def test_lost_middle_segment_restored_from_healthy(corpus, tmp_path):
     import json
     (replica,) = json.loads(hole.out)["partitions"][0]["replicas"]
     assert replica["holes"] == [{"missingOn": "replica", "firstOffset": 2221, "lastOffset": 4433, "batches": 69}]
+    planned = run_seglog("repair", "--from", str(healthy), str(damaged))
+    # HEALTHY's segment whole: its own indexes, known from the plan on
+    assert f"create {name}.log" in planned.out and "; copy HEALTHY's .index and .timeindex\n" in planned.out
+    assert "rebuild" not in planned.out, planned.out
     applied = _repaired(healthy, damaged)
     assert "lacks in the middle of its log" in applied.out
+    assert "; copy HEALTHY's .index and .timeindex\n" in applied.out
     for suffix in (".timeindex", ".snapshot"):
         assert (damaged / (name + suffix)).read_bytes() == (healthy / (name + suffix)).read_bytes(), suffix
 

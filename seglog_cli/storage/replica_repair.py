@@ -23,6 +23,12 @@ its log is a prefix of HEALTHY's: the rest of its last segment, HEALTHY's later 
 indexes rebuilt), the producer snapshots HEALTHY holds past DAMAGED's old end, and the leader
 epochs of the copied batches in its ``leader-epoch-checkpoint``.
 
+Planning holds nothing per batch: each segment is read once as chunks of batch header columns
+(the scan ``seglog diff`` reads, :func:`~seglog_cli.storage.replicas.column_chunks`) into its
+runs of valid batches (byte positions and offsets) and a few single batches, and HEALTHY's
+segment is walked forward once for the ranges taken; the repaired segment is assembled from
+byte ranges, a chunk at a time.
+
 HEALTHY is only read. Writing goes through :class:`~seglog_cli.storage.write_session.WriteSession`.
 """
 

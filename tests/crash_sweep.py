@@ -125,7 +125,7 @@ BASE_FIXTURES = (
              "--config", "retention.bytes=400000")),
 )
 # repair: a copy of in-sync broker 2 (flipped bits, a zeroed range; a lost last segment for
-# --tail) made whole from broker 1 of the corpus, which is only read
+# --tail; a lost middle segment) made whole from broker 1 of the corpus, which is only read
 REPLICAS = "kafka-4.2.0/replicas/in-sync"
 HEALTHY = str(CORPUS / REPLICAS / "broker-1" / "events-0")
 
@@ -144,10 +144,17 @@ def _lose_last_segment(log_dir: Path) -> None:
         path.unlink()
 
 
+def _lose_middle_segment(log_dir: Path) -> None:
+    for path in (log_dir / "events-0").glob("00000000000000002221.*"):
+        path.unlink()
+
+
 BASE_FIXTURES += (
     Fixture("repair", f"{REPLICAS}/broker-2", "events-0", ("repair", "--apply", "--from", HEALTHY), _damage_replica),
     Fixture("repair-tail", f"{REPLICAS}/broker-2", "events-0", ("repair", "--apply", "--tail", "--from", HEALTHY),
             _lose_last_segment),
+    Fixture("repair-middle", f"{REPLICAS}/broker-2", "events-0", ("repair", "--apply", "--from", HEALTHY),
+            _lose_middle_segment),
 )
 FIXTURES = BASE_FIXTURES + tuple(
     Fixture(f"undo-{base.name}", base.source, base.partition, ("undo", "--apply"), undo_of=base)

@@ -6,11 +6,12 @@ import json
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
-from seglog_cli.commands.options import writing
+from seglog_cli.commands.options import (METADATA_LOG_HELP, SERVER_CONFIG_HELP, config_sources, effective_configs,
+                                         writing)
 from seglog_cli.status import ExitStatus, guarded
 
 HELP = """Repair a damaged replica of a partition from a healthy replica, byte for byte.
@@ -18,7 +19,12 @@ HELP = """Repair a damaged replica of a partition from a healthy replica, byte f
 For every range of DAMAGED that is damaged (a batch failing its CRC, a corrupt or zeroed region,
 a torn tail) and that HEALTHY holds at the same positions, in the same leader epochs and with
 valid CRCs, HEALTHY's batches for exactly that offset range are put into DAMAGED, and the
-segment's .index and .timeindex are rebuilt. --tail also copies what DAMAGED lacks at its end
+segment's .index and .timeindex are HEALTHY's when the segment comes out HEALTHY's bytes (and
+HEALTHY's indexes point right), else rebuilt (index.interval.bytes and segment.index.bytes as
+DAMAGED's partition resolves them: Kafka's defaults < --server-config < the cluster metadata
+(__cluster_metadata-0 beside the partition, or --metadata-log) < --config-file/--config; the values
+not at their default are printed with their source). A segment DAMAGED lacks in the middle of its
+log is restored whole from HEALTHY when the segments either side agree. --tail also copies what DAMAGED lacks at its end
 (a cut tail, a lost last segment) when its log is a prefix of HEALTHY's. HEALTHY is only read.
 Refused, with nothing changed, when the replicas diverge in that range, when HEALTHY is damaged
 there too, or when their topic ids differ.
@@ -45,6 +51,10 @@ def repair_command(
     healthy: str = typer.Option(..., "--from", help="The healthy replica's partition directory (only read)."),
     apply: bool = typer.Option(False, "--apply", help="Carry out the plan (default: only show it)."),
     tail: bool = typer.Option(False, "--tail", help="Also copy what DAMAGED lacks at its end from HEALTHY."),
+    config: Optional[List[str]] = typer.Option(None, "--config", help="Topic config key=value (index.interval.bytes, segment.index.bytes), over the cluster's (repeatable)."),
+    config_file: Optional[str] = typer.Option(None, "--config-file", help="A properties file of topic configs (as --config)."),
+    server_config: Optional[str] = typer.Option(None, "--server-config", help=SERVER_CONFIG_HELP),
+    metadata_log: Optional[str] = typer.Option(None, "--metadata-log", help=METADATA_LOG_HELP),
     backup_dir: Optional[str] = typer.Option(None, "--backup-dir", help="Where replaced bytes and the manifest go."),
     output_format: Format = typer.Option(Format.text, "--format", help="text or json."),
 ) -> None:
@@ -52,7 +62,9 @@ def repair_command(
     raise typer.Exit(guarded(lambda: _run(**arguments)))
 
 
-def _run(damaged, healthy, apply, tail, backup_dir, output_format) -> int:
+def _run(damaged, healthy, apply, tail, config, config_file, server_config, metadata_log, backup_dir,
+         output_format) -> int:
+    from seglog_cli.render import config_report
     from seglog_cli.storage.errors import UnreadableInputError
     from seglog_cli.storage.partition_log import looks_like_partition_dir
     from seglog_cli.storage.replica_repair import build_steps, plan_repair, staging_dir
@@ -61,8 +73,10 @@ def _run(damaged, healthy, apply, tail, backup_dir, output_format) -> int:
     for path in (healthy, damaged):
         if not Path(path).is_dir() or not looks_like_partition_dir(Path(path)):
             raise UnreadableInputError("not a partition directory", path)
+    sources = config_sources(config, config_file, server_config, metadata_log)
     applied = None
     with writing(apply, [log_dir_of(damaged)], "repair", backup_dir) as session:
+        resolved = effective_configs(sources, [Path(damaged)])
         plan = plan_repair(healthy, damaged, tail)  # planned under the lock
         if apply and not plan.empty:
             import shutil
@@ -70,21 +84,29 @@ def _run(damaged, healthy, apply, tail, backup_dir, output_format) -> int:
             root = Path(backup_dir) if backup_dir else default_backup_root(log_dir_of(damaged))
             staging = staging_dir(root)
             try:
-                steps = build_steps(plan, staging)
+                steps = build_steps(plan, staging, resolved[0].config)
                 applied = session.apply(steps)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
     if output_format == Format.json:
         document = {"version": 1, "plan": plan.as_dict(), "empty": plan.empty,
-                    "applied": None if applied is None else {"backupDir": str(applied)}}
+                    "applied": None if applied is None else {"backupDir": str(applied)},
+                    **config_report.json_fields(resolved)}
         json.dump(document, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
+        config_report.render_all_text(resolved, sys.stdout)
         _text(plan, applied, apply)
     sys.stdout.flush()
     if plan.empty or applied is not None:
         return ExitStatus.OK
     return ExitStatus.WARNINGS
+
+
+INDEXES = {"rebuilt": "rebuild its .index and .timeindex",
+           "healthy": "copy HEALTHY's .index and .timeindex",
+           "healthy-if-identical": "copy HEALTHY's .index and .timeindex if it comes out HEALTHY's bytes, else "
+                                   "rebuild them"}
 
 
 def _text(plan, applied, apply) -> None:
@@ -95,8 +117,8 @@ def _text(plan, applied, apply) -> None:
     out.write(f"repair {plan.damaged} from {plan.healthy}:\n")
     for segment in plan.segments:
         verb = "create" if segment.new else "rewrite"
-        out.write(f"  {verb} {segment.path.name} ({segment.size} bytes): {segment.why}; rebuild its .index "
-                  f"and .timeindex\n")
+        out.write(f"  {verb} {segment.path.name} ({segment.size} bytes): {segment.why}; "
+                  f"{INDEXES[segment.index_plan]}\n")
     for snapshot in plan.snapshots:
         out.write(f"  copy producer snapshot {snapshot.name}\n")
     if plan.epoch_checkpoint is not None:

@@ -12,10 +12,22 @@ DAMAGED's own ``leader-epoch-checkpoint`` gives those offsets. Anything else is 
 segment is written whole (assembled in a staging file beside the backups), its ``.index`` and
 ``.timeindex`` rebuilt as Kafka's recovery builds them.
 
+A segment DAMAGED lacks in the middle of its log (``seglog diff`` reports the stretch as a
+hole: the batches either side are the same on both) is restored whole from HEALTHY when it is
+exactly HEALTHY's segments between two segments DAMAGED holds, every batch valid and in the
+leader epoch DAMAGED's checkpoint gives its offsets (:func:`_plan_missing`), with HEALTHY's producer
+snapshots for those offsets that DAMAGED lacks.
+
 ``tail=True`` also appends what DAMAGED lacks at its end (a cut tail, a lost last segment) when
 its log is a prefix of HEALTHY's: the rest of its last segment, HEALTHY's later segments (their
 indexes rebuilt), the producer snapshots HEALTHY holds past DAMAGED's old end, and the leader
 epochs of the copied batches in its ``leader-epoch-checkpoint``.
+
+Planning holds nothing per batch: each segment is read once as chunks of batch header columns
+(the scan ``seglog diff`` reads, :func:`~seglog_cli.storage.replicas.column_chunks`) into its
+runs of valid batches (byte positions and offsets) and a few single batches, and HEALTHY's
+segment is walked forward once for the ranges taken; the repaired segment is assembled from
+byte ranges, a chunk at a time.
 
 HEALTHY is only read. Writing goes through :class:`~seglog_cli.storage.write_session.WriteSession`.
 """
@@ -24,6 +36,8 @@ from __future__ import annotations
 
 import os
 import shutil
+from array import array
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,7 +49,7 @@ from seglog_cli.storage.journal import FileStep
 from seglog_cli.storage.log_dir_files import LEADER_EPOCH_CHECKPOINT
 from seglog_cli.storage.naming import parse_segment_file_name
 from seglog_cli.storage.partition_log import PartitionLog
-from seglog_cli.storage.replicas import compare, scan_replica
+from seglog_cli.storage.replicas import column_chunks, compare, scan_replica
 from seglog_cli.storage.topic_config import TopicConfig
 
 COPY_CHUNK = 8 << 20
@@ -74,6 +88,22 @@ class SegmentRepair:
     # HEALTHY's segment and its .index/.timeindex (trimmed, every entry pointing right): copied
     # instead of rebuilt when the repaired segment comes out byte-identical to it
     healthy_segment: Path | None = None
+    indexes: str | None = None  # what build_steps chose: "healthy" (HEALTHY's copied) or "rebuilt"
+
+    @property
+    def index_plan(self) -> str:
+        """``healthy`` (HEALTHY's .index and .timeindex copied), ``rebuilt``, or, before
+        :func:`build_steps` has compared the repaired segment with HEALTHY's,
+        ``healthy-if-identical``."""
+        if self.indexes is not None:
+            return self.indexes
+        if self.healthy_segment is None:
+            return "rebuilt"
+        piece = self.pieces[0] if len(self.pieces) == 1 else None
+        if piece is not None and piece.healthy and piece.source == self.healthy_segment and piece.start == 0 \
+                and piece.end == os.path.getsize(piece.source):
+            return "healthy"  # HEALTHY's segment whole
+        return "healthy-if-identical"
 
     @property
     def size(self) -> int:
@@ -116,13 +146,121 @@ class _Batch:
     valid: bool
 
 
-def _batches(path: Path) -> tuple[list[_Batch], int]:
-    """Every batch a resyncing scan finds in a ``.log`` (CRC checked), and the file size."""
+def _row(columns, k: int) -> _Batch:
+    i = 8 * k
+    position = columns[i]
+    return _Batch(position, position + 12 + columns[i + 5], columns[i + 1], columns[i + 2], columns[i + 3],
+                  bool(columns[i + 6]))
+
+
+def _chunks(mapped: MappedFile):
+    """A resyncing scan of a ``.log`` (CRCs checked), as the diff reads it: chunks of header
+    columns (:func:`~seglog_cli.storage.replicas.column_chunks`), no object per batch."""
+    for columns, _ in column_chunks(LogScan(mapped, 0, resync=True, check_crc=True)):
+        if columns:
+            yield columns
+
+
+def _rows(path: Path):
+    """Every batch a resyncing scan finds in a ``.log`` (CRC checked), one at a time."""
     with MappedFile(path) as mapped:
-        out = [_Batch(b.position, b.end_position, b.base_offset, b.last_offset, b.partition_leader_epoch,
-                      b.computed_crc is not None and b.crc == b.computed_crc and b.size >= b.min_size)
-               for b in LogScan(mapped, 0, resync=True, check_crc=True)]
-        return out, mapped.size
+        for columns in _chunks(mapped):
+            for k in range(len(columns) // 8):
+                yield _row(columns, k)
+
+
+@dataclass
+class _Segment:
+    """What a plan needs of one ``.log``, read in one pass without holding its batches: its
+    size, first and last batch, last valid batch, first failing one, and the runs of valid
+    batches each starting where the one before ends (``[start, end)`` positions, first base and
+    last offsets): one run from 0 to the size when the segment is whole."""
+
+    size: int
+    count: int = 0
+    first: _Batch | None = None
+    last: _Batch | None = None
+    last_good: _Batch | None = None
+    first_invalid: _Batch | None = None
+    runs: list = field(default_factory=list)  # [start, end, first base, last offset]
+
+    @property
+    def damaged(self) -> bool:
+        """A batch failing its checks, or bytes no valid batch covers."""
+        if self.first_invalid is not None:
+            return True
+        if not self.runs:
+            return self.size != 0
+        return len(self.runs) != 1 or self.runs[0][0] != 0 or self.runs[0][1] != self.size
+
+
+def _segment(path: Path) -> _Segment:
+    with MappedFile(path) as mapped:
+        summary = _Segment(mapped.size)
+        runs = summary.runs
+        for columns in _chunks(mapped):
+            count = len(columns) // 8
+            if summary.first is None:
+                summary.first = _row(columns, 0)
+            summary.last = _row(columns, count - 1)
+            summary.count += count
+            first, end = columns[0], summary.last.end
+            if 0 not in columns[6::8] and end - first == sum(columns[5::8]) + 12 * count:
+                # all valid and back to back: one stretch
+                if runs and runs[-1][1] == first:
+                    runs[-1][1], runs[-1][3] = end, columns[-6]
+                else:
+                    runs.append([first, end, columns[1], columns[-6]])
+                summary.last_good = summary.last
+                continue
+            for k in range(count):
+                batch = _row(columns, k)
+                if not batch.valid:
+                    if summary.first_invalid is None:
+                        summary.first_invalid = batch
+                    continue
+                if runs and runs[-1][1] == batch.position:
+                    runs[-1][1], runs[-1][3] = batch.end, batch.last
+                else:
+                    runs.append([batch.position, batch.end, batch.base, batch.last])
+                summary.last_good = batch
+        return summary
+
+
+class _Walk:
+    """HEALTHY's batches of one segment read forward once (as :func:`_rows` gives them), a chunk
+    of header columns at a time: :meth:`seek` passes over the batches before a position."""
+
+    def __init__(self, path: Path) -> None:
+        self.mapped = MappedFile(path)
+        self.size = self.mapped.size
+        self._chunks = _chunks(self.mapped)
+        self.columns, self.positions = array("q"), array("q")
+        self.k = self.n = 0
+
+    def current(self) -> _Batch | None:
+        while self.k >= self.n:
+            columns = next(self._chunks, None)
+            if columns is None:
+                return None
+            self.columns, self.positions = columns, columns[0::8]
+            self.k, self.n = 0, len(columns) // 8
+        return _row(self.columns, self.k)
+
+    def advance(self) -> None:
+        self.k += 1
+
+    def seek(self, position: int) -> _Batch | None:
+        """The first batch at ``position`` or after it."""
+        while self.current() is not None and self.positions[-1] < position:
+            self.k = self.n
+        if self.k < self.n:
+            self.k = bisect_left(self.positions, position, self.k)
+        return self.current()
+
+    def close(self) -> None:
+        self._chunks.close()
+        self.mapped.close()
 
 
 def _epoch_for(entries: list[EpochEntry], offset: int) -> int | None:
@@ -156,9 +294,8 @@ def plan_repair(healthy_dir: str | Path, damaged_dir: str | Path, tail: bool = F
     damaged_segments = damaged_log.segments
     for n, segment in enumerate(damaged_segments):
         is_last = n == len(damaged_segments) - 1
-        batches, size = _batches(segment.log_path)
-        good = [b for b in batches if b.valid]
-        damaged_here = (len(good) != len(batches) or _positional_gaps(good, size))
+        summary = _segment(segment.log_path)
+        damaged_here = summary.damaged
         if not damaged_here and not (tail and is_last):
             continue
         source = healthy_segments.get(segment.base_offset)
@@ -168,7 +305,7 @@ def plan_repair(healthy_dir: str | Path, damaged_dir: str | Path, tail: bool = F
             raise RepairRefused(f"segment {segment.base_offset} is damaged and {healthy_dir} has no segment at that "
                                 "base offset (the replicas' segments differ there); nothing was changed",
                                 segment.log_path)
-        repair = _repair_segment(segment.base_offset, segment.log_path, good, size, source, epochs,
+        repair = _repair_segment(segment.base_offset, segment.log_path, summary, source, epochs,
                                  tail and is_last, damaged.log_end, divergence)
         if repair is not None and repair.ranges and repair.ranges[-1][1] >= damaged.log_end:
             repair.txn_index = _txn_index_of(source)
@@ -176,8 +313,10 @@ def plan_repair(healthy_dir: str | Path, damaged_dir: str | Path, tail: bool = F
             repair.healthy_segment = source
         if repair is not None:
             plan.segments.append(repair)
+    _plan_missing(plan, healthy, damaged, healthy_log, damaged_log, divergence)
     if tail:
         _plan_tail(plan, healthy, damaged, healthy_log, damaged_log, divergence)
+    plan.segments.sort(key=lambda repair: repair.base_offset)
     healthy_log.close()
     damaged_log.close()
     return plan
@@ -224,20 +363,19 @@ def _txn_index_of(log_path: Path) -> Path | None:
     return path if path.is_file() else None
 
 
-def _positional_gaps(good: list[_Batch], size: int) -> bool:
-    position = 0
-    for batch in good:
-        if batch.position != position:
-            return True
-        position = batch.end
-    return position != size
-
-
-def _repair_segment(base: int, path: Path, good: list[_Batch], size: int, source: Path, epochs, extend: bool,
+def _repair_segment(base: int, path: Path, summary: _Segment, source: Path, epochs, extend: bool,
                     log_end: int, divergence) -> SegmentRepair | None:
     """The pieces of the repaired segment: DAMAGED's good runs, HEALTHY's bytes for each gap."""
-    healthy_batches, healthy_size = _batches(source)
-    by_position = {b.position: k for k, b in enumerate(healthy_batches)}
+    walk = _Walk(source)
+    try:
+        return _repair_pieces(base, path, summary, source, walk, epochs, extend, log_end, divergence)
+    finally:
+        walk.close()
+
+
+def _repair_pieces(base: int, path: Path, summary: _Segment, source: Path, walk: _Walk, epochs, extend: bool,
+                   log_end: int, divergence) -> SegmentRepair | None:
+    size, healthy_size = summary.size, walk.size
     pieces, ranges = [], []
     position, expected = 0, base
 
@@ -249,12 +387,11 @@ def _repair_segment(base: int, path: Path, good: list[_Batch], size: int, source
             raise RepairRefused(f"offset {start_offset} is damaged, but the replicas diverge from offset "
                                 f"{divergence['offset']} ({divergence['cause']}): HEALTHY's batches there are "
                                 "another history; nothing was changed", path)
-        k = by_position.get(start_pos)
-        if k is None or healthy_batches[k].base != start_offset:
+        batch = walk.seek(start_pos)
+        if batch is None or batch.position != start_pos or batch.base != start_offset:
             _refuse_unaligned(path, start_pos, start_offset, source)
         first_offset, end = start_offset, start_pos
-        while k < len(healthy_batches):
-            batch = healthy_batches[k]
+        while batch is not None:
             if stop_pos is not None and batch.position >= stop_pos:
                 break
             if stop_pos is None and not extend and batch.position >= size:
@@ -276,23 +413,23 @@ def _repair_segment(base: int, path: Path, good: list[_Batch], size: int, source
                                     "nothing was changed", path)
             end = batch.end
             last = batch.last
-            k += 1
-        if stop_pos is not None and (end != stop_pos or (k < len(healthy_batches)
-                                                         and healthy_batches[k].base != stop_offset)):
+            walk.advance()
+            batch = walk.current()
+        if stop_pos is not None and (end != stop_pos or (batch is not None and batch.base != stop_offset)):
             _refuse_unaligned(path, stop_pos, stop_offset, source)
         if end > start_pos:
             pieces.append(Piece(source, start_pos, end, True))
             ranges.append((first_offset, last))
         return end
 
-    for batch in good:
-        if batch.position != position:
-            take(position, expected, batch.position, batch.base)
-        if pieces and pieces[-1].healthy is False and pieces[-1].end == batch.position:
-            pieces[-1].end = batch.end
+    for start, end, first_base, last in summary.runs:
+        if start != position:
+            take(position, expected, start, first_base)
+        if pieces and pieces[-1].healthy is False and pieces[-1].end == start:
+            pieces[-1].end = end
         else:
-            pieces.append(Piece(path, batch.position, batch.end, False))
-        position, expected = batch.end, batch.last + 1
+            pieces.append(Piece(path, start, end, False))
+        position, expected = end, last + 1
     if (position != size or extend) and position < healthy_size:
         take(position, expected, None, None)  # the tail: what overlaps DAMAGED's old extent (all, extending)
     if not ranges:
@@ -310,6 +447,114 @@ def _refuse_unaligned(path, position, offset, source) -> None:
                         "nothing was changed", path)
 
 
+def _plan_missing(plan: RepairPlan, healthy, damaged, healthy_log: PartitionLog, damaged_log: PartitionLog,
+                  divergence) -> None:
+    """Whole segments DAMAGED lacks in the middle of its log: HEALTHY's segments between two
+    segments DAMAGED holds whose offsets no segment of DAMAGED holds (``seglog diff`` reports the
+    stretch as a hole), restored byte for byte (see :func:`_check_missing`)."""
+    damaged_segments = {s.base_offset: s for s in damaged_log.segments}
+    bases = sorted(damaged_segments)
+    if len(bases) < 2:
+        return
+    segments = healthy_log.segments
+    k = 0
+    while k < len(segments):
+        base = segments[k].base_offset
+        if base in damaged_segments or not bases[0] < base < bases[-1]:
+            k += 1
+            continue
+        run = []
+        while k < len(segments) and segments[k].base_offset not in damaged_segments:
+            run.append(segments[k])
+            k += 1
+        before = damaged_segments[max(b for b in bases if b < base)]
+        last_good = _segment(before.log_path).last_good
+        if last_good is not None and last_good.last >= base:
+            continue  # DAMAGED holds these offsets in a segment of its own (rolled or cleaned otherwise)
+        after = segments[k] if k < len(segments) else None
+        _check_missing(plan, run, before, last_good, after, damaged_segments, healthy_log, damaged.epoch_checkpoint,
+                       divergence)
+        for segment in run:
+            whole = _segment(segment.log_path)
+            ranges = [(whole.first.base, whole.last.last)] if whole.count else []
+            plan.segments.append(SegmentRepair(
+                segment.base_offset, plan.damaged / segment.log_path.name,
+                [Piece(segment.log_path, 0, whole.size, True)],
+                ranges, "a segment this replica lacks in the middle of its log, from HEALTHY", new=True,
+                txn_index=_txn_index_of(segment.log_path),
+                healthy_segment=segment.log_path if _clean_indexes(healthy, segment.base_offset, segment.log_path)
+                else None))
+        first, last = run[0].base_offset, after.base_offset - 1
+        have = {p.name for p in plan.damaged.iterdir()}
+        for snapshot in healthy_log.files.snapshots:
+            parsed = parse_segment_file_name(snapshot.name)
+            if parsed is not None and first <= parsed.base_offset <= last + 1 and snapshot.name not in have:
+                plan.snapshots.append(snapshot)
+
+
+def _check_missing(plan: RepairPlan, run, before, before_good: _Batch | None, after, damaged_segments, healthy_log,
+                   epochs, divergence) -> None:
+    """HEALTHY's segments ``run`` may fill DAMAGED's gap when the segments either side agree
+    (DAMAGED's last batch before the gap and first batch after it are HEALTHY's, byte for byte,
+    and the segment after the gap starts at the same offset on both) and every batch of ``run``
+    is valid, contiguous, inside the gap and in the leader epoch DAMAGED's checkpoint gives it;
+    else :class:`RepairRefused`."""
+    first = run[0].base_offset
+    where = plan.damaged
+    if after is None or after.base_offset not in damaged_segments:
+        raise RepairRefused(f"this replica lacks offsets from {first} on in the middle of its log, but its next "
+                            "segment starts at no segment boundary of HEALTHY (the replicas' segments differ "
+                            "there); nothing was changed", where)
+    last = after.base_offset - 1
+    if divergence is not None and divergence["offset"] <= last:
+        raise RepairRefused(f"this replica lacks offsets {first}-{last}, but the replicas diverge from offset "
+                            f"{divergence['offset']} ({divergence['cause']}); nothing was changed", where)
+    healthy_before = next((s for s in healthy_log.segments if s.base_offset == before.base_offset), None)
+    agree = healthy_before is not None and before_good is not None
+    if agree:
+        healthy_last = _segment(healthy_before.log_path).last
+        agree = healthy_last is not None and _same_batch(before.log_path, before_good, healthy_before.log_path,
+                                                         healthy_last)
+    if agree:
+        mine = _segment(damaged_segments[after.base_offset].log_path).first
+        theirs = _segment(after.log_path).first
+        agree = mine is not None and theirs is not None and _same_batch(damaged_segments[after.base_offset].log_path,
+                                                                        mine, after.log_path, theirs)
+    if not agree:
+        raise RepairRefused(f"this replica lacks offsets {first}-{last}, but the segments either side of the gap "
+                            "are not HEALTHY's (the replicas differ there); nothing was changed", where)
+    expected = first
+    for segment in run:
+        size = os.path.getsize(segment.log_path)
+        position = 0
+        for batch in _rows(segment.log_path):
+            if not batch.valid or batch.position != position:
+                raise RepairRefused(f"{segment.log_path}: HEALTHY is damaged at position {position} of a segment "
+                                    "this replica lacks; nothing was changed", segment.log_path)
+            if batch.base < expected or batch.last > last:
+                raise RepairRefused(f"{segment.log_path}: HEALTHY's batch {batch.base}-{batch.last} lies outside "
+                                    f"the offsets {first}-{last} this replica lacks; nothing was changed",
+                                    segment.log_path)
+            want = _epoch_for(epochs, batch.base)
+            if want is not None and batch.epoch != want:
+                raise RepairRefused(f"offset {batch.base}: HEALTHY's batch is in leader epoch {batch.epoch}, this "
+                                    f"replica's leader-epoch-checkpoint says {want}: the replicas diverge there; "
+                                    "nothing was changed", where)
+            position, expected = batch.end, batch.last + 1
+        if position != size:
+            raise RepairRefused(f"{segment.log_path}: HEALTHY is damaged at position {position} of a segment this "
+                                "replica lacks; nothing was changed", segment.log_path)
+
+
+def _same_batch(path_a: Path, a: "_Batch", path_b: Path, b: "_Batch") -> bool:
+    if a.end - a.position != b.end - b.position:
+        return False
+    with open(path_a, "rb") as x, open(path_b, "rb") as y:
+        x.seek(a.position)
+        y.seek(b.position)
+        return x.read(a.end - a.position) == y.read(b.end - b.position)
+
+
 def _plan_tail(plan: RepairPlan, healthy, damaged, healthy_log: PartitionLog, damaged_log: PartitionLog,
                divergence) -> None:
     """Whole segments HEALTHY has past DAMAGED's last one, their snapshots and epochs."""
@@ -325,20 +570,21 @@ def _plan_tail(plan: RepairPlan, healthy, damaged, healthy_log: PartitionLog, da
         old_end = new_end = damaged.log_end
     later = [s for s in healthy_log.segments if last_base is None or s.base_offset > last_base]
     for segment in later:
-        batches, size = _batches(segment.log_path)
-        if batches and batches[0].base != new_end and not (segment.base_offset == new_end and not batches):
+        whole = _segment(segment.log_path)
+        size, batches = whole.size, whole.count
+        if batches and whole.first.base != new_end and not (segment.base_offset == new_end and not batches):
             raise RepairRefused(f"{segment.log_path}: HEALTHY's next segment starts at offset "
-                                f"{batches[0].base}, this replica ends at {new_end}; nothing was changed",
+                                f"{whole.first.base}, this replica ends at {new_end}; nothing was changed",
                                 segment.log_path)
-        for batch in batches:
-            if not batch.valid:
-                raise RepairRefused(f"{segment.log_path}: HEALTHY's batch {batch.base}-{batch.last} fails its CRC; "
-                                    "nothing was changed", segment.log_path)
-        if batches and batches[-1].end != size:
+        batch = whole.first_invalid
+        if batch is not None:
+            raise RepairRefused(f"{segment.log_path}: HEALTHY's batch {batch.base}-{batch.last} fails its CRC; "
+                                "nothing was changed", segment.log_path)
+        if batches and whole.last.end != size:
             raise RepairRefused(f"{segment.log_path}: HEALTHY's segment is damaged at its end; nothing was changed",
                                 segment.log_path)
         target = plan.damaged / segment.log_path.name
-        last = batches[-1].last if batches else segment.base_offset - 1
+        last = whole.last.last if batches else segment.base_offset - 1
         plan.segments.append(SegmentRepair(segment.base_offset, target, [Piece(segment.log_path, 0, size, True)],
                                            [(segment.base_offset, last)] if batches else [],
                                            "a segment this replica lacks, from HEALTHY", new=True,
@@ -393,7 +639,9 @@ def build_steps(plan: RepairPlan, staging: Path, config: TopicConfig = TopicConf
             healthy_index, healthy_time_index = _index_paths(repair.healthy_segment)
             steps.append(FileStep("write", index_path, "HEALTHY's, for the same bytes", source=healthy_index))
             steps.append(FileStep("write", time_index_path, "HEALTHY's, for the same bytes", source=healthy_time_index))
+            repair.indexes = "healthy"
         else:
+            repair.indexes = "rebuilt"
             steps.append(FileStep("write", index_path, "rebuilt for the repaired segment", data=indexes.offset_index))
             steps.append(FileStep("write", time_index_path, "rebuilt for the repaired segment",
                                   data=indexes.time_index))

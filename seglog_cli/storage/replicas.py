@@ -3,9 +3,11 @@
 Followers append the leader's batches byte for byte, so where replicas agree their batches have
 the same offsets, ``partitionLeaderEpoch``, CRC and size. Files are not compared by bytes: a
 replica that restarted in the middle of a segment indexes it with an entry fewer, and producer
-snapshots are taken at each broker's own stops. Each replica is read once with header-only
-scans (:class:`~seglog_cli.storage.batches.LogScan`, CRCs computed), into compact arrays; the
-comparison then works on the arrays. Records are decoded only to export what a truncation
+snapshots are taken at each broker's own stops. Each replica is read with header-only scans
+(:class:`~seglog_cli.storage.batches.LogScan`): once with CRCs computed, into small summaries
+(epochs, damage, counts, index checks), then the reference and the replica again side by side,
+a chunk of batch headers at a time, without computing CRCs again. Nothing is held per batch, so
+memory does not grow with the log. Records are decoded only to export what a truncation
 discards.
 
 For every replica but the reference (``--leader``, else the highest leader epoch, then the
@@ -16,9 +18,10 @@ and the offset Kafka truncates it to when it rejoins (:mod:`epoch_truncation`).
 
 from __future__ import annotations
 
+import operator
 import sys
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,8 +70,56 @@ class IndexNote:
 
 
 @dataclass
+class IndexSummary:
+    """What the comparison needs of one index file without holding its entries: their count and
+    the smallest and largest relative offset (the entries are read again, for the one segment
+    where the common prefix ends inside them)."""
+
+    path: Path
+    entry_size: int
+    word: tuple  # (first word, words per entry) of the relative offset
+    count: int
+    low: int
+    high: int
+
+    def below(self, relative: int) -> int:
+        """``bisect_left`` of the relative offsets for ``relative``, as if they were held."""
+        if not self.count or self.high < relative:
+            return self.count
+        if self.low >= relative:
+            return 0
+        entries, = _index_columns(self.path, self.entry_size, (self.word,))
+        return bisect_left(entries, relative)
+
+
+GROUP_ROWS = 65536  # batches per group of a segment: what the comparison can pass over unread
+
+
+@dataclass
+class Group:
+    """Consecutive batches of a segment as :func:`scan_replica` read them: from the one at
+    ``start`` to the end of the one ending at ``end`` (positions), how many, a digest of their
+    header columns (valid flags included), whether all pass their checks, the last one's last offset."""
+
+    start: int
+    end: int
+    rows: int
+    digest: bytes
+    clean: bool
+    first_last: int
+    last_last: int
+
+
+@dataclass
+class SegmentSummary:
+    base: int
+    groups: list = field(default_factory=list)
+
+
+@dataclass
 class Replica:
-    """One replica, scanned: batch headers as arrays (base, last, epoch, crc, size, ok)."""
+    """One replica, scanned: summaries only (no per-batch state); the comparison reads the
+    batch headers again, in step with the reference's (:class:`_Cursor`)."""
 
     path: Path
     label: str
@@ -79,26 +130,25 @@ class Replica:
     checkpoints: dict = field(default_factory=dict)
     clean_shutdown: bool | None = None
     segment_bases: list[int] = field(default_factory=list)
-    base: array = field(default_factory=lambda: array("q"))
-    last: array = field(default_factory=lambda: array("q"))
-    epoch: array = field(default_factory=lambda: array("q"))
-    crc: array = field(default_factory=lambda: array("q"))
-    size: array = field(default_factory=lambda: array("q"))  # the size field (bytes after it)
-    ok: bytearray = field(default_factory=bytearray)  # 1: the batch passes its CRC and size checks
+    batches: int = 0
+    first_base: int | None = None  # the first batch's base offset
+    last_last: int | None = None  # the last batch's last offset
+    invalid: dict = field(default_factory=dict)  # .log path -> positions of batches failing CRC/size checks
+    segments: dict = field(default_factory=dict)  # segment base -> SegmentSummary (its groups)
     records: int = 0
     damage: list[Damage] = field(default_factory=list)
-    index_counts: dict = field(default_factory=dict)  # segment base -> offsets of (.index, .timeindex) entries
+    index_counts: dict = field(default_factory=dict)  # segment base -> (IndexSummary of .index, of .timeindex)
     index_notes: list[IndexNote] = field(default_factory=list)
     batch_epochs: list[EpochEntry] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # unreadable side files
 
     @property
     def log_start(self) -> int:
-        return self.base[0] if self.base else (self.segment_bases[0] if self.segment_bases else 0)
+        return self.first_base if self.batches else (self.segment_bases[0] if self.segment_bases else 0)
 
     @property
     def log_end(self) -> int:
-        return self.last[-1] + 1 if self.last else (self.segment_bases[-1] if self.segment_bases else 0)
+        return self.last_last + 1 if self.batches else (self.segment_bases[-1] if self.segment_bases else 0)
 
     @property
     def kafka_end(self) -> int:
@@ -110,9 +160,6 @@ class Replica:
         offsets = [d.offset for d in self.damage if d.offset is not None]
         return min(offsets) if offsets else (self.log_start if self.damage else None)
 
-    def valid(self, i: int) -> bool:
-        return bool(self.ok[i])
-
     def max_epoch(self) -> int:
         epochs = [e.epoch for e in self.epoch_checkpoint] + [e.epoch for e in self.batch_epochs]
         return max(epochs, default=-1)
@@ -120,16 +167,13 @@ class Replica:
     def loaded_epochs(self) -> list[EpochEntry]:
         return loaded_epochs(self.epoch_checkpoint, self.batch_epochs, self.log_start, self.kafka_end)
 
-    def index_of_offset(self, offset: int) -> int:
-        """Index of the first batch whose last offset >= ``offset``."""
-        return bisect_left(self.last, offset)
-
     def summary(self) -> dict:
         return {"path": str(self.path), "topicId": self.topic_id, "logStartOffset": self.log_start,
-                "logEndOffset": self.log_end, "batches": len(self.base), "records": self.records,
+                "logEndOffset": self.log_end, "batches": self.batches, "records": self.records,
                 "leaderEpochCheckpoint": [[e.epoch, e.start_offset] for e in self.epoch_checkpoint],
                 "checkpoints": self.checkpoints, "cleanShutdown": self.clean_shutdown,
                 "damage": [d.as_dict() for d in self.damage], "problems": self.problems}
+
 
 
 def _read_if_present(path: Path, reader, replica: Replica, name: str):
@@ -143,7 +187,8 @@ def _read_if_present(path: Path, reader, replica: Replica, name: str):
 
 
 def scan_replica(path: str | Path, label: str | None = None) -> Replica:
-    """Read a partition directory's batch headers (CRCs checked), indexes and checkpoints."""
+    """Read a partition directory's batch headers (CRCs checked), indexes and checkpoints into
+    the replica's summaries."""
     partition = PartitionLog(path)
     replica = Replica(Path(path), label or str(path), partition.topic, partition.partition)
     directory = partition.path
@@ -169,126 +214,185 @@ def scan_replica(path: str | Path, label: str | None = None) -> Replica:
     return replica
 
 
-def _scan_segment(replica: Replica, segment) -> None:
-    """One segment's batch headers into the replica's arrays: the compiled scanner's columns
-    (8 int64 per batch) sliced into them, no Python object per batch."""
-    path = str(segment.log_path)
-    positions = array("q")
-    first = len(replica.base)
-    scan = LogScan(segment.log, 0, resync=True, check_crc=True)
+def column_chunks(scan: LogScan):
+    """``scan``'s batch headers as ``(columns, legacy)``: an ``array("q")`` of 8 int64 per batch
+    (position, base offset, last offset, partition leader epoch, stored CRC, size field, valid,
+    records count) and the headers when the scan stepped entry by entry (else None). Also what
+    ``seglog repair`` plans from (:mod:`replica_repair`)."""
     for chunk in scan.columns():
-        if type(chunk) is list:  # entry by entry (no compiled module, or around damage)
-            for batch in chunk:
-                _add_batch(replica, batch, path, positions)
+        if type(chunk) is list:
+            yield _legacy_columns(chunk), chunk
+        else:
+            columns = array("q")
+            columns.frombytes(chunk)
+            yield columns, None
+
+
+def _legacy_columns(chunk: list) -> array:
+    """Entries read one at a time (legacy, or around damage) as the compiled scanner's columns."""
+    columns = array("q")
+    for batch in chunk:
+        count = batch.records_count if batch.magic >= 2 and batch.records_count > 0 else \
+            (1 if batch.magic < 2 else 0)
+        columns.extend((batch.position, batch.base_offset, batch.last_offset, batch.partition_leader_epoch,
+                        batch.crc, batch.length, 1 if batch.is_valid else 0, count))
+    return columns
+
+
+def _scan_segment(replica: Replica, segment) -> None:
+    """One segment's batch headers, a chunk of the compiled scanner's columns (8 int64 per batch)
+    at a time, folded into the replica's summaries; the indexes checked against each chunk."""
+    from hashlib import blake2b
+
+    path = str(segment.log_path)
+    scan = LogScan(segment.log, 0, resync=True, check_crc=True)
+    check = _IndexCheck(replica, segment)
+    summary = replica.segments[segment.base_offset] = SegmentSummary(segment.base_offset)
+    group = None
+    for columns, legacy in column_chunks(scan):
+        count = len(columns) // 8
+        if not count:
             continue
-        columns = array("q")
-        columns.frombytes(chunk)
-        offset_in = len(replica.base)
-        positions.extend(columns[0::8])
-        replica.base.extend(columns[1::8])
-        replica.last.extend(columns[2::8])
-        epochs = columns[3::8]
-        replica.epoch.extend(epochs)
-        replica.crc.extend(columns[4::8])
-        replica.size.extend(columns[5::8])
-        valid = columns[6::8]
-        replica.ok.extend(valid.tolist())
+        if group is None:
+            group = [columns[0], 0, blake2b(digest_size=16), True, columns[2]]
+        group[1] += count
+        group[2].update(columns)
+        group[3] = group[3] and 0 not in columns[6::8]
+        if group[1] >= GROUP_ROWS:
+            _close_group(summary, group, columns)
+            group = None
+        bases, lasts, epochs, valid = columns[1::8], columns[2::8], columns[3::8], columns[6::8]
+        if not replica.batches:
+            replica.first_base = bases[0]
+        replica.batches += count
+        replica.last_last = lasts[-1]
         counts = columns[7::8]
         replica.records += sum(counts) if min(counts) >= 0 else sum(c if c > 0 else (1 if c < 0 else 0) for c in counts)
         if 0 in valid:
             for k in (k for k, ok in enumerate(valid) if not ok):
-                _invalid_row(replica, offset_in + k, columns, k, path)
-        _epoch_starts(replica, offset_in)
+                _invalid_row(replica, columns, k, path, legacy[k] if legacy is not None else None)
+        _epoch_starts(replica, bases, epochs, valid)
+        check.feed(columns[0::8], bases, lasts)
     for finding in scan.findings:
         replica.damage.append(Damage(finding.code, path, finding.position, finding.offset, finding.message))
     if not scan.findings and scan.kafka_error is not None:
         replica.damage.append(Damage(Code.CORRUPT_REGION, path, scan.kafka_error.position, None, str(scan.kafka_error)))
-    _check_indexes(replica, segment, positions, first)
+    if group is not None:
+        _close_group(summary, group, columns)
+    check.finish()
 
 
-def _epoch_starts(replica: Replica, start: int) -> None:
-    """The first offset of each leader epoch above the latest seen, from batch ``start`` on."""
-    epochs, ok = replica.epoch, replica.ok
+def _close_group(summary: SegmentSummary, group: list, columns: array) -> None:
+    start, rows, digest, clean, first_last = group
+    end = columns[-8] + 12 + columns[-3]  # the last batch's position + LOG_OVERHEAD + its size field
+    summary.groups.append(Group(start, end, rows, digest.digest(), clean, first_last, columns[-6]))
+
+
+def _epoch_starts(replica: Replica, bases: array, epochs: array, valid: array) -> None:
+    """The first offset of each leader epoch above the latest seen, in one chunk of batches."""
     latest = replica.batch_epochs[-1].epoch if replica.batch_epochs else -1
-    if max(epochs[start:], default=-1) <= latest:
+    if max(epochs) <= latest:
         return
-    for k in range(start, len(epochs)):
-        if epochs[k] > latest and ok[k]:
+    for k in range(len(epochs)):
+        if epochs[k] > latest and valid[k]:
             latest = epochs[k]
-            replica.batch_epochs.append(EpochEntry(latest, replica.base[k]))
+            replica.batch_epochs.append(EpochEntry(latest, bases[k]))
 
 
-def _invalid_row(replica: Replica, index: int, columns: array, k: int, path: str) -> None:
-    replica.ok[index] = 0
+def _invalid_row(replica: Replica, columns: array, k: int, path: str, batch) -> None:
     position, base, last, crc = columns[8 * k], columns[8 * k + 1], columns[8 * k + 2], columns[8 * k + 4]
-    replica.damage.append(Damage(Code.BATCH_CRC_MISMATCH, path, position, base,
-                                 f"batch {base}-{last} at position {position}: stored CRC {crc} does not match "
-                                 "its bytes (or the entry is too small)"))
+    replica.invalid.setdefault(path, set()).add(position)
+    if batch is not None:
+        message = (f"batch {base}-{last} at position {position}: stored CRC {crc}, computed {batch.computed_crc}")
+    else:
+        message = (f"batch {base}-{last} at position {position}: stored CRC {crc} does not match "
+                   "its bytes (or the entry is too small)")
+    replica.damage.append(Damage(Code.BATCH_CRC_MISMATCH, path, position, base, message))
 
 
-def _add_batch(replica: Replica, batch, path: str, positions: array) -> None:
-    """A legacy (v0/v1) entry, one at a time."""
-    index = len(replica.base)
-    replica.base.append(batch.base_offset)
-    replica.last.append(batch.last_offset)
-    replica.epoch.append(batch.partition_leader_epoch)
-    replica.crc.append(batch.crc)
-    replica.size.append(batch.length)
-    replica.ok.append(1)
-    positions.append(batch.position)
-    replica.records += batch.records_count if batch.magic >= 2 and batch.records_count > 0 else (batch.magic < 2)
-    if not batch.is_valid:
-        _invalid(replica, index, batch, path)
-    _epoch_starts(replica, index)
-
-
-def _invalid(replica: Replica, index: int, batch, path: str) -> None:
-    replica.ok[index] = 0
-    replica.damage.append(Damage(Code.BATCH_CRC_MISMATCH, path, batch.position, batch.base_offset,
-                                 f"batch {batch.base_offset}-{batch.last_offset} at position {batch.position}: "
-                                 f"stored CRC {batch.crc}, computed {batch.computed_crc}"))
-
-
-def _check_indexes(replica: Replica, segment, positions: array, first: int) -> None:
-    """Offset index entries must point at a batch start holding their offset (the batch's last
+class _IndexCheck:
+    """One segment's index checks, fed the batches a chunk at a time (nothing per batch kept).
+    Offset index entries must point at a batch start holding their offset (the batch's last
     offset, or an earlier offset of the same append); time index entries must name an offset of
     the segment. Entries confirmed in C (``index_odd``: position and last offset match a batch);
-    only the others are looked at here."""
-    base_offset = segment.base_offset
-    relatives, entry_positions = _index_columns(segment.index_path, 8, ((0, 2), (1, 2)))
-    time_relatives, = _index_columns(segment.time_index_path, 12, ((2, 3),))
-    count = len(positions)
-    bases = replica.base[first:]
-    lasts = replica.last[first:]
-    odd = range(len(relatives))
-    if native.module is not None and count:
-        packed = array("q", bytes(40 * count))
-        packed[0::5] = positions
-        packed[1::5] = bases
-        packed[2::5] = lasts
-        odd = native.module.index_odd(packed, entry_positions, relatives, 0, len(relatives), base_offset)
-    wrong = []
-    plist = None
-    for n in odd:
-        offset, position = base_offset + relatives[n], entry_positions[n]
-        if plist is None:
-            plist = positions.tolist()
-        k = bisect_left(plist, position)
-        if k == count or plist[k] != position or bases[k] > offset:
-            wrong.append((offset, position))
-    next_offset = lasts[-1] + 1 if count else base_offset
-    bad_time = [base_offset + r for r in time_relatives if not 0 <= r < next_offset - base_offset] \
-        if time_relatives and (min(time_relatives) < 0 or base_offset + max(time_relatives) >= next_offset) else []
-    replica.index_counts[base_offset] = (relatives, time_relatives)
-    if wrong:
-        offset, position = wrong[0]
-        replica.index_notes.append(IndexNote(base_offset, "offset", "error",
-                                             f"{len(wrong)} .index entries point at no batch holding their offset "
-                                             f"(first: offset {offset} -> position {position})"))
-    if bad_time:
-        replica.index_notes.append(IndexNote(base_offset, "time", "error",
-                                             f"{len(bad_time)} .timeindex entries name offsets outside the segment "
-                                             f"(first: {bad_time[0]})"))
+    only the others are looked at here. An entry is checked against the chunk whose last batch
+    starts at or after its position (entries taken in position order: the file's when they
+    ascend, as Kafka writes them, else sorted)."""
+
+    def __init__(self, replica: Replica, segment) -> None:
+        self.replica, self.base_offset = replica, segment.base_offset
+        self.index_path, self.time_index_path = segment.index_path, segment.time_index_path
+        self.relatives, self.entry_positions = _index_columns(segment.index_path, 8, ((0, 2), (1, 2)))
+        positions = self.entry_positions
+        self.order = None  # entries not in position order (a damaged index): (position << 32 | number), sorted
+        if not all(map(operator.le, positions, positions[1:])):
+            self.order = array("q", sorted((p << 32) | n for n, p in enumerate(positions)))
+        self.done = 0  # entries checked (in position order)
+        self.wrong = 0
+        self.first_wrong = None  # (entry number, offset, position)
+        self.next_offset = segment.base_offset
+
+    def feed(self, positions: array, bases: array, lasts: array) -> None:
+        self.next_offset = lasts[-1] + 1
+        relatives, entry_positions, base_offset = self.relatives, self.entry_positions, self.base_offset
+        start = self.done
+        if start >= len(relatives):
+            return
+        if self.order is not None:
+            stop = bisect_left(self.order, (positions[-1] + 1) << 32, start)
+            numbers = [key & 0xFFFFFFFF for key in self.order[start:stop]]
+        else:
+            stop = bisect_right(entry_positions, positions[-1], start)
+            numbers = range(start, stop)
+        if stop == start:
+            return
+        self.done = stop
+        count = len(positions)
+        odd = numbers
+        if native.module is not None and self.order is None:
+            packed = array("q", bytes(40 * count))
+            packed[0::5] = positions
+            packed[1::5] = bases
+            packed[2::5] = lasts
+            odd = native.module.index_odd(packed, entry_positions, relatives, start, stop, base_offset)
+        plist = None
+        for n in odd:
+            offset, position = base_offset + relatives[n], entry_positions[n]
+            if plist is None:
+                plist = positions.tolist()
+            k = bisect_left(plist, position)
+            if k == count or plist[k] != position or bases[k] > offset:
+                self._wrong(n, offset, position)
+
+    def _wrong(self, n: int, offset: int, position: int) -> None:
+        self.wrong += 1
+        if self.first_wrong is None or n < self.first_wrong[0]:
+            self.first_wrong = (n, offset, position)
+
+    def finish(self) -> None:
+        replica, base_offset, relatives = self.replica, self.base_offset, self.relatives
+        rest = range(self.done, len(relatives)) if self.order is None else \
+            [key & 0xFFFFFFFF for key in self.order[self.done:]]
+        for n in rest:  # past the last batch: point at none
+            self._wrong(n, base_offset + relatives[n], self.entry_positions[n])
+        time_relatives, = _index_columns(self.time_index_path, 12, ((2, 3),))
+        next_offset = self.next_offset
+        bad_time = [base_offset + r for r in time_relatives if not 0 <= r < next_offset - base_offset] \
+            if time_relatives and (min(time_relatives) < 0 or base_offset + max(time_relatives) >= next_offset) else []
+        replica.index_counts[base_offset] = (
+            IndexSummary(self.index_path, 8, (0, 2), len(relatives), min(relatives, default=0),
+                         max(relatives, default=0)),
+            IndexSummary(self.time_index_path, 12, (2, 3), len(time_relatives), min(time_relatives, default=0),
+                         max(time_relatives, default=0)))
+        if self.wrong:
+            _n, offset, position = self.first_wrong
+            replica.index_notes.append(IndexNote(base_offset, "offset", "error",
+                                                 f"{self.wrong} .index entries point at no batch holding their offset "
+                                                 f"(first: offset {offset} -> position {position})"))
+        if bad_time:
+            replica.index_notes.append(IndexNote(base_offset, "time", "error",
+                                                 f"{len(bad_time)} .timeindex entries name offsets outside the segment "
+                                                 f"(first: {bad_time[0]})"))
 
 
 def _index_columns(path: Path, entry_size: int, columns) -> tuple:
@@ -357,104 +461,169 @@ class Comparison:
         return out
 
 
-def _batch(replica: Replica, i: int) -> dict:
-    return {"baseOffset": replica.base[i], "lastOffset": replica.last[i], "partitionLeaderEpoch": replica.epoch[i],
-            "crc": replica.crc[i], "crcValid": replica.valid(i), "size": replica.size[i] + 12}
+def _batch(row: tuple) -> dict:
+    base, last, epoch, crc, size, ok = row
+    return {"baseOffset": base, "lastOffset": last, "partitionLeaderEpoch": epoch, "crc": crc,
+            "crcValid": bool(ok), "size": size + 12}
 
 
-def _same_header(a: Replica, i: int, b: Replica, j: int) -> bool:
-    return (a.base[i] == b.base[j] and a.last[i] == b.last[j] and a.epoch[i] == b.epoch[j]
-            and a.crc[i] == b.crc[j] and a.size[i] == b.size[j])
+class _Cursor:
+    """A replica's batch headers read again in order, from the first batch whose last offset is
+    at least ``start``: a group of a segment (:class:`Group`) at a time, in chunks of columns
+    (the compiled scanner's, CRCs not computed again: the batches failing them are known from
+    :func:`scan_replica`). ``k`` is the current batch of the chunk; ``prev_last`` the last
+    offset of the batch before it. Between groups, :func:`_skip_same_groups` can pass over
+    groups without reading them."""
+
+    def __init__(self, replica: Replica, start: int) -> None:
+        self.replica = replica
+        self.log = PartitionLog(replica.path)
+        self.groups = [(segment, group) for segment in self.log.segments_from(start)
+                       for group in self._groups_of(segment)]
+        self.next_group = 0  # the group the next chunk comes from when _chunks is None
+        self._chunks = None
+        self.base = self.last = self.epoch = self.crc = self.size = array("q")
+        self.ok = bytearray()
+        self.k = self.n = 0
+        self.prev_last = None
+        while self.next_group < len(self.groups) and self.groups[self.next_group][1].last_last < start:
+            self.next_group += 1  # every batch of the group ends before start
+        if self.next_group < len(self.groups) and self.groups[self.next_group][1].first_last < start:
+            while self.fill() and self.last[self.k] < start:
+                if self.last[-1] < start:
+                    self.k = self.n
+                else:
+                    self.k = bisect_left(self.last, start, self.k)
+
+    def _groups_of(self, segment) -> list:
+        summary = self.replica.segments.get(segment.base_offset)
+        return summary.groups if summary is not None else []
+
+    def _read(self, segment, group: Group):
+        invalid = self.replica.invalid.get(str(segment.log_path), ())
+        for columns, _ in column_chunks(LogScan(segment.log, group.start, group.end, resync=True, check_crc=False)):
+            if not columns:
+                continue
+            ok = bytearray(b"\1") * (len(columns) // 8)
+            if invalid:
+                for k, position in enumerate(columns[0::8]):
+                    if position in invalid:
+                        ok[k] = 0
+            yield columns, ok
+
+    def fill(self) -> bool:
+        """Whether there is a current batch (reading the next chunk when this one is done)."""
+        while self.k >= self.n:
+            if self._chunks is None:
+                if self.next_group >= len(self.groups):
+                    return False
+                self._chunks = self._read(*self.groups[self.next_group])
+                self.next_group += 1
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                self._chunks = None
+                continue
+            self._load(chunk)
+        return True
+
+    def _load(self, chunk) -> None:
+        columns, self.ok = chunk
+        self.base, self.last, self.epoch = columns[1::8], columns[2::8], columns[3::8]
+        self.crc, self.size = columns[4::8], columns[5::8]
+        self.k, self.n = 0, len(self.ok)
+
+    def upcoming(self) -> Group | None:
+        """The group whose first batch is the next one (None mid-group or at the end)."""
+        if self.k < self.n:
+            return None
+        if self._chunks is not None:
+            chunk = next(self._chunks, None)
+            if chunk is not None:  # not at the end of the group after all
+                self._load(chunk)
+                return None
+            self._chunks = None
+        return self.groups[self.next_group][1] if self.next_group < len(self.groups) else None
+
+    def skip_group(self, group: Group) -> None:
+        self.next_group += 1
+        self.prev_last = group.last_last
+
+    def row(self) -> tuple:
+        k = self.k
+        return self.base[k], self.last[k], self.epoch[k], self.crc[k], self.size[k], self.ok[k]
+
+    def advance(self, count: int = 1) -> None:
+        self.k += count
+        self.prev_last = self.last[self.k - 1]
+
+    def close(self) -> None:
+        if self._chunks is not None:
+            self._chunks.close()
+        self.log.close()
+
+
+def _skip_same_groups(ri: _Cursor, fi: _Cursor) -> bool:
+    """Pass over the groups that start both cursors' next batches when :func:`scan_replica`
+    found them the same batch for batch (digest of their headers) and every batch valid: the walk
+    would only agree all through them. Whether any was skipped."""
+    skipped = False
+    while True:
+        mine, theirs = ri.upcoming(), fi.upcoming()
+        if mine is None or theirs is None or mine.digest != theirs.digest or mine.rows != theirs.rows \
+                or not mine.clean or not theirs.clean:
+            return skipped
+        ri.skip_group(mine)
+        fi.skip_group(theirs)
+        skipped = True
 
 
 BLOCK = 4096
 
 
-def _same_run(a: Replica, i: int, b: Replica, j: int) -> int:
-    """How many batches from ``a[i]``/``b[j]`` on are the same and valid on both sides, counted a
-    block at a time with C comparisons of array slices (0 when the first differs)."""
+def _same_run(a: _Cursor, b: _Cursor) -> int:
+    """How many batches from the cursors on are the same and valid on both sides (both advanced
+    past them), counted a block at a time with C comparisons of array slices (0 when the first
+    differs)."""
     n = 0
     size = BLOCK
     while True:
-        k = min(size, len(a.base) - i - n, len(b.base) - j - n)
-        if k <= 0:
+        if not (a.fill() and b.fill()):
             return n
-        x, y = slice(i + n, i + n + k), slice(j + n, j + n + k)
+        i, j = a.k, b.k
+        k = min(size, a.n - i, b.n - j)
+        x, y = slice(i, i + k), slice(j, j + k)
         if (a.base[x] == b.base[y] and a.last[x] == b.last[y] and a.epoch[x] == b.epoch[y] and a.crc[x] == b.crc[y]
                 and a.size[x] == b.size[y] and 0 not in a.ok[x] and 0 not in b.ok[y]):
+            a.advance(k)
+            b.advance(k)
             n += k
             continue
         if k <= 8:
-            while k and _same_header(a, i + n, b, j + n) and a.ok[i + n] and b.ok[j + n]:
-                n += 1
-                k -= 1
-            return n
+            same = 0
+            while same < k and a.row() == b.row() and a.ok[a.k]:
+                a.advance()
+                b.advance()
+                same += 1
+            return n + same
         size = k // 8
 
 
 def compare(reference: Replica, replica: Replica) -> Comparison:
-    """``replica`` against ``reference`` (see the module doc)."""
+    """``replica`` against ``reference`` (see the module doc): both read in step, a chunk at a time."""
     if reference.topic_id and replica.topic_id and reference.topic_id != replica.topic_id:
         return Comparison(replica, NOT_A_REPLICA, replica.log_start, notes=[{
             "severity": "error", "what": "topicId",
             "message": f"topic id {replica.topic_id} is not the reference's {reference.topic_id}: another topic "
                        "of the same name (deleted and created again), not a replica"}])
     r, f = reference, replica
-    i, j = 0, 0
     start = max(r.log_start, f.log_start)
-    i, j = r.index_of_offset(start), f.index_of_offset(start)
     result = Comparison(f, IN_SYNC, start)
-    agreed_to = start
-    while i < len(r.base) and j < len(f.base):
-        run = _same_run(r, i, f, j)
-        if run:
-            i, j = i + run, j + run
-            agreed_to = f.last[j - 1] + 1
-            continue
-        if _same_header(r, i, f, j):
-            if r.valid(i) and f.valid(j):
-                agreed_to = f.last[j] + 1
-            else:
-                sides = [name for name, ok in (("replica", f.valid(j)), ("reference", r.valid(i))) if not ok]
-                result.corruption.append({"firstOffset": f.base[j], "lastOffset": f.last[j], "crcFailsOn": sides,
-                                          "batch": _batch(f, j)})
-            i, j = i + 1, j + 1
-            continue
-        if r.base[i] == f.base[j] and (not r.valid(i) or not f.valid(j)):
-            # a batch whose CRC fails says nothing about its epoch or offsets: damage, not divergence
-            sides = [name for name, ok in (("replica", f.valid(j)), ("reference", r.valid(i))) if not ok]
-            result.corruption.append({"firstOffset": f.base[j], "lastOffset": f.last[j], "crcFailsOn": sides,
-                                      "batch": _batch(f, j), "referenceBatch": _batch(r, i)})
-            if r.last[i] == f.last[j]:
-                i, j = i + 1, j + 1
-            elif r.last[i] < f.last[j]:
-                i += 1
-            else:
-                j += 1
-            continue
-        elif r.base[i] != f.base[j] and (r.damage or f.damage):
-            # a damaged region hid batches on one side: step the side behind past it
-            if r.base[i] < f.base[j]:
-                i += 1
-            else:
-                j += 1
-            continue
-        elif _hole(r, i, f, j, result):
-            # one side lacks a stretch the other has and then goes on identically: a lost segment
-            i, j = result.holes[-1].pop("_resume")
-            continue
-        elif r.epoch[i] != f.epoch[j]:
-            cause = "leader-epoch"
-        else:
-            cause = "other-bytes"  # same epoch, both CRCs valid, other batches
-        offset = min(r.base[i], f.base[j])
-        result.divergence = {"offset": offset, "cause": cause, "batch": _batch(f, j), "referenceBatch": _batch(r, i)}
-        break
-    result.common_prefix_end = result.divergence["offset"] if result.divergence else min(agreed_to, f.log_end)
-    if result.divergence is None and j < len(f.base):
-        # the replica goes on past the reference's log end
-        result.divergence = {"offset": f.base[j], "cause": "longer-than-reference", "batch": _batch(f, j),
-                             "referenceBatch": None}
+    ri, fi = _Cursor(r, start), _Cursor(f, start)
+    try:
+        _walk(ri, fi, result, damaged=bool(r.damage or f.damage))
+    finally:
+        ri.close()
+        fi.close()
     _truncate(r, f, result)
     _notes(r, f, result)
     if f.damage or result.corruption or result.holes or any(n["severity"] == "error" for n in result.notes):
@@ -466,21 +635,88 @@ def compare(reference: Replica, replica: Replica) -> Comparison:
     return result
 
 
-def _hole(r: Replica, i: int, f: Replica, j: int, result: "Comparison") -> bool:
-    """Whether the side with the lower offset here holds a stretch the other lacks, the other's
-    batch turning up further on unchanged; the hole is recorded with where to resume."""
-    import bisect
+def _walk(ri: _Cursor, fi: _Cursor, result: Comparison, damaged: bool) -> None:
+    """The reference's and the replica's batches side by side: agreement, corruption, holes, and
+    where (and why) they stop agreeing."""
+    f = fi.replica
+    agreed_to = result.common_prefix_end
+    while True:
+        if _skip_same_groups(ri, fi):
+            agreed_to = fi.prev_last + 1
+        if not (ri.fill() and fi.fill()):
+            break
+        run = _same_run(ri, fi)
+        if run:
+            agreed_to = fi.prev_last + 1
+            continue
+        if not (ri.fill() and fi.fill()):
+            break
+        rb, fb = ri.row(), fi.row()
+        if rb[:5] == fb[:5]:
+            if rb[5] and fb[5]:
+                agreed_to = fb[1] + 1
+            else:
+                sides = [name for name, ok in (("replica", fb[5]), ("reference", rb[5])) if not ok]
+                result.corruption.append({"firstOffset": fb[0], "lastOffset": fb[1], "crcFailsOn": sides,
+                                          "batch": _batch(fb)})
+            ri.advance()
+            fi.advance()
+            continue
+        if rb[0] == fb[0] and (not rb[5] or not fb[5]):
+            # a batch whose CRC fails says nothing about its epoch or offsets: damage, not divergence
+            sides = [name for name, ok in (("replica", fb[5]), ("reference", rb[5])) if not ok]
+            result.corruption.append({"firstOffset": fb[0], "lastOffset": fb[1], "crcFailsOn": sides,
+                                      "batch": _batch(fb), "referenceBatch": _batch(rb)})
+            if rb[1] == fb[1]:
+                ri.advance()
+                fi.advance()
+            elif rb[1] < fb[1]:
+                ri.advance()
+            else:
+                fi.advance()
+            continue
+        elif rb[0] != fb[0] and damaged:
+            # a damaged region hid batches on one side: step the side behind past it
+            (ri if rb[0] < fb[0] else fi).advance()
+            continue
+        elif _hole(ri, fi, result):
+            # one side lacks a stretch the other has and then goes on identically: a lost segment
+            continue
+        cause = "leader-epoch" if rb[2] != fb[2] else "other-bytes"  # same epoch, both CRCs valid, other batches
+        result.divergence = {"offset": min(rb[0], fb[0]), "cause": cause, "batch": _batch(fb),
+                             "referenceBatch": _batch(rb)}
+        break
+    result.common_prefix_end = result.divergence["offset"] if result.divergence else min(agreed_to, f.log_end)
+    if result.divergence is None and fi.fill():
+        # the replica goes on past the reference's log end
+        result.divergence = {"offset": fi.base[fi.k], "cause": "longer-than-reference", "batch": _batch(fi.row()),
+                             "referenceBatch": None}
 
-    for (a, k0, b, k1, side) in ((r, i, f, j, "replica"), (f, j, r, i, "reference")):
-        if a.base[k0] < b.base[k1]:
-            k = bisect.bisect_left(a.base, b.base[k1], k0)
-            if k < len(a.base) and a.base[k] == b.base[k1] and _same_header(a, k, b, k1):
-                hole = {"missingOn": side, "firstOffset": a.base[k0], "lastOffset": a.base[k] - 1,
-                        "batches": k - k0}
-                hole["_resume"] = (k, j) if side == "replica" else (i, k)
-                result.holes.append(hole)
-                return True
-    return False
+
+def _hole(ri: _Cursor, fi: _Cursor, result: Comparison) -> bool:
+    """Whether the side with the lower offset here holds a stretch the other lacks, the other's
+    batch turning up further on unchanged (the lower side is then past the stretch). When not,
+    the lower side has been read on, and the comparison stops anyway (a divergence)."""
+    rb, fb = ri.row(), fi.row()
+    if rb[0] < fb[0]:
+        a, target, side = ri, fb, "replica"
+    elif fb[0] < rb[0]:
+        a, target, side = fi, rb, "reference"
+    else:
+        return False
+    first, skipped = a.base[a.k], 0
+    while a.fill():
+        k = bisect_left(a.base, target[0], a.k)
+        skipped += k - a.k
+        if k > a.k:
+            a.advance(k - a.k)
+        if k < a.n:
+            break
+    if not a.fill() or a.row()[:5] != target[:5]:
+        return False
+    result.holes.append({"missingOn": side, "firstOffset": first, "lastOffset": a.base[a.k] - 1,
+                         "batches": skipped})
+    return True
 
 
 def _truncate(r: Replica, f: Replica, result: Comparison) -> None:
@@ -490,16 +726,25 @@ def _truncate(r: Replica, f: Replica, result: Comparison) -> None:
     offset = result.truncation.offset
     if offset >= f.log_end:
         return
-    k = f.index_of_offset(offset)
-    result.discarded = sum(_count(f, n) for n in range(k, len(f.base)))
+    result.discarded = _offsets_from(f, offset)
     # what the reference does not hold: from the divergence on (batches before it are fetched back)
     lost_from = max(offset, result.divergence["offset"] if result.divergence else r.log_end)
     if lost_from < f.log_end:
         result.lost = Lost(lost_from, f.log_end - 1)
 
 
-def _count(f: Replica, n: int) -> int:
-    return f.last[n] - f.base[n] + 1
+def _offsets_from(f: Replica, offset: int) -> int:
+    """The offsets (last - base + 1 of each batch) of the batches from the one holding ``offset`` on."""
+    cursor = _Cursor(f, offset)
+    total = 0
+    try:
+        while cursor.fill():
+            k = cursor.k
+            total += sum(cursor.last[k:]) - sum(cursor.base[k:]) + cursor.n - k
+            cursor.k = cursor.n
+    finally:
+        cursor.close()
+    return total
 
 
 def _notes(r: Replica, f: Replica, result: Comparison) -> None:
@@ -530,13 +775,14 @@ def _notes(r: Replica, f: Replica, result: Comparison) -> None:
         if other is None:
             continue
         for kind, mine, theirs in (("offsetIndex", entries, other[0]), ("timeIndex", time_entries, other[1])):
-            mine_n = bisect_left(mine, common - base)  # relative offsets, ascending
-            theirs_n = bisect_left(theirs, common - base)
+            mine_n = mine.below(common - base)  # relative offsets, ascending
+            theirs_n = theirs.below(common - base)
             if mine_n != theirs_n:
                 notes.append({"severity": "info", "what": kind, "segment": base,
                               "message": f"segment {base}: {mine_n} entries below offset {common} (reference: {theirs_n}); entries "
                                          "that are there point right (a broker that restarted mid-segment "
                                          "indexes it afresh)"})
+
 
 
 def describe_lost(replica: Replica, lost: Lost, on_record=None) -> None:

@@ -129,7 +129,7 @@ def test_new_leader_as_reference_explicitly(corpus):
 def test_old_leader_shorter_than_the_new_one(corpus, tmp_path):
     """broker 1's divergent tail cut to end before the new leader's log end (4600): still truncated
     to 3900 by the epoch rule, every record it holds past 3900 lost."""
-    from seglog_cli.storage.replicas import scan_replica
+    from seglog_cli.storage.partition_log import PartitionLog
 
     root, _ = _case(corpus, "unclean-election")
     copy = tmp_path / "broker-1"
@@ -137,10 +137,10 @@ def test_old_leader_shorter_than_the_new_one(corpus, tmp_path):
     partition = copy / "events-0"
     for leftover in partition.glob("00000000000000004293.*"):
         leftover.unlink()
-    replica = scan_replica(partition)
     # end broker 1's log at the first batch boundary past 4150
-    cut = next(n for n in range(len(replica.base)) if replica.base[n] > 4150)
-    end_offset = replica.base[cut]
+    log = PartitionLog(partition)
+    end_offset = next(b.base_offset for s in log.segments for b in s.batches() if b.base_offset > 4150)
+    log.close()
     segment = partition / "00000000000000002133.log"
     from seglog_cli.storage.segments import LogSegment
     position = next(b.position for b in LogSegment(segment).batches() if b.base_offset == end_offset)

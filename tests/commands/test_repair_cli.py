@@ -183,10 +183,86 @@ def test_segment_made_identical_takes_the_healthy_indexes(corpus, tmp_path):
     data = bytearray(log.read_bytes())
     data[200_000:230_000] = bytes(30_000)
     log.write_bytes(bytes(data))
+    planned = run_seglog("repair", "--from", str(healthy), str(damaged))
+    assert planned.exit_code == 1, planned.out + planned.err
+    # which indexes is only known once the segment is assembled and compared with HEALTHY's
+    assert ("; copy HEALTHY's .index and .timeindex if it comes out HEALTHY's bytes, else rebuild them\n"
+            in planned.out), planned.out
     applied = run_seglog("repair", "--from", str(healthy), str(damaged), "--apply")
     assert applied.exit_code == 0, applied.out + applied.err
+    assert "; copy HEALTHY's .index and .timeindex\n" in applied.out and "rebuild" not in applied.out, applied.out
     for suffix in (".log", ".index", ".timeindex"):
         name = "00000000000000002129" + suffix
         assert (damaged / name).read_bytes() == (healthy / name).read_bytes(), name
     assert run_seglog("verify", str(damaged)).exit_code == 0
     assert run_seglog("diff", "--leader", str(healthy), str(healthy), str(damaged)).exit_code == 0
+
+
+def test_rebuilt_indexes_follow_the_partitions_topic_config(corpus, tmp_path):
+    """HEALTHY's indexes of the segment are gone, so the repaired segment's are rebuilt: with
+    index.interval.bytes as the partition resolves it (--config here), not Kafka's default."""
+    from seglog_cli.storage.files import MappedFile
+    from seglog_cli.storage.rebuild_index import recover_indexes
+    from seglog_cli.storage.topic_config import TopicConfig
+
+    replicas = _copy(corpus, "in-sync", (1, 2), tmp_path)
+    healthy, damaged = replicas[1], replicas[2]
+    name = "00000000000000002221"
+    for suffix in (".index", ".timeindex"):
+        (healthy / (name + suffix)).unlink()
+    log = damaged / (name + ".log")
+    data = bytearray(log.read_bytes())
+    data[300_000] ^= 0x40
+    log.write_bytes(bytes(data))
+    applied = run_seglog("repair", "--from", str(healthy), str(damaged), "--apply", "--config",
+                         "index.interval.bytes=65536")
+    assert applied.exit_code == 0, applied.out + applied.err
+    assert "index.interval.bytes" in applied.out
+    assert "; rebuild its .index and .timeindex\n" in applied.out and "copy HEALTHY's .index" not in applied.out
+    assert log.read_bytes() == (healthy / (name + ".log")).read_bytes()
+    with MappedFile(log) as mapped:
+        small = recover_indexes(mapped, 2221, TopicConfig().with_overrides({"index.interval.bytes": "65536"}))
+        default = recover_indexes(mapped, 2221)
+    assert small.offset_index != default.offset_index  # the setting makes a difference here
+    assert (damaged / (name + ".index")).read_bytes() == small.offset_index
+    assert (damaged / (name + ".timeindex")).read_bytes() == small.time_index
+    assert run_seglog("verify", str(damaged)).exit_code == 0
+
+
+def test_lost_middle_segment_restored_from_healthy(corpus, tmp_path):
+    replicas = _copy(corpus, "in-sync", (1, 2), tmp_path)
+    healthy, damaged = replicas[1], replicas[2]
+    name = "00000000000000002221"
+    for path in damaged.glob(name + ".*"):
+        path.unlink()
+    hole = run_seglog("diff", "--format", "json", str(healthy), str(damaged))
+    assert hole.exit_code == 3
+    import json
+    (replica,) = json.loads(hole.out)["partitions"][0]["replicas"]
+    assert replica["holes"] == [{"missingOn": "replica", "firstOffset": 2221, "lastOffset": 4433, "batches": 69}]
+    planned = run_seglog("repair", "--from", str(healthy), str(damaged))
+    # HEALTHY's segment whole: its own indexes, known from the plan on
+    assert f"create {name}.log" in planned.out and "; copy HEALTHY's .index and .timeindex\n" in planned.out
+    assert "rebuild" not in planned.out, planned.out
+    applied = _repaired(healthy, damaged)
+    assert "lacks in the middle of its log" in applied.out
+    assert "; copy HEALTHY's .index and .timeindex\n" in applied.out
+    for suffix in (".timeindex", ".snapshot"):
+        assert (damaged / (name + suffix)).read_bytes() == (healthy / (name + suffix)).read_bytes(), suffix
+
+
+def test_lost_middle_segment_refused_when_healthy_is_damaged_there(corpus, tmp_path):
+    replicas = _copy(corpus, "in-sync", (1, 2), tmp_path)
+    healthy, damaged = replicas[1], replicas[2]
+    name = "00000000000000002221"
+    for path in damaged.glob(name + ".*"):
+        path.unlink()
+    log = healthy / (name + ".log")
+    data = bytearray(log.read_bytes())
+    data[400_000] ^= 0x08
+    log.write_bytes(bytes(data))
+    before = _tree(damaged)
+    refused = run_seglog("repair", "--from", str(healthy), str(damaged), "--apply")
+    assert refused.exit_code == 3, refused.out + refused.err
+    assert "HEALTHY is damaged at position" in refused.err and refused.err.count("\n") == 1
+    assert _tree(damaged) == before

@@ -22,7 +22,14 @@ from seglog_cli.storage.segments import LogSegment
 from seglog_cli.storage.snapshots import read_snapshot
 from seglog_cli.storage.remote_layout import parse_remote_file_name
 from seglog_cli.storage.tiered import pair_tiered
-from seglog_cli.storage.verify_partition import JOURNAL_POINTER, TEMP_FILE_SEVERITY, PartitionReport, finding_order, verify_partition
+from seglog_cli.storage.verify_partition import (
+    JOURNAL_POINTER,
+    TEMP_FILE_SEVERITY,
+    PartitionReport,
+    epochs_increasing,
+    finding_order,
+    verify_partition,
+)
 from seglog_cli.storage.indexes import TransactionIndex
 from seglog_cli.storage.parallel import parallel_map
 from seglog_cli.storage.verify_files import OFFSET_CHECKPOINTS, TEXT_FILES, is_batch_file, read_text_file, verify_batch_file
@@ -191,11 +198,13 @@ def _verify_file(path: Path, level: str, report: VerifyReport) -> None:
     elif name in TEXT_FILES:
         content = read_text_file(path, findings)
         if name == "leader-epoch-checkpoint" and content is not None:
-            _epochs_increasing(path, content, findings)
+            epochs_increasing(path, content, findings)
     elif is_batch_file(name):
         _count(stats, verify_batch_file(path, level, findings), segment=False)
     elif name.endswith(".leader_epoch_checkpoint") and parse_remote_file_name(name) is not None:
-        _remote_epoch_checkpoint(path, findings)
+        from seglog_cli.storage.verify_tiered import remote_epoch_checkpoint
+
+        remote_epoch_checkpoint(path, findings)
     elif parsed is not None and parsed.is_temp or name.endswith(".tmp"):
         suffix = next((s for s in TEMP_FILE_SEVERITY if name.endswith(s)), ".deleted")
         severity, why = TEMP_FILE_SEVERITY[suffix]
@@ -222,32 +231,11 @@ def _verify_file(path: Path, level: str, report: VerifyReport) -> None:
                                 "files of a Kafka log dir)"))
 
 
-def _remote_epoch_checkpoint(path: Path, findings: list[Finding]) -> None:
-    """A remote segment's ``.leader_epoch_checkpoint`` given alone: readable and increasing."""
-    from seglog_cli.storage.checkpoints import read_leader_epoch_checkpoint
-    try:
-        entries = read_leader_epoch_checkpoint(path)
-    except SeglogError as exc:
-        findings.append(Finding(Code.CHECKPOINT_UNREADABLE, ERROR, str(path), exc.position,
-                                f"{exc.message} (the broker reading this remote segment's epochs fails)"))
-        return
-    _epochs_increasing(path, entries, findings)
-
-
 def _count(stats: PartitionReport, summary, segment: bool = True) -> None:
     stats.segments += segment
     stats.batches += summary.batches
     stats.records += summary.records
     stats.bytes += summary.size
-
-
-def _epochs_increasing(path: Path, entries, findings: list[Finding]) -> None:
-    for previous, entry in zip(entries, entries[1:]):
-        if entry.epoch <= previous.epoch or entry.start_offset < previous.start_offset:
-            findings.append(Finding(Code.LEADER_EPOCH_NOT_INCREASING, ERROR, str(path), None,
-                                    f"epoch {entry.epoch} at offset {entry.start_offset} follows epoch "
-                                    f"{previous.epoch} at offset {previous.start_offset}", offset=entry.start_offset))
-            return
 
 
 def _txn_index_alone(segment: LogSegment, findings: list[Finding]) -> None:

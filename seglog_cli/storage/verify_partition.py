@@ -389,3 +389,15 @@ def _compare_txn_index(segment, expected: list[tuple], abort_markers: set, unkno
         findings.append(Finding(Code.TXN_INDEX_MISMATCH, ERROR, str(path), None,
                                 f"entry for producer {pid} aborted at offset {last} has no ABORT marker there "
                                 f"in the log", offset=last))
+
+
+def epochs_increasing(path, entries, findings: list[Finding]) -> bool:
+    """A leader-epoch checkpoint's entries with epochs and start offsets increasing, as Kafka's
+    ``LeaderEpochFileCache`` requires; else one ``LEADER_EPOCH_NOT_INCREASING`` finding, False."""
+    for previous, entry in zip(entries, entries[1:]):
+        if entry.epoch <= previous.epoch or entry.start_offset < previous.start_offset:
+            findings.append(Finding(Code.LEADER_EPOCH_NOT_INCREASING, ERROR, str(path), None,
+                                    f"epoch {entry.epoch} at offset {entry.start_offset} follows epoch "
+                                    f"{previous.epoch} at offset {previous.start_offset}", offset=entry.start_offset))
+            return False
+    return True

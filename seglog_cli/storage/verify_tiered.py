@@ -44,7 +44,7 @@ from seglog_cli.storage.remote_layout import (
 )
 from seglog_cli.storage.remote_segments import COPY_SEGMENT_FINISHED, RemoteSegments
 from seglog_cli.storage.segments import LogSegment
-from seglog_cli.storage.verify_partition import PartitionReport, finding_order, verify_partition_log
+from seglog_cli.storage.verify_partition import PartitionReport, epochs_increasing, finding_order, verify_partition_log
 from seglog_cli.storage.verify_segment import SHALLOW, SegmentSummary
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
@@ -300,23 +300,25 @@ def _epochs(remotes: list[_Remote], lineage: list[EpochEntry], findings: list[Fi
         if name is None or remote.last_offset is None:
             continue
         path = remote.segment.log_path.with_name(name)
-        try:
-            own = read_leader_epoch_checkpoint(path)
-        except SeglogError as exc:
-            findings.append(Finding(Code.CHECKPOINT_UNREADABLE, ERROR, str(path), exc.position,
-                                    f"{exc.message} (the broker reading this remote segment's epochs fails)"))
+        own = remote_epoch_checkpoint(path, findings)
+        if own is None:
             continue
-        backwards = next(((a, b) for a, b in zip(own, own[1:])
-                          if b.epoch <= a.epoch or b.start_offset < a.start_offset), None)
-        if backwards is not None:
-            previous, entry = backwards
-            findings.append(Finding(Code.LEADER_EPOCH_NOT_INCREASING, ERROR, str(path), None,
-                                    f"epoch {entry.epoch} at offset {entry.start_offset} follows epoch "
-                                    f"{previous.epoch} at offset {previous.start_offset}", offset=entry.start_offset))
-        elif not _lineage_agrees(own, lineage, remote.last_offset + 1):
+        if not _lineage_agrees(own, lineage, remote.last_offset + 1):
             findings.append(Finding(Code.TIERED_EPOCH_MISMATCH, ERROR, str(path), None,
                                     f"the segment's epochs {_show(own)} are not the partition's lineage up to its end "
                                     f"{_show([e for e in lineage if e.start_offset <= remote.last_offset])}"))
+
+
+def remote_epoch_checkpoint(path: Path, findings: list[Finding]) -> list[EpochEntry] | None:
+    """A remote segment's ``.leader_epoch_checkpoint``, readable and with epochs and offsets
+    increasing; None (and a finding) where it is not."""
+    try:
+        entries = read_leader_epoch_checkpoint(path)
+    except SeglogError as exc:
+        findings.append(Finding(Code.CHECKPOINT_UNREADABLE, ERROR, str(path), exc.position,
+                                f"{exc.message} (the broker reading this remote segment's epochs fails)"))
+        return None
+    return entries if epochs_increasing(path, entries, findings) else None
 
 
 def _lineage_agrees(own: list[EpochEntry], lineage: list[EpochEntry], end_exclusive: int) -> bool:

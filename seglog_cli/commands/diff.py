@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import sys
-from enum import Enum
 from typing import List, Optional
 
 import typer
 
-from seglog_cli.commands.options import command_paths
+from seglog_cli.commands.options import ReportFormat, command_paths
 from seglog_cli.status import ExitStatus, UsageError, guarded
 
 HELP = """Compare the replicas of a partition (the copies of several brokers) by offset and batch.
@@ -31,19 +30,12 @@ or another topic id; 4 an input could not be read.
 """
 
 
-class Format(str, Enum):
-    table = "table"
-    text = "text"
-    json = "json"
-    jsonl = "jsonl"
-
-
 def diff_command(
     paths: Optional[List[str]] = typer.Argument(None, help="Partition dirs of one partition, or log dirs."),
     leader: Optional[str] = typer.Option(None, "--leader", help="The reference replica (a partition dir or log dir given)."),
     export_lost: Optional[str] = typer.Option(None, "--export-lost", help="Write the records a truncation loses here (JSON Lines, as dump --deep-iteration --format jsonl)."),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Partitions compared in parallel processes (log dirs)."),
-    output_format: Format = typer.Option(Format.table, "--format", help="table, text, json or jsonl."),
+    output_format: ReportFormat = typer.Option(ReportFormat.table, "--format", help="table, text, json or jsonl."),
 ) -> None:
     arguments = dict(locals())
     raise typer.Exit(guarded(lambda: _run(**arguments)))
@@ -67,11 +59,11 @@ def _run(paths, leader, export_lost, jobs, output_format) -> int:
     status = _status(groups)
     out = sys.stdout
     from seglog_cli.render import diff_report
-    if output_format == Format.json:
+    if output_format == ReportFormat.json:
         diff_report.render_json(groups, status, out)
-    elif output_format == Format.jsonl:
+    elif output_format == ReportFormat.jsonl:
         diff_report.render_jsonl(groups, status, out)
-    elif output_format == Format.text:
+    elif output_format == ReportFormat.text:
         diff_report.render_text(groups, out)
     else:
         diff_report.render_table(groups, out)

@@ -12,6 +12,15 @@ from enum import Enum
 from seglog_cli.status import UsageError
 
 
+class ReportFormat(str, Enum):
+    """``--format`` of the commands that report findings (verify, diff)."""
+
+    table = "table"
+    text = "text"
+    json = "json"
+    jsonl = "jsonl"
+
+
 class TableFormat(str, Enum):
     """``--format`` of the commands that print records as a table (offsets, transactions)."""
 

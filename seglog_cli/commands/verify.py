@@ -9,7 +9,7 @@ from typing import List, Optional
 
 import typer
 
-from seglog_cli.commands.options import command_paths, show_progress
+from seglog_cli.commands.options import ReportFormat, command_paths, show_progress
 from seglog_cli.render import verify_report
 from seglog_cli.status import ExitStatus, UsageError, guarded
 from seglog_cli.storage.findings import Severity
@@ -34,17 +34,10 @@ class Level(str, Enum):
     deep = "deep"
 
 
-class Format(str, Enum):
-    table = "table"
-    text = "text"
-    json = "json"
-    jsonl = "jsonl"
-
-
 def verify_command(
     paths: Optional[List[str]] = typer.Argument(None, help="Files, partition dirs or log dirs (globs allowed)."),
     level: Level = typer.Option(Level.shallow, "--level", help="shallow: framing and CRC of every batch; deep: also every record."),
-    output_format: Optional[Format] = typer.Option(None, "--format", help="table (default on a terminal), text (default otherwise), json or jsonl."),
+    output_format: Optional[ReportFormat] = typer.Option(None, "--format", help="table (default on a terminal), text (default otherwise), json or jsonl."),
     show: Severity = typer.Option(Severity.WARNING, "--show", help="table/text: the least severity listed (json and jsonl list all)."),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Partitions verified in parallel processes."),
     progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress on stderr (default: when stderr is a terminal and stdout is not a pipe)."),
@@ -67,12 +60,12 @@ def _run(paths, level, output_format, show, jobs, progress, spark, remote=None) 
             report = verify(inputs, options, advance)
     else:
         report = verify(inputs, options)
-    fmt = output_format or (Format.table if sys.stdout.isatty() else Format.text)
-    if fmt == Format.json:
+    fmt = output_format or (ReportFormat.table if sys.stdout.isatty() else ReportFormat.text)
+    if fmt == ReportFormat.json:
         verify_report.render_json(report, sys.stdout)
-    elif fmt == Format.jsonl:
+    elif fmt == ReportFormat.jsonl:
         verify_report.render_jsonl(report, sys.stdout)
-    elif fmt == Format.text:
+    elif fmt == ReportFormat.text:
         verify_report.render_text(report, sys.stdout, show)
     else:
         verify_report.render_table(report, sys.stdout, show)

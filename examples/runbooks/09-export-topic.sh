@@ -97,6 +97,17 @@ bytes=$(du -sk -- "${partitions[@]}" | awk '{s += $1} END {print s * 1024}')
 rb_say "topic $topic: ${#partitions[@]} partition dir(s), $bytes bytes on disk"
 
 mkdir -- "$out"
+# where partition dir P (the N-th) goes in DIR, with SUFFIX: DIR/<topic>-<partition>SUFFIX, or,
+# when the same partition came from another log dir before, DIR/<topic>-<partition>.<log dir>.N SUFFIX
+out_name() {
+    local name=${2##*/}
+    if [ -e "$1/$name$4" ]; then
+        printf '%s\n' "$1/$name.$(basename -- "$(dirname -- "$2")").$3$4"
+    else
+        printf '%s\n' "$1/$name$4"
+    fi
+}
+
 damaged=0
 if [ "$spark" = 1 ]; then
     # the same partition dirs, read by Spark tasks; the damage report from the same
@@ -107,11 +118,7 @@ if [ "$spark" = 1 ]; then
     jobs=()
     for p in "${partitions[@]}"; do
         n=$((n + 1))
-        name=${p##*/}
-        target="$out/spark/$name"
-        if [ -e "$target" ]; then   # the same partition from another log dir
-            target="$out/spark/$name.$(basename -- "$(dirname -- "$p")").$n"
-        fi
+        target=$(out_name "$out/spark" "$p" "$n" "")
         jobs+=("$p" "$target")
         dump_rc=0
         # shellcheck disable=SC2086
@@ -168,11 +175,7 @@ else
     n=0
     for p in "${partitions[@]}"; do
         n=$((n + 1))
-        name=${p##*/}
-        file="$out/$name.$format"
-        if [ -e "$file" ]; then   # the same partition from another log dir
-            file="$out/$name.$(basename -- "$(dirname -- "$p")").$n.$format"
-        fi
+        file=$(out_name "$out" "$p" "$n" ".$format")
         dump_rc=0
         # shellcheck disable=SC2086
         { $SEGLOG dump --deep-iteration --format jsonl --payload-encoding "$encoding" --no-progress "$p" \

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import sys
 from datetime import datetime, timezone
 from typing import TextIO
 
@@ -31,28 +32,16 @@ def _cell(value) -> str:
 def write_table(rows: list[dict], columns: list[tuple[str, str]], out: TextIO, width: int | None = None) -> None:
     """``columns``: (row key, heading) pairs; numbers right-aligned. On a terminal (or with
     ``width``) the table fits the width without breaking a cell: the rightmost columns move under
-    their row as ``heading value`` (seglog_cli.render.fit)."""
-    if width is None and _isatty(out):
-        from seglog_cli.render.fit import terminal_width
+    their row as ``heading value`` (seglog_cli.render.fit); else every column on one line."""
+    from seglog_cli.render import fit
 
-        width = terminal_width(out)
-    if width is not None:
-        from seglog_cli.render import fit
-
-        numeric = [all(isinstance(row.get(key), int) for row in rows) and bool(rows) for key, _ in columns]
-        shape = [fit.Column(heading, right=num, drop=0 if n < 2 else n, label=heading)
-                 for n, ((_, heading), num) in enumerate(zip(columns, numeric))]
-        lines = fit.render(shape, [[_cell(row.get(key)) for key, _ in columns] for row in rows], width)
-        out.write("\n".join(lines) + "\n")
-        return
-    cells = [[_cell(row.get(key)) for key, _ in columns] for row in rows]
-    widths = [max([len(heading)] + [len(line[n]) for line in cells]) for n, (_, heading) in enumerate(columns)]
+    if width is None:
+        width = fit.terminal_width(out) if _isatty(out) else sys.maxsize
     numeric = [all(isinstance(row.get(key), int) for row in rows) and bool(rows) for key, _ in columns]
-    out.write("  ".join(h.ljust(w) if not num else h.rjust(w)
-                        for (_, h), w, num in zip(columns, widths, numeric)).rstrip() + "\n")
-    for line in cells:
-        out.write("  ".join(c.rjust(w) if num else c.ljust(w)
-                            for c, w, num in zip(line, widths, numeric)).rstrip() + "\n")
+    shape = [fit.Column(heading, right=num, drop=0 if n < 2 else n, label=heading)
+             for n, ((_, heading), num) in enumerate(zip(columns, numeric))]
+    lines = fit.render(shape, [[_cell(row.get(key)) for key, _ in columns] for row in rows], width)
+    out.write("\n".join(lines) + "\n")
 
 
 def _isatty(out) -> bool:

@@ -99,8 +99,10 @@ def _wanted(batch, split: Split, options: ScanOptions) -> int:
     if split.to_offset is not None and batch.magic >= 2 and batch.base_offset > split.to_offset:
         return _STOP
     if options.read_committed and batch.magic >= 2:
-        if split.last_stable_offset is not None and batch.base_offset >= split.last_stable_offset:
-            return _STOP  # past the last stable offset: a read_committed fetch ends there
+        if split.last_stable_offset is not None and batch.last_offset >= split.last_stable_offset:
+            # a read_committed fetch ends where the batch holding the last stable offset starts
+            # (LocalLog.read's maxPosition, LogSegment.translateOffset): no record of it is returned
+            return _STOP
         if batch.is_control or (batch.is_transactional and _aborted(split.aborted, batch)):
             return _SKIP
     if not batch.is_valid and (options.on_crc_mismatch != KEEP or options.fail_on_damage):

@@ -309,11 +309,18 @@ def _check_txn_indexes(log: PartitionLog, aborted: list[tuple[Transaction, str]]
 class CommittedView:
     """What a read_committed consumer of one partition is told, offline: the aborted
     transactions of the segments' ``.txnindex`` files (Kafka's ``collectAbortedTxns``) below the
-    last stable offset, and that offset (the first offset of the earliest transaction still
-    open at the log end; None when none is open: the log end bounds the read)."""
+    last stable offset, and that offset. As the broker's (``UnifiedLog.lastStableOffset``) it is
+    the first offset of the earliest transaction still open at the log end when that lies below
+    the high watermark, else the high watermark: a read_committed fetch never returns records
+    the followers have not all copied. The high watermark is the log dir's
+    ``replication-offset-checkpoint`` entry (what a broker starts from), raised to the log
+    start offset as the broker does; without an entry (a partition dir copied on its own, an
+    unreadable checkpoint) only open transactions bound the read. None: nothing bounds it
+    before the log end."""
 
     aborted: tuple
     last_stable_offset: int | None
+    high_watermark: int | None = None  # from replication-offset-checkpoint; None: no entry
 
 
 def read_committed_view(directory: str | Path) -> CommittedView:
@@ -329,6 +336,11 @@ def read_committed_view(directory: str | Path) -> CommittedView:
     aborted = []
     log = PartitionLog(directory)
     try:
+        high_watermark = checkpointed_high_watermark(directory, log.log_start_offset)
+        if high_watermark is not None and (last_stable is None or high_watermark < last_stable):
+            end = log.log_end_offset()
+            if end is None or high_watermark < end:  # at the log end it bounds nothing the log end does not
+                last_stable = high_watermark
         for segment in log.segments:
             index = segment.txn_index()
             if index is None:
@@ -337,4 +349,25 @@ def read_committed_view(directory: str | Path) -> CommittedView:
                            if last_stable is None or entry.first_offset < last_stable)
     finally:
         log.close()
-    return CommittedView(tuple(aborted), last_stable)
+    return CommittedView(tuple(aborted), last_stable, high_watermark)
+
+
+def checkpointed_high_watermark(directory: Path, log_start_offset: int | None) -> int | None:
+    """The partition's high watermark in its log dir's ``replication-offset-checkpoint``, at
+    least the log start offset (``Partition.createLog`` then ``UnifiedLog.updateHighWatermark``
+    bound it so); None when the file has no entry for it or cannot be read."""
+    from seglog_cli.storage.checkpoints import TopicPartition, read_offset_checkpoint
+    from seglog_cli.storage.log_dir_files import REPLICATION_CHECKPOINT
+    from seglog_cli.storage.naming import parse_partition_dir_name
+
+    name = parse_partition_dir_name(directory.name)
+    path = directory.parent / REPLICATION_CHECKPOINT
+    if name is None or not path.is_file():
+        return None
+    try:
+        high_watermark = read_offset_checkpoint(path).get(TopicPartition(name.topic, name.partition))
+    except (SeglogError, OSError):
+        return None
+    if high_watermark is None:
+        return None
+    return max(high_watermark, log_start_offset) if log_start_offset is not None else high_watermark

@@ -136,6 +136,46 @@ def test_read_committed_stops_at_the_last_stable_offset(spark, corpus, tmp_path)
     assert offsets == [r[4] for r in dumped if not r[14] and r[4] < last_abort["firstOffset"]]
 
 
+def test_read_committed_stops_at_the_high_watermark(spark, corpus, tmp_path):
+    """The last stable offset never passes the high watermark (UnifiedLog.lastStableOffset):
+    txn-0 with a replication-offset-checkpoint at 100 (below its log end, no transaction open)
+    gives the committed records of the batches wholly below 100 only (the fetch ends where the
+    batch holding the last stable offset starts: LocalLog.read's maxPosition); cut before its
+    last ABORT marker (a transaction open from F) with the high watermark below F, the read ends
+    at the high watermark, not at F."""
+    from seglog_cli.storage.checkpoints import TopicPartition, write_offset_checkpoint
+
+    source = corpus / TXN
+    report = json.loads(run_seglog("transactions", "--format", "json", "--topic", "txn", str(source.parent)).out)
+    aborted = [(t["producerId"], t["firstOffset"], t["markerOffset"]) for t in report["transactions"]
+               if t["state"] == "aborted"]
+    last_abort = max((t for t in report["transactions"] if t["state"] == "aborted"), key=lambda t: t["markerOffset"])
+    marker = next(b for b in _jsonl("dump", str(source)) if b["type"] == "batch"
+                  and b["baseOffset"] == last_abort["markerOffset"])
+    for case, high_watermark in (("whole", 100), ("open", last_abort["firstOffset"] - 7)):
+        target = tmp_path / case / "data" / "txn-0"
+        shutil.copytree(source, target)
+        if case == "open":
+            log = sorted(target.glob("*.log"))[-1]
+            log.write_bytes(log.read_bytes()[:marker["position"]])
+            for name in target.iterdir():
+                if name.suffix in (".index", ".timeindex", ".txnindex", ".snapshot"):
+                    name.unlink()
+        write_offset_checkpoint(target.parent / "replication-offset-checkpoint",
+                                {TopicPartition("txn", 0): high_watermark})
+        dumped = dump_records([target])
+        batches = [b for b in _jsonl("dump", str(target)) if b["type"] == "batch"]
+        end = next(b["baseOffset"] for b in batches if b["lastOffset"] >= high_watermark)
+        listed = aborted if case == "whole" else []  # the cut copy has no .txnindex: the fetch path lists none
+        expected = [r for r in dumped if not r[14] and r[4] < end and not any(
+            pid == r[11] and first <= r[4] <= last for pid, first, last in listed)]
+        assert expected and len(expected) < len([r for r in dumped if not r[14]])
+        frame = spark.read.format("seglog").option("isolationLevel", "read_committed").load(str(target))
+        got = arrow_records(frame.toArrow())
+        assert got == expected, case
+        assert max(r[4] for r in got) < high_watermark
+
+
 # -- paths and logDir ---------------------------------------------------------------------------
 
 def test_load_several_paths_and_log_dir_tells_replicas_apart(spark, corpus):

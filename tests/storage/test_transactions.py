@@ -101,3 +101,49 @@ def test_corpus_aborts_match_the_txnindex_dump(corpus):
     report = read_transactions(corpus / "kafka-4.2.0" / "data", topic="txn", now_ms=0)
     aborted = {(t.producer_id, t.first_offset, t.marker_offset) for t in report.transactions if t.state == "aborted"}
     assert aborted == entries
+
+
+# -- read_committed_view: the last stable offset, capped by the high watermark ------------------
+
+def _txn_copy(corpus, tmp_path, high_watermark=None):
+    """txn-0 copied into a fresh log dir, with a replication-offset-checkpoint giving it
+    ``high_watermark`` (none written when None)."""
+    import shutil
+
+    from seglog_cli.storage.checkpoints import TopicPartition, write_offset_checkpoint
+
+    target = tmp_path / "data" / "txn-0"
+    shutil.copytree(corpus / "kafka-4.2.0" / "data" / "txn-0", target)
+    if high_watermark is not None:
+        write_offset_checkpoint(target.parent / "replication-offset-checkpoint",
+                                {TopicPartition("txn", 0): high_watermark})
+    return target
+
+
+@requires_corpus
+def test_read_committed_view_of_the_corpus_is_bounded_by_its_high_watermark(corpus):
+    """txn-0 as the broker left it: no open transaction, high watermark 339 = log end, so
+    nothing past the log end is held back; the 14 aborted transactions are the .txnindex's."""
+    from seglog_cli.storage.transactions import read_committed_view
+
+    view = read_committed_view(corpus / "kafka-4.2.0" / "data" / "txn-0")
+    assert view.high_watermark == 339
+    assert view.last_stable_offset is None
+    assert len(view.aborted) == 14
+
+
+@requires_corpus
+def test_read_committed_view_caps_the_last_stable_offset_at_the_high_watermark(corpus, tmp_path):
+    """A high watermark below the log end (followers behind): the last stable offset is the
+    high watermark (UnifiedLog.lastStableOffset), and aborted transactions starting at or past
+    it are not listed; without a checkpoint entry only open transactions bound it."""
+    from seglog_cli.storage.transactions import read_committed_view
+
+    whole = read_committed_view(_txn_copy(corpus, tmp_path / "none"))
+    assert whole.high_watermark is None and whole.last_stable_offset is None
+    view = read_committed_view(_txn_copy(corpus, tmp_path / "hw", high_watermark=100))
+    assert view.high_watermark == 100 and view.last_stable_offset == 100
+    assert [t.first_offset for t in view.aborted] == [t.first_offset for t in whole.aborted if t.first_offset < 100]
+    assert 0 < len(view.aborted) < len(whole.aborted)
+    # at or past the log end the high watermark holds nothing back
+    assert read_committed_view(_txn_copy(corpus, tmp_path / "end", high_watermark=500)).last_stable_offset is None

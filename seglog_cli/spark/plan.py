@@ -23,11 +23,14 @@ from __future__ import annotations
 import json
 import re
 import zlib
+from array import array
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from seglog_cli.storage import native
 from seglog_cli.storage.batches import LEGACY_HEADER, LOG_OVERHEAD, MIN_ENTRY_SIZE, OFFSET_AND_SIZE, V2_HEADER
 from seglog_cli.storage.checksums import crc32c
 from seglog_cli.storage.dump import DumpOptions, resolve_range
@@ -230,16 +233,34 @@ def plan_splits(paths: Iterable[str], options: ScanOptions) -> list[Split]:
         found.extend(("dir", directory) for directory in partition_dirs_under(path))
     # a tiered partition's remote and local directories, both given, are one log (where the local one is)
     remote_of = dict(ordered_partitions([p for kind, p in found if kind == "dir"]))
-    splits: list[Split] = []
+    work = []
     for kind, path in found:
         if kind == "file":
-            splits.extend(segment_splits(str(path), options))
+            work.append((segment_splits, str(path), options))
         elif path in remote_of:
             name = parse_partition_dir_name(path.name)
             if options.wants_topic(name.topic if name else None) and options.wants_partition(
                     name.partition if name else None):
-                splits.extend(_partition_splits(path, options, remote_of[path]))
+                work.append((_partition_splits, path, options, remote_of[path]))
+    splits: list[Split] = []
+    for planned in _in_order(work):
+        splits.extend(planned)
     return splits
+
+
+PLANNING_THREADS = 8
+
+
+def _in_order(work: list[tuple]) -> Iterable[list[Split]]:
+    """Each ``(function, *args)`` called, on a few threads when there are several (listing
+    directories and reading indexes wait on the disk or the network, not on the interpreter);
+    results in the order given, the first failure in that order raised."""
+    if len(work) < 2:
+        return [function(*args) for function, *args in work]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(min(PLANNING_THREADS, len(work)), thread_name_prefix="seglog-plan") as pool:
+        return list(pool.map(lambda item: item[0](*item[1:]), work))
 
 
 def _partition_splits(directory: Path, options: ScanOptions, remote: Path | None = None) -> list[Split]:
@@ -349,24 +370,60 @@ def _index_floor(index_path: Path, base_offset: int, offset: int, size: int) -> 
 
 def _cut_positions(log_path: str, index_path: Path | None, base_offset: int, start: int, size: int,
                    split_bytes: int) -> list[int]:
+    """Where to cut ``[start, size)``: the first ``.index`` position at or past each target
+    (``split_bytes`` after the previous cut) that frames a valid batch. The positions are read
+    at once; in a sound index they only go up, so each target is a binary search, not a walk
+    of every entry (a stale or damaged index that goes back is walked entry by entry)."""
     if split_bytes <= 0 or size - start <= split_bytes or index_path is None or not index_path.is_file():
         return []
     try:
         with OffsetIndex(index_path, base_offset) as index:
-            positions = [entry.position for entry in index.iter_entries(index.dump_entry_count())]
+            positions = index.dump_positions()
     except (SeglogError, OSError, ValueError):
         return []
     cuts: list[int] = []
-    target = start + split_bytes
     with MappedFile(log_path) as mapped:
-        for position in positions:
-            if position >= target and position < size and position > (cuts[-1] if cuts else start):
-                if _frames_valid_batch(mapped, position):
-                    cuts.append(position)
-                    target = position + split_bytes
+        if _never_down(positions):
+            _sorted_cuts(mapped, positions, start, size, split_bytes, cuts)
+        else:
+            _walked_cuts(mapped, positions, start, size, split_bytes, cuts)
     if cuts and size - cuts[-1] < split_bytes // 4:
         cuts.pop()  # no sliver at the end: the last split takes it
     return cuts
+
+
+def _sorted_cuts(mapped: MappedFile, positions: array, start: int, size: int, split_bytes: int,
+                 cuts: list[int]) -> None:
+    """:func:`_walked_cuts` over positions that never go down: the first entry past each
+    target by bisection (the same cuts: every entry before it is below the target)."""
+    target = start + split_bytes
+    i = bisect_left(positions, target)
+    while i < len(positions):
+        position = positions[i]
+        if position >= size:
+            return  # every later entry is as far
+        if position > (cuts[-1] if cuts else start) and _frames_valid_batch(mapped, position):
+            cuts.append(position)
+            target = position + split_bytes
+            i = bisect_left(positions, target, i + 1)
+        else:
+            i += 1
+
+
+def _never_down(positions: array) -> bool:
+    if native.module is not None:
+        return native.module.first_disorder(positions, positions.itemsize, False) < 0
+    return positions == array("i", sorted(positions))
+
+
+def _walked_cuts(mapped: MappedFile, positions: array, start: int, size: int, split_bytes: int,
+                 cuts: list[int]) -> None:
+    target = start + split_bytes
+    for position in positions:
+        if position >= target and position < size and position > (cuts[-1] if cuts else start):
+            if _frames_valid_batch(mapped, position):
+                cuts.append(position)
+                target = position + split_bytes
 
 
 def _frames_valid_batch(mapped: MappedFile, position: int) -> bool:

@@ -11,6 +11,8 @@ first whose relative offset is 0, as DumpLogSegments does.
 from __future__ import annotations
 
 import struct
+import sys
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -118,6 +120,14 @@ class _MappedIndex:
         raise NotImplementedError
 
 
+def _first_zero_slot(relative: array) -> int:
+    """The first slot ``i > 0`` holding relative offset 0, else their number."""
+    try:
+        return relative.index(0, 1)
+    except ValueError:
+        return len(relative)
+
+
 class OffsetIndex(_MappedIndex):
     """``<base>.index``: 8-byte entries (relative offset, position)."""
 
@@ -148,7 +158,23 @@ class OffsetIndex(_MappedIndex):
         return OffsetPosition(self.base_offset, 0) if slot == -1 else self.entry(slot)
 
     def dump_entry_count(self) -> int:
-        return self._stop_at_zero_slot()
+        """Entries DumpLogSegments shows (:meth:`_stop_at_zero_slot`), found in one pass over the
+        relative offsets read at once."""
+        return _first_zero_slot(self.columns(self.entries)[0])
+
+    def dump_positions(self) -> array:
+        """The positions of the entries DumpLogSegments shows, read at once (int32 array)."""
+        relative, positions = self.columns(self.entries)
+        return positions[:_first_zero_slot(relative)]
+
+    def columns(self, count: int) -> tuple[array, array]:
+        """The relative offsets and the positions of the first ``count`` entries, two int32
+        arrays read in one go (a 1 GiB segment's index has ~250,000 entries)."""
+        words = array("i")
+        words.frombytes(self._buf[:count * self.entry_size])
+        if sys.byteorder == "little":
+            words.byteswap()  # the file is big-endian
+        return words[0::2], words[1::2]
 
     def iter_entries(self, count: int | None = None) -> Iterator[OffsetPosition]:
         for n in range(self.entries if count is None else count):

@@ -227,3 +227,86 @@ def test_pushed_filters_become_the_options_seeks():
     assert options.from_timestamp == 1735689600000 and not options.nothing
     options, _ = push_filters(parse_options({"topics": "a"}), [eq_topic])
     assert options.nothing
+
+
+# -- planning cost: the same splits as a walk of every index entry --------------------------------
+
+def _walked_cut_positions(log_path, index_path, base_offset, start, size, split_bytes):
+    """The cuts as planning found them before it bisected: every ``.index`` entry read one at a
+    time, in file order (the reference the fast path must agree with)."""
+    from seglog_cli.spark.plan import _frames_valid_batch
+    from seglog_cli.storage.errors import SeglogError
+
+    if split_bytes <= 0 or size - start <= split_bytes or index_path is None or not index_path.is_file():
+        return []
+    try:
+        with OffsetIndex(index_path, base_offset) as index:
+            positions = [entry.position for entry in index.iter_entries(index._stop_at_zero_slot())]
+    except (SeglogError, OSError, ValueError):
+        return []
+    cuts, target = [], start + split_bytes
+    with MappedFile(log_path) as mapped:
+        for position in positions:
+            if position >= target and position < size and position > (cuts[-1] if cuts else start):
+                if _frames_valid_batch(mapped, position):
+                    cuts.append(position)
+                    target = position + split_bytes
+    if cuts and size - cuts[-1] < split_bytes // 4:
+        cuts.pop()
+    return cuts
+
+
+def _both_ways(monkeypatch, paths, options):
+    import seglog_cli.spark.plan as plan
+
+    fast = plan_splits(paths, options)
+    with monkeypatch.context() as patched:
+        patched.setattr(plan, "_cut_positions", _walked_cut_positions)
+        patched.setattr(plan, "PLANNING_THREADS", 1)
+        walked = plan_splits(paths, options)
+    return fast, walked
+
+
+@requires_corpus
+@pytest.mark.parametrize("split_bytes", [0, 4096, 65536, 1024 * 1024])
+def test_planning_gives_the_walks_splits_on_the_corpus(corpus, monkeypatch, split_bytes):
+    """Bisected index positions, several planning threads: the split list of the corpus (every
+    log dir, in order, with segment names and log dirs) equals the entry-by-entry walk's."""
+    fast, walked = _both_ways(monkeypatch, [str(corpus / "kafka-4.2.0")], ScanOptions(split_bytes=split_bytes))
+    assert len(fast) > 100
+    assert [(s, s.segment) for s in fast] == [(s, s.segment) for s in walked]
+
+
+def test_planning_gives_the_walks_splits_on_generated_and_disordered_indexes(generated, tmp_path, monkeypatch):
+    """The same on a generated 6 MiB segment, cut at several sizes, also with its index entries
+    shuffled (a damaged index that goes back: walked, not bisected) and in reverse, and with a
+    zeroed entry in the middle (DumpLogSegments' count stops there)."""
+    import random
+
+    copies = {}
+    for kind in ("plain", "shuffled", "reversed", "zeroed"):
+        copy = tmp_path / kind / "events-0"
+        shutil.copytree(generated / "events-0", copy)
+        index = copy / "00000000000000000000.index"
+        data = index.read_bytes()
+        entries = [data[i:i + 8] for i in range(0, len(data), 8)]
+        if kind == "shuffled":
+            head = entries[:1]
+            rest = entries[1:]
+            random.Random(7).shuffle(rest)
+            entries = head + rest
+        elif kind == "reversed":
+            entries = entries[:1] + entries[1:][::-1]
+        elif kind == "zeroed":
+            entries[len(entries) // 2] = bytes(8)
+        index.write_bytes(b"".join(entries))
+        copies[kind] = copy
+    for split_bytes in (4096, 100_000, MB, 3 * MB):
+        counts = []
+        for kind, copy in copies.items():
+            fast, walked = _both_ways(monkeypatch, [str(copy)], ScanOptions(split_bytes=split_bytes))
+            assert fast == walked, (kind, split_bytes)
+            counts.append(len(fast))
+        assert counts[0] > 1
+    fast, walked = _both_ways(monkeypatch, [str(tmp_path)], ScanOptions(split_bytes=MB))
+    assert fast == walked and len({s.path for s in fast}) == 4

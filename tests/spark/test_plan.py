@@ -231,37 +231,15 @@ def test_pushed_filters_become_the_options_seeks():
 
 # -- planning cost: the same splits as a walk of every index entry --------------------------------
 
-def _walked_cut_positions(log_path, index_path, base_offset, start, size, split_bytes):
-    """The cuts as planning found them before it bisected: every ``.index`` entry read one at a
-    time, in file order (the reference the fast path must agree with)."""
-    from seglog_cli.spark.plan import _frames_valid_batch
-    from seglog_cli.storage.errors import SeglogError
-
-    if split_bytes <= 0 or size - start <= split_bytes or index_path is None or not index_path.is_file():
-        return []
-    try:
-        with OffsetIndex(index_path, base_offset) as index:
-            positions = [entry.position for entry in index.iter_entries(index._stop_at_zero_slot())]
-    except (SeglogError, OSError, ValueError):
-        return []
-    cuts, target = [], start + split_bytes
-    with MappedFile(log_path) as mapped:
-        for position in positions:
-            if position >= target and position < size and position > (cuts[-1] if cuts else start):
-                if _frames_valid_batch(mapped, position):
-                    cuts.append(position)
-                    target = position + split_bytes
-    if cuts and size - cuts[-1] < split_bytes // 4:
-        cuts.pop()
-    return cuts
-
-
 def _both_ways(monkeypatch, paths, options):
+    """The splits as planned, and as the entry-by-entry walk of every index on one thread
+    (``bench_plan.walked_cut_positions``: how planning cut segments before it bisected)."""
     import seglog_cli.spark.plan as plan
+    from tests.benchmarks.bench_plan import walked_cut_positions
 
     fast = plan_splits(paths, options)
     with monkeypatch.context() as patched:
-        patched.setattr(plan, "_cut_positions", _walked_cut_positions)
+        patched.setattr(plan, "_cut_positions", walked_cut_positions)
         patched.setattr(plan, "PLANNING_THREADS", 1)
         walked = plan_splits(paths, options)
     return fast, walked

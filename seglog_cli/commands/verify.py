@@ -41,7 +41,7 @@ def verify_command(
     show: Severity = typer.Option(Severity.WARNING, "--show", help="table/text: the least severity listed (json and jsonl list all)."),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Partitions verified in parallel processes."),
     progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress on stderr (default: when stderr is a terminal and stdout is not a pipe)."),
-    spark: Optional[str] = typer.Option(None, "--spark", metavar="MASTER", help="Verify each partition as a Spark task on this master (local[4], spark://host:7077, yarn); needs the spark extra (pyspark, pyarrow, pandas)."),
+    spark: Optional[str] = typer.Option(None, "--spark", metavar="MASTER", help="Verify the segments as Spark tasks on this master (local[4], spark://host:7077, yarn); needs the spark extra (pyspark, pyarrow, pandas)."),
     remote: Optional[List[str]] = typer.Option(None, "--remote", help="Tiered storage (LocalTieredStorage's kafka-tiered-storage dir, or remote partition dirs), repeatable: each remote partition is verified with the local partition of the same topic-partition, as one log (the same as giving it as a PATH)."),
 ) -> None:
     arguments = dict(locals())

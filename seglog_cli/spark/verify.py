@@ -1,18 +1,20 @@
-"""``seglog verify`` as a Spark job: partitions verified by Spark tasks, findings as a DataFrame.
+"""``seglog verify`` as a Spark job: segments verified by Spark tasks, findings as a DataFrame.
 
 The engine's :func:`seglog_cli.storage.verify.verify` does everything it does for the CLI
 (classifying the paths, the log-dir files, checkpoints against each partition's offsets);
-only the per-partition work (``verify_partition``: segments, indexes, snapshots, epochs,
-transactions) runs as one Spark task per partition directory, through ``mapInArrow`` (Spark
-3.5 and 4.x, classic or Connect). The findings, their codes, severities and messages are the
-CLI's: ``verify_findings`` gives the rows ``seglog verify --format jsonl`` prints.
+only the per-partition work runs through Spark, split by segment: each segment's own checks
+(``verify_partition.verify_segment_at``: batches, CRCs, records, its indexes) run as Spark
+tasks through ``mapInArrow`` (Spark 3.5 and 4.x, classic or Connect), a big segment alone, small
+consecutive segments of a partition together up to :data:`GROUP_BYTES`; the checks across a
+partition's segments and files (offsets between segments, snapshots, leader epochs, the
+``.txnindex`` files against the markers: ``verify_partition.finish_partition``) run once per
+partition on the driver, from the tasks' summaries, as the local run does. The findings, their
+codes, severities, messages and order are the CLI's: ``verify_findings`` gives the rows
+``seglog verify --format jsonl`` prints.
 
     from seglog_cli.spark.verify import verify_findings
     findings = verify_findings(spark, ["/var/lib/kafka/data"], level="deep")
     findings.where("severity = 'error'").show()
-
-A partition is one task whatever its size: the checks between batches, segments and index
-entries need the whole partition in order.
 """
 
 from __future__ import annotations
@@ -54,25 +56,74 @@ def findings_frame(spark, report: VerifyReport):
 
 
 def _spark_partitions(spark, directories: list[Path], level: str) -> list:
-    if not directories:
-        return []
-    listed = spark.createDataFrame([(i, str(d)) for i, d in enumerate(directories)], "index int, path string")
-    tasks = listed.repartition(min(len(directories), MAX_TASKS), "index")
-    done = tasks.mapInArrow(partial(_verify_rows, level), "index int, report binary").collect()
-    reports = {row["index"]: pickle.loads(row["report"]) for row in done}
-    return [reports[i] for i in range(len(directories))]
+    """One PartitionReport per directory, in order: the segments verified by Spark tasks, the
+    rest of each partition's checks here."""
+    from seglog_cli.storage.verify_partition import finish_partition, open_partition_report
+
+    opened = [open_partition_report(d) for d in directories]
+    tasks = []  # (task, directory index, path, first segment, stop)
+    for number, (_, log) in enumerate(opened):
+        if log is not None:
+            for first, stop in segment_groups([s.size for s in log.segments]):
+                tasks.append((len(tasks), number, str(log.path), first, stop))
+    results: dict[int, list] = {}
+    if tasks:
+        listed = spark.createDataFrame(tasks, "task int, directory int, path string, first int, stop int")
+        spread = listed.repartitionByRange(min(len(tasks), MAX_TASKS), "task")
+        done = spread.mapInArrow(partial(_verify_segments, level), "task int, results binary").collect()
+        by_task = {row["task"]: pickle.loads(row["results"]) for row in done}
+        for task, number, *_ in tasks:
+            results.setdefault(number, []).extend(by_task[task])
+    reports = []
+    for number, (report, log) in enumerate(opened):
+        if log is not None:
+            try:
+                finish_partition(report, log, results.get(number, []), level)
+            finally:
+                log.close()
+        reports.append(report)
+    return reports
 
 
-def _verify_rows(level: str, batches):
-    """mapInArrow body (on a worker): each (index, path) row's PartitionReport, pickled."""
+GROUP_BYTES = 128 * 1024 * 1024
+
+
+def segment_groups(sizes: list[int], group_bytes: int | None = None) -> list[tuple[int, int]]:
+    """``[first, stop)`` ranges of consecutive segments, one task each: a segment of
+    ``group_bytes`` (:data:`GROUP_BYTES`) or more alone, smaller ones together while they stay
+    under it."""
+    group_bytes = GROUP_BYTES if group_bytes is None else group_bytes
+    groups: list[tuple[int, int]] = []
+    first, total = 0, 0
+    for i, size in enumerate(sizes):
+        if i > first and total + size > group_bytes:
+            groups.append((first, i))
+            first, total = i, 0
+        total += size
+    if sizes:
+        groups.append((first, len(sizes)))
+    return groups
+
+
+def _verify_segments(level: str, batches):
+    """mapInArrow body (on a worker): each row's segments ``[first, stop)`` of its partition
+    verified, their (summary, findings) pickled in segment order."""
     import pyarrow as pa
 
+    from seglog_cli.storage.partition_log import PartitionLog
+    from seglog_cli.storage.verify_partition import verify_segment_at
+
     for batch in batches:
-        indexes = batch.column("index").to_pylist()
-        paths = batch.column("path").to_pylist()
-        reports = [pickle.dumps(verify_partition(path, level)) for path in paths]
-        yield pa.RecordBatch.from_arrays([pa.array(indexes, pa.int32()), pa.array(reports, pa.binary())],
-                                         names=["index", "report"])
+        rows = batch.to_pydict()
+        out = []
+        for path, first, stop in zip(rows["path"], rows["first"], rows["stop"]):
+            log = PartitionLog(path)
+            try:
+                out.append(pickle.dumps([verify_segment_at(log, i, level) for i in range(first, stop)]))
+            finally:
+                log.close()
+        yield pa.RecordBatch.from_arrays([pa.array(rows["task"], pa.int32()), pa.array(out, pa.binary())],
+                                         names=["task", "results"])
 
 
 def verify_with_spark(paths: list[str], level: str, master: str) -> VerifyReport:

@@ -69,21 +69,56 @@ def verify_partition_log(path: str | Path, level: str = SHALLOW,
                          progress=None) -> tuple[PartitionReport, PartitionLog | None, list[SegmentSummary]]:
     """:func:`verify_partition`, also returning the partition read and each segment's summary
     (for checks across directories: a tiered partition's remote and local logs)."""
+    report, log = open_partition_report(path)
+    if log is None:
+        return report, None, []
+    results = []
+    for i in range(len(log.segments)):
+        results.append(verify_segment_at(log, i, level))
+        if progress is not None:
+            progress(results[-1][0].size, results[-1][0].batches)
+    summaries = finish_partition(report, log, results, level)
+    return report, log, summaries
+
+
+def open_partition_report(path: str | Path) -> tuple[PartitionReport, PartitionLog | None]:
+    """The partition at ``path`` listed, and its report with the files it cannot use; no log
+    (and the reason in the report) when the directory cannot be listed."""
     try:
         log = PartitionLog(path)
     except UnreadableInputError as exc:  # a directory that cannot be listed
         name = parse_partition_dir_name(Path(path).name)
         report = PartitionReport(str(path), name and name.topic, name and name.partition)
         report.findings.append(Finding(Code.UNREADABLE_FILE, ERROR, str(path), None, exc.message))
-        return report, None, []
+        return report, None
     report = PartitionReport(str(log.path), log.topic, log.partition)
-    findings = report.findings
     for entry, why in log.files.unusable:
-        findings.append(Finding(Code.UNREADABLE_FILE, ERROR, str(entry), None, why))
+        report.findings.append(Finding(Code.UNREADABLE_FILE, ERROR, str(entry), None, why))
+    return report, log
+
+
+def verify_segment_at(log: PartitionLog, i: int, level: str = SHALLOW) -> tuple[SegmentSummary, list[Finding]]:
+    """The checks of the partition's ``i``-th segment alone (the last one is the active
+    segment): its summary and findings. Independent of the other segments, so segments can be
+    verified anywhere, in any order (``seglog verify --spark``), and handed to
+    :func:`finish_partition` in order."""
+    findings: list[Finding] = []
+    segment = log.segments[i]
+    summary = SegmentVerifier(segment, findings, active=i == len(log.segments) - 1, level=level).run()
+    segment.close()
+    return summary, findings
+
+
+def finish_partition(report: PartitionReport, log: PartitionLog, results: list[tuple[SegmentSummary, list[Finding]]],
+                     level: str = SHALLOW) -> list[SegmentSummary]:
+    """The partition's report from each segment's checks (:func:`verify_segment_at`, in
+    segment order) and the checks across segments and files, done once: offsets between
+    segments, totals, orphan and leftover files, snapshots, leader epochs, the ``.txnindex``
+    files against the markers. Returns the summaries."""
+    findings = report.findings
     summaries: list[SegmentSummary] = []
-    for i, segment in enumerate(log.segments):
-        summary = SegmentVerifier(segment, findings, active=i == len(log.segments) - 1, level=level).run()
-        segment.close()
+    for summary, found in results:
+        findings.extend(found)
         if summaries:
             _between(summaries[-1], summary, findings)
         summaries.append(summary)
@@ -91,8 +126,6 @@ def verify_partition_log(path: str | Path, level: str = SHALLOW,
         report.batches += summary.batches
         report.records += summary.records
         report.bytes += summary.size
-        if progress is not None:
-            progress(summary.size, summary.batches)
     if log.segments:
         report.log_start_offset = log.segments[0].base_offset
         last = next((s for s in reversed(summaries) if s.last_offset is not None), None)
@@ -102,7 +135,7 @@ def verify_partition_log(path: str | Path, level: str = SHALLOW,
     _transactions(log, summaries, findings, report.log_end_offset)
     _rebuilt_at_start_up(log, findings)
     findings.sort(key=finding_order)
-    return report, log, summaries
+    return summaries
 
 
 REBUILT_BY_RECOVERY = {Code.INDEX_MISSING, Code.TIME_INDEX_MISSING, Code.INDEX_SANITY_FAILED, Code.INDEX_NOT_TRIMMED,

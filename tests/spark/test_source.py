@@ -161,3 +161,61 @@ def test_verify_cli_with_spark_prints_the_same_findings(spark, corpus):
     distributed = run_seglog("verify", "--spark", "local[2]", "--format", "jsonl", "--no-progress", *paths)
     assert distributed.exit_code == local.exit_code and distributed.out == local.out
     assert local.out.count("\n") > 50
+
+
+def test_segment_groups_cut_partitions_by_segment():
+    from seglog_cli.spark.verify import segment_groups
+
+    MiB = 1024 * 1024
+    assert segment_groups([]) == []
+    assert segment_groups([5 * MiB] * 3, 8 * MiB) == [(0, 1), (1, 2), (2, 3)]
+    assert segment_groups([MiB] * 5, 3 * MiB) == [(0, 3), (3, 5)]
+    assert segment_groups([MiB, 20 * MiB, MiB, MiB], 4 * MiB) == [(0, 1), (1, 2), (2, 4)]
+    assert segment_groups([200 * MiB, 200 * MiB]) == [(0, 1), (1, 2)]
+
+
+@requires_corpus
+def test_verify_by_segment_equals_the_cli_with_damage_in_a_middle_segment(spark, corpus, tmp_path, monkeypatch):
+    """Partitions of several segments, verified a segment per task (and small segments grouped),
+    with damage in the middle segment of one (a corrupt region and a batch failing its CRC) and
+    a stray snapshot and orphan index in another: ``seglog verify --spark`` prints what the
+    local run prints, byte for byte, with the same exit status, at both levels."""
+    import seglog_cli.spark.verify as spark_verify
+    from seglog_cli.storage.builder import NewRecord, build_batch
+    from seglog_cli.storage.writer import PartitionWriter, SegmentConfig
+
+    log_dir = tmp_path / "logdir"
+    for name in ("events-0", "events-1"):
+        writer = PartitionWriter(log_dir / name, SegmentConfig(segment_bytes=48 * 1024))
+        for offset in range(0, 1500, 10):
+            records = [NewRecord(key=b"k%d" % (offset + i), value=b"%d" % (offset + i) * 40) for i in range(10)]
+            writer.append(build_batch(records, base_offset=offset))
+        writer.close()
+    segments = sorted((log_dir / "events-0").glob("*.log"))
+    assert len(segments) >= 5
+    middle = segments[len(segments) // 2]
+    data = bytearray(middle.read_bytes())
+    data[9000:9300] = b"\xa5" * 300  # a corrupt region
+    data[30000] ^= 0xFF  # a batch failing its CRC
+    middle.write_bytes(bytes(data))
+    other = log_dir / "events-1"
+    (other / "00000000000000099999.index").write_bytes(b"")  # an orphan index
+    (other / "00000000000000000007.snapshot").write_bytes(b"junk")  # a stray, unreadable snapshot
+    paths = [str(log_dir), str(corpus / "kafka-4.2.0" / "data" / "txn-0")]
+    planned = []
+    grouped = spark_verify.segment_groups
+    monkeypatch.setattr(spark_verify, "segment_groups", lambda sizes: planned.append(grouped(sizes)) or planned[-1])
+    for group_bytes in (1, 100 * 1024):  # a task per segment, then two or three segments a task
+        monkeypatch.setattr(spark_verify, "GROUP_BYTES", group_bytes)
+        for level in ("shallow", "deep"):
+            local = run_seglog("verify", "--level", level, "--format", "jsonl", "--no-progress", *paths)
+            distributed = run_seglog("verify", "--spark", "local[2]", "--level", level, "--format", "jsonl",
+                                     "--no-progress", *paths)
+            assert local.exit_code == 3 and distributed.exit_code == local.exit_code
+            assert distributed.out == local.out
+            assert middle.name in local.out and "events-1" in local.out
+            tasks = sum(len(groups) for groups in planned[-3:])  # events-0, events-1, txn-0
+            per_partition = len(segments) if group_bytes == 1 else -(-len(segments) // 2)  # 48 KiB segments, pairs
+            assert tasks == 2 * per_partition + 1
+            text = run_seglog("verify", "--spark", "local[2]", "--level", level, "--no-progress", *paths)
+            assert text.out == run_seglog("verify", "--level", level, "--no-progress", *paths).out

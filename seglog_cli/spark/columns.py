@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from seglog_cli.spark.plan import FAIL, KEEP, ScanOptions, Split
-from seglog_cli.spark.record_buffers import RUN_CHUNK, RUN_END, RUN_FULL, RecordBuffers, compiled_columns
+from seglog_cli.spark.record_buffers import RUN_CHUNK, RUN_END, RUN_FULL, RecordBuffers, compiled_columns, const
 from seglog_cli.storage.batches import LogScan
 from seglog_cli.storage.codecs import codec_label
 from seglog_cli.storage.control import parse_control_record
@@ -272,10 +272,10 @@ def _buffer_columns(split: Split, fast: RecordBuffers, check_crc: bool) -> pa.Re
     offsets, entries = values["headers"]
     values["headers"] = pa.ListArray.from_arrays(offsets, entries, type=RECORD_SCHEMA.field("headers").type)
     values["timestamp"] = _spark_timestamps(values["timestamp"])
-    values["topic"] = pa.repeat(pa.scalar(split.topic, pa.string()), n)
-    values["partition"] = pa.repeat(pa.scalar(split.partition, pa.int32()), n)
-    values["segment"] = pa.repeat(pa.scalar(split.segment or None, pa.string()), n)
-    values["logDir"] = pa.repeat(pa.scalar(split.log_dir, pa.string()), n)
+    values["topic"] = pa.repeat(const(pa.string(), split.topic), n)
+    values["partition"] = pa.repeat(const(pa.int32(), split.partition), n)
+    values["segment"] = pa.repeat(const(pa.string(), split.segment or None), n)
+    values["logDir"] = pa.repeat(const(pa.string(), split.log_dir), n)
     return pa.RecordBatch.from_arrays([values[name] for name in RECORD_SCHEMA.names], schema=RECORD_SCHEMA)
 
 
@@ -287,9 +287,10 @@ def _spark_timestamps(millis: pa.Array) -> pa.Array:
     batches; Spark's own Kafka source fails on them) is null."""
     bounds = pc.min_max(millis)
     if bounds["min"].as_py() < -MAX_TIMESTAMP_MS or bounds["max"].as_py() > MAX_TIMESTAMP_MS:
-        in_range = pc.and_(pc.greater_equal(millis, -MAX_TIMESTAMP_MS), pc.less_equal(millis, MAX_TIMESTAMP_MS))
-        millis = pc.if_else(in_range, millis, pa.scalar(None, pa.int64()))
-    return pc.multiply(millis, 1000).cast(pa.timestamp("us", tz="UTC"))
+        in_range = pc.and_(pc.greater_equal(millis, const(pa.int64(), -MAX_TIMESTAMP_MS)),
+                           pc.less_equal(millis, const(pa.int64(), MAX_TIMESTAMP_MS)))
+        millis = pc.if_else(in_range, millis, const(pa.int64(), None))
+    return pc.multiply(millis, const(pa.int64(), 1000)).cast(pa.timestamp("us", tz="UTC"))
 
 
 # -- batches ------------------------------------------------------------------------------------
@@ -312,9 +313,9 @@ def _batch_columns(split: Split, batches: list, check_crc: bool) -> pa.RecordBat
     n = len(batches)
     v2 = [b.magic >= 2 for b in batches]
     rows = {
-        "topic": pa.repeat(pa.scalar(split.topic, pa.string()), n),
-        "partition": pa.repeat(pa.scalar(split.partition, pa.int32()), n),
-        "segment": pa.repeat(pa.scalar(split.segment or None, pa.string()), n),
+        "topic": pa.repeat(const(pa.string(), split.topic), n),
+        "partition": pa.repeat(const(pa.int32(), split.partition), n),
+        "segment": pa.repeat(const(pa.string(), split.segment or None), n),
         "position": [b.position for b in batches],
         "baseOffset": [b.base_offset if new else None for b, new in zip(batches, v2)],
         "lastOffset": [b.last_offset for b in batches],
@@ -334,7 +335,7 @@ def _batch_columns(split: Split, batches: list, check_crc: bool) -> pa.RecordBat
         "compression": [codec_label(b.compression) for b in batches],
         "crc": [b.crc for b in batches],
         "isValid": [b.is_valid if check_crc else None for b in batches],
-        "logDir": pa.repeat(pa.scalar(split.log_dir, pa.string()), n),
+        "logDir": pa.repeat(const(pa.string(), split.log_dir), n),
     }
     columns = [value if isinstance(value, pa.Array) else pa.array(value, BATCH_SCHEMA.field(name).type)
                for name, value in rows.items()]

@@ -37,7 +37,21 @@ BUFFERS = 21  # the order of columns_run's bytearrays
 RUN_CHUNK, RUN_FULL, RUN_GENERAL, RUN_END = range(4)  # why columns_run returned
 _ZERO_INT32 = bytes(4)
 _EXPECTED = (DecompressionError, SeglogError)  # what the general decoder reports as the dump does
-_CODECS = pa.array([codec_label(codec) for codec in range(8)], pa.string())  # by the attributes' low 3 bits
+# never pa.array() of a Python list in a worker: pyarrow then imports pandas to check what the
+# list is (a fixed 0.2-0.5 CPU-s per Python worker, more than reading 100,000 records costs)
+
+
+def strings(items: list) -> pa.Array:
+    """A string array of ``items`` (str or None), built from its buffers."""
+    encoded = [item.encode() if item is not None else None for item in items]
+    ends = bytearray()
+    _append_binary([ends, bytearray(), bytearray()], 0, 1, 2, encoded)
+    data = b"".join(item for item in encoded if item is not None)
+    valid = bytes(item is not None for item in encoded)
+    return _binary(pa.string(), len(items), ends, bytearray(data), bytearray(valid))
+
+
+_CODECS = None  # by the attributes' low 3 bits, made on first use (strings() is defined below)
 _OFFSET_OF, _TIMESTAMP_OF, _KEY_OF, _VALUE_OF, _HEADERS_OF = (itemgetter(i) for i in (0, 1, 3, 4, 5))  # Record
 _INT64, _INT32 = Struct("=q"), Struct("=i")
 
@@ -110,26 +124,56 @@ class RecordBuffers:
             names=["key", "value"])
         attributes = _fixed(pa.uint8(), n, b[ATTRIBUTES])
         magic = _fixed(pa.uint8(), n, b[MAGIC])
-        v2 = pc.equal(magic, 2)
+        v2 = pc.equal(magic, const(pa.uint8(), 2))
         return {
             "offset": _fixed(pa.int64(), n, b[OFFSET]),
             "timestamp": _fixed(pa.int64(), n, b[TIMESTAMP]),
             "key": _binary(pa.binary(), n, b[KEY_END], b[KEY_DATA], b[KEY_VALID]),
             "value": _binary(pa.binary(), n, b[VALUE_END], b[VALUE_DATA], b[VALUE_VALID]),
             "headers": (_fixed(pa.int32(), n + 1, _ZERO_INT32 + b[HEADERS_END]), entries),
-            "baseOffset": pc.if_else(v2, _fixed(pa.int64(), n, b[BASE_OFFSET]), pa.scalar(None, pa.int64())),  # null for legacy
+            "baseOffset": pc.if_else(v2, _fixed(pa.int64(), n, b[BASE_OFFSET]), const(pa.int64(), None)),  # null for legacy
             "producerId": _fixed(pa.int64(), n, b[PRODUCER_ID]),
             "producerEpoch": _fixed(pa.int32(), n, b[PRODUCER_EPOCH]),
             "position": _fixed(pa.int64(), n, b[POSITION]),
-            "timestampType": pc.if_else(pc.equal(magic, 0), pa.scalar(-1, pa.int32()), _flag(attributes, 0x08).cast(pa.int32())),
+            "timestampType": pc.if_else(pc.equal(magic, const(pa.uint8(), 0)), const(pa.int32(), -1),
+                                        _flag(attributes, 0x08).cast(pa.int32())),
             "isTransactional": _flag(attributes, 0x10),
             "isControl": _flag(attributes, 0x20),
-            "compression": _CODECS.take(pc.bit_wise_and(attributes, 7)),  # legacy: the same low bits
+            "compression": _codecs().take(pc.bit_wise_and(attributes, const(pa.uint8(), 7))),  # legacy: the same low bits
             "isValid": (_fixed(pa.uint8(), n, b[CRC_VALID]).cast(pa.bool_()) if check_crc
                         else pa.nulls(n, pa.bool_())),
-            "controlType": (pa.array([control_types.get(i) for i in range(n)], pa.string()) if control_types
+            "controlType": (strings([control_types.get(i) for i in range(n)]) if control_types
                             else pa.nulls(n, pa.string())),
         }
+
+
+_FORMATS = {"int8": "b", "uint8": "B", "int32": "i", "int64": "q"}
+_constants: dict = {}
+
+
+def const(kind, value):
+    """A pyarrow scalar of ``kind`` (int8/uint8/int32/int64/string) holding ``value`` (None:
+    null), built from buffers: a scalar made from a Python value (and a compute call given
+    one) makes pyarrow import pandas."""
+    key = (str(kind), value)
+    found = _constants.get(key)
+    if found is None:
+        if value is None:
+            found = pa.nulls(1, kind)[0]
+        elif kind == pa.string():
+            found = strings([value])[0]
+        else:
+            found = _fixed(kind, 1, Struct("=" + _FORMATS[str(kind)]).pack(value))[0]
+        if len(_constants) < 4096:
+            _constants[key] = found
+    return found
+
+
+def _codecs() -> pa.Array:
+    global _CODECS
+    if _CODECS is None:
+        _CODECS = strings([codec_label(codec) for codec in range(8)])
+    return _CODECS
 
 
 def _fixed(kind, n: int, data) -> pa.Array:
@@ -137,7 +181,7 @@ def _fixed(kind, n: int, data) -> pa.Array:
 
 
 def _flag(attributes: pa.Array, bit: int) -> pa.Array:
-    return pc.not_equal(pc.bit_wise_and(attributes, bit), 0)
+    return pc.not_equal(pc.bit_wise_and(attributes, const(pa.uint8(), bit)), const(pa.uint8(), 0))
 
 
 def _append_binary(b: list, ends: int, data: int, valid: int | None, items: list) -> None:
@@ -159,4 +203,4 @@ def _binary(kind, n: int, ends: bytearray, data: bytearray, valid: bytearray | N
     return pa.Array.from_buffers(kind, n, [bitmap, pa.py_buffer(_ZERO_INT32 + ends), pa.py_buffer(data)])
 
 
-__all__ = ["RecordBuffers", "compiled_columns", "RUN_CHUNK", "RUN_FULL", "RUN_GENERAL", "RUN_END"]
+__all__ = ["RecordBuffers", "compiled_columns", "const", "strings", "RUN_CHUNK", "RUN_FULL", "RUN_GENERAL", "RUN_END"]

@@ -165,3 +165,28 @@ def test_live_copy_with_preallocated_indexes(live_copy):
     splits = plan_splits([str(live_copy)], options)
     assert len(splits) > len({s.path for s in splits})
     assert arrow_records(read_table([live_copy], options)) == dump_records([live_copy])
+
+
+@requires_corpus
+def test_reading_records_does_not_import_pandas(corpus):
+    """A Spark Python worker reading a split does not import pandas (pyarrow imports it for any
+    scalar or array made from Python values: a fixed 0.2-0.5 CPU-s per worker, more than the
+    records of a small split cost); checked in a fresh interpreter over the corpus's topics,
+    control records and legacy batches included."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    code = ("import sys\n"
+            "from seglog_cli.spark.plan import ScanOptions, plan_splits\n"
+            "from seglog_cli.spark.columns import record_batches\n"
+            "options = ScanOptions()\n"
+            "rows = sum(b.num_rows for s in plan_splits(sys.argv[1:], options) for b in record_batches(s, options))\n"
+            "print(rows, 'pandas' in sys.modules)\n")
+    paths = [str(corpus / "kafka-4.2.0" / "data"), str(corpus / "public")]
+    done = subprocess.run([sys.executable, "-c", code, *paths], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, check=True)
+    rows, imported = done.stdout.split()
+    assert int(rows) > 200_000 and imported == "False"

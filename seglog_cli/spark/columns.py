@@ -47,7 +47,6 @@ from seglog_cli.storage.files import MappedFile
 from seglog_cli.storage.findings import Severity
 from seglog_cli.storage import native
 from seglog_cli.storage.records import Record, read_records
-from seglog_cli.storage.verify_segment import framing_severity
 
 HEADER = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
 RECORD_SCHEMA = pa.schema([
@@ -138,6 +137,8 @@ def _raise_damage(findings, split: Split) -> None:
     torn, zero-filled or garbage tail of the partition's active segment, which a broker
     truncates by itself at start-up, does not; the same tail in a rolled segment, a corrupt
     region, does."""
+    from seglog_cli.storage.verify_segment import framing_severity  # failOnDamage only: workers start fast
+
     for finding in findings:
         if (framing_severity(finding, split.active) is Severity.ERROR
                 and split.start <= (finding.position or 0) < split.end):

@@ -33,14 +33,12 @@ from typing import Iterable, Mapping
 from seglog_cli.storage import native
 from seglog_cli.storage.batches import LEGACY_HEADER, LOG_OVERHEAD, MIN_ENTRY_SIZE, OFFSET_AND_SIZE, V2_HEADER
 from seglog_cli.storage.checksums import crc32c
-from seglog_cli.storage.dump import DumpOptions, resolve_range
 from seglog_cli.storage.errors import SeglogError
 from seglog_cli.storage.files import MappedFile
 from seglog_cli.storage.indexes import OffsetIndex
 from seglog_cli.storage.naming import parse_partition_dir_name, parse_segment_file_name
 from seglog_cli.storage.partition_log import PartitionLog, partition_dirs_under
 from seglog_cli.storage.tiered import open_partition, ordered_partitions
-from seglog_cli.storage.verify_segment import is_last_segment
 
 DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
 KEEP, SKIP, FAIL = "keep", "skip", "fail"
@@ -87,7 +85,9 @@ class ScanOptions:
         return self.partitions is None or partition in self.partitions
 
     @property
-    def dump_options(self) -> DumpOptions:
+    def dump_options(self):
+        from seglog_cli.storage.dump import DumpOptions  # imported when a range is given: planner processes start fast
+
         return DumpOptions(from_offset=self.from_offset, to_offset=self.to_offset,
                            from_timestamp=self.from_timestamp, to_timestamp=self.to_timestamp)
 
@@ -315,15 +315,25 @@ def segment_splits(log_path: str, options: ScanOptions) -> list[Split]:
             return []
     committed = _committed_view(path.absolute().parent, options) if name is not None else ((), None)
     return _cut(str(path), topic, partition, base, from_offset, to_offset, options.split_bytes,
-                active=is_last_segment(path), log_dir=_log_dir_of(path.absolute().parent) if name else None,
+                active=_is_last_segment(path), log_dir=_log_dir_of(path.absolute().parent) if name else None,
                 committed=committed)
 
 
 def _offset_range(directory: Path, options: ScanOptions) -> tuple[int | None, int | None]:
+    if (options.from_offset, options.to_offset, options.from_timestamp, options.to_timestamp) == (None,) * 4:
+        return None, None
     dump_options = options.dump_options
     if not dump_options.has_range:
         return None, None
+    from seglog_cli.storage.dump import resolve_range
+
     return resolve_range(str(directory.absolute()), dump_options)
+
+
+def _is_last_segment(path: Path) -> bool:
+    from seglog_cli.storage.verify_segment import is_last_segment
+
+    return is_last_segment(path)
 
 
 def _cut(log_path: str, topic, partition, base_offset: int, from_offset, to_offset,

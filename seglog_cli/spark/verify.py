@@ -17,6 +17,8 @@ entries need the whole partition in order.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import pickle
 from functools import partial
 from pathlib import Path
@@ -56,7 +58,10 @@ def findings_frame(spark, report: VerifyReport):
 def _spark_partitions(spark, directories: list[Path], level: str) -> list:
     if not directories:
         return []
-    listed = spark.createDataFrame([(i, str(d)) for i, d in enumerate(directories)], "index int, path string")
+    # a relative path means the driver's working directory; an executor runs in its own
+    here = os.getcwd()
+    listed = spark.createDataFrame([(i, str(d), os.path.join(here, str(d))) for i, d in enumerate(directories)],
+                                   "index int, path string, absolute string")
     tasks = listed.repartition(min(len(directories), MAX_TASKS), "index")
     done = tasks.mapInArrow(partial(_verify_rows, level), "index int, report binary").collect()
     reports = {row["index"]: pickle.loads(row["report"]) for row in done}
@@ -64,34 +69,61 @@ def _spark_partitions(spark, directories: list[Path], level: str) -> list:
 
 
 def _verify_rows(level: str, batches):
-    """mapInArrow body (on a worker): each (index, path) row's PartitionReport, pickled."""
+    """mapInArrow body (on a worker): each (index, path) row's PartitionReport, pickled; the
+    partition read at its absolute path, the report naming it as given (as the CLI does)."""
     import pyarrow as pa
 
     for batch in batches:
         indexes = batch.column("index").to_pylist()
         paths = batch.column("path").to_pylist()
-        reports = [pickle.dumps(verify_partition(path, level)) for path in paths]
+        absolutes = batch.column("absolute").to_pylist()
+        reports = [pickle.dumps(_named_as_given(verify_partition(absolute, level), absolute, path))
+                   for path, absolute in zip(paths, absolutes)]
         yield pa.RecordBatch.from_arrays([pa.array(indexes, pa.int32()), pa.array(reports, pa.binary())],
                                          names=["index", "report"])
+
+
+def _named_as_given(report, absolute: str, given: str):
+    """``report`` with the paths under ``absolute`` written as under ``given`` again."""
+    if absolute == given:
+        return report
+
+    def rename(text):
+        if text is None:
+            return None
+        return given + text[len(absolute):] if text.startswith(absolute) else text.replace(absolute, given)
+
+    findings = [dataclasses.replace(f, path=rename(f.path), message=rename(f.message),
+                                    kafka_message=rename(f.kafka_message)) for f in report.findings]
+    return dataclasses.replace(report, path=rename(report.path), remote_path=rename(report.remote_path),
+                               findings=findings)
 
 
 def verify_with_spark(paths: list[str], level: str, master: str) -> VerifyReport:
     """``seglog verify --spark MASTER``: the report, partitions verified as Spark tasks. A
     session already running in this process is used as it is (and left running); else one is
     started on ``master`` and stopped at the end."""
-    import os
     import sys
     import warnings
 
     from pyspark.sql import SparkSession
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need seglog importable
+    from seglog_cli.spark import EXECUTOR_PYTHON_CONF
+
+    given = os.environ.get("PYSPARK_PYTHON")
+    # no interpreter named: this one (nodes with seglog at the same path, and every local master)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     running = SparkSession.getActiveSession()
     spark = running or (SparkSession.builder.master(master).appName("seglog-verify")
                         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                         .getOrCreate())
     if running is None:
         spark.sparkContext.setLogLevel("ERROR")
+        configured = spark.sparkContext.getConf().get("spark.pyspark.python", None)
+        if given is None and configured and spark.conf.get(EXECUTOR_PYTHON_CONF, None) is None:
+            # spark.pyspark.python (spark-defaults.conf, PYSPARK_SUBMIT_ARGS) is what a Python
+            # started by spark-submit gets as PYSPARK_PYTHON; a session started here does not
+            spark.conf.set(EXECUTOR_PYTHON_CONF, configured)
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")

@@ -24,6 +24,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -77,16 +78,25 @@ def _rel(path: Path, cwd: Path) -> str:
 def _run_on_cluster(work: Path) -> dict:
     from tests.spark.cluster import PYTHON_MARKER, Standalone, base_env, build_wheel, nodes_python, packed_env
 
+    clock = [time.monotonic()]
+    seconds = {}
+
+    def lap(name: str) -> None:
+        clock.append(time.monotonic())
+        seconds[name] = round(clock[-1] - clock[-2], 1)
+
     wheel = build_wheel(work)
     archive = packed_env(work, wheel)
     nodes = nodes_python(work)
+    lap("environments")
     marker = work / "interpreters.txt"
     driver = work / "driver"  # the driver's working dir: the paths below are relative to it
     driver.mkdir()
     args = [_rel(DATA, driver), _rel(TXN, driver), *[_rel(b, driver) for b in BROKERS]]
     tree = {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}  # the driver imports this tree's seglog
     cluster = Standalone(work).start()
-    result = {"master": cluster.master_url, "marker": str(marker)}
+    lap("cluster start")
+    result = {"master": cluster.master_url, "marker": str(marker), "seconds": seconds}
     try:
         # 1. the packed environment (the README's standalone command)
         out = work / "archive"
@@ -96,6 +106,7 @@ def _run_on_cluster(work: Path) -> dict:
                               conf={f"spark.executorEnv.{PYTHON_MARKER}": str(marker)},
                               env={**tree, "PYSPARK_PYTHON": "./environment/bin/python"})
         result["archive"] = _outcome(done, out, work)
+        lap("archive job")
 
         # 2. seglog verify --spark on a relative dir, from a Python-started session
         env = {**base_env(), **tree, "PYSPARK_SUBMIT_ARGS": (
@@ -106,6 +117,7 @@ def _run_on_cluster(work: Path) -> dict:
                                  "--format", "jsonl", "--no-progress", _rel(DATA, driver)],
                                 cwd=driver, env=env, capture_output=True, text=True, timeout=600)
         result["verify"] = {**_outcome(verify, driver, work, "verify"), "out": verify.stdout}
+        lap("verify --spark")
 
         # 3. --py-files: the wheel, on nodes that have pyarrow but not seglog (the driver too);
         # pyspark puts only .zip, .egg and .jar py-files on the workers' path: the wheel as .zip
@@ -118,8 +130,10 @@ def _run_on_cluster(work: Path) -> dict:
                               conf={"spark.pyspark.python": str(nodes),
                                     f"spark.executorEnv.{PYTHON_MARKER}": str(marker)})
         result["pyfiles"] = _outcome(done, out, work)
+        lap("py-files job")
     finally:
         cluster.stop()
+    lap("cluster stop")
     result["driver"] = str(driver)
     result["worker"] = str(work / "worker")
     return result

@@ -233,6 +233,10 @@ def test_verify_spark_on_a_relative_dir_equals_the_local_run(runs):
     assert verify["rc"] == local.exit_code, verify["err"]
     assert verify["out"].splitlines() == local.out.splitlines()
     assert relative.startswith("..") and relative in verify["out"]  # the paths as given
+    # its tasks ran the packed interpreter (spark.pyspark.python), as the archive job's did:
+    # two applications' executors started ./environment/bin/python
+    apps = {Path(p).parents[3].name for p in _interpreters(runs) if p.endswith("/environment/bin/python")}
+    assert len(apps) == 2, apps
 
 
 def test_py_files_wheel_on_nodes_without_seglog(runs):

@@ -13,6 +13,9 @@ The planning and reading logic lives in :mod:`seglog_cli.spark.plan` and
 
 from __future__ import annotations
 
+import contextlib
+import sys
+
 
 def register(spark, pushdown: bool = False) -> None:
     """Register ``seglog`` and ``seglog-batches`` with ``spark`` (a Spark 4.x SparkSession).
@@ -27,8 +30,51 @@ def register(spark, pushdown: bool = False) -> None:
 
     if pushdown:
         spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
-        spark.dataSource.register(source.SeglogPushdownDataSource)
-        spark.dataSource.register(source.SeglogPushdownBatchesDataSource)
+        sources = (source.SeglogPushdownDataSource, source.SeglogPushdownBatchesDataSource)
     else:
-        spark.dataSource.register(source.SeglogDataSource)
-        spark.dataSource.register(source.SeglogBatchesDataSource)
+        sources = (source.SeglogDataSource, source.SeglogBatchesDataSource)
+    # (issue 16: a hook giving the sources the storage options of s3a:// and other remote paths,
+    # from the session's Hadoop conf, goes here, before the sources are registered)
+    with _planned_by_this_interpreter(spark):
+        for data_source in sources:
+            spark.dataSource.register(data_source)
+
+
+# Spark 4.x starts the Python process that plans a read (the data source's schema, filters and
+# partitions, on the driver) with the interpreter the registered data source carries, and the
+# executors' tasks with the same one (PythonPlannerRunner.runInPython and
+# UserDefinedPythonDataSource.createPythonFunction both take dataSourceCls.pythonExec), which
+# pyspark fills from PYSPARK_PYTHON: the executors' interpreter. With a packed environment that
+# is ./environment/bin/python, a path relative to an executor's work dir that does not exist on
+# the driver. The executor-side runners (BaseArrowPythonRunner) take this session conf first.
+EXECUTOR_PYTHON_CONF = "spark.sql.execution.pyspark.python"
+
+
+@contextlib.contextmanager
+def _planned_by_this_interpreter(spark):
+    """Data sources registered inside are planned by this process's interpreter (the driver's,
+    which imports pyspark and seglog: it is running this) while their tasks keep the executors'
+    (PYSPARK_PYTHON, ``spark.pyspark.python``): the session conf
+    ``spark.sql.execution.pyspark.python`` is set to it, unless it is set already. Nothing
+    changes where both are the same interpreter, or on Spark Connect (the server plans)."""
+    context = _classic_context(spark)
+    executors = getattr(context, "pythonExec", None)
+    driver = sys.executable
+    if context is None or not driver or not executors or executors == driver:
+        yield
+        return
+    if spark.conf.get(EXECUTOR_PYTHON_CONF, None) is None:
+        spark.conf.set(EXECUTOR_PYTHON_CONF, executors)
+    context.pythonExec = driver  # what pyspark's register() wraps the data source class with
+    try:
+        yield
+    finally:
+        context.pythonExec = executors
+
+
+def _classic_context(spark):
+    """The SparkContext of a classic session; None on Spark Connect (no JVM here)."""
+    try:
+        return spark.sparkContext
+    except Exception:  # Spark Connect: sparkContext is not supported
+        return None

@@ -21,6 +21,7 @@ splits that cannot hold them; timestamps are resolved to offsets over the whole 
 from __future__ import annotations
 
 import json
+import os
 import re
 import zlib
 from array import array
@@ -224,7 +225,9 @@ def plan_splits(paths: Iterable[str], options: ScanOptions) -> list[Split]:
         return []
     found: list[tuple[str, Path]] = []  # ("file", path) or ("dir", partition directory), in order
     for raw in paths:
-        path = Path(raw.removeprefix("file:"))
+        # absolute here, on the driver (relative: to its working directory): a task runs in the
+        # executor's own work dir, and reads the splits' paths as they are planned
+        path = Path(os.path.abspath(raw.removeprefix("file:")))
         if path.is_file():
             found.append(("file", path))
             continue

@@ -19,6 +19,8 @@ codes, severities, messages and order are the CLI's: ``verify_findings`` gives t
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import pickle
 from functools import partial
 from pathlib import Path
@@ -61,19 +63,23 @@ def _spark_partitions(spark, directories: list[Path], level: str) -> list:
     from seglog_cli.storage.verify_partition import finish_partition, open_partition_report
 
     opened = [open_partition_report(d) for d in directories]
+    # a relative path means the driver's working directory; an executor runs in its own
+    here = os.getcwd()
     tasks = []  # (task, directory index, path, first segment, stop)
     for number, (_, log) in enumerate(opened):
         if log is not None:
             for first, stop in segment_groups([s.size for s in log.segments]):
-                tasks.append((len(tasks), number, str(log.path), first, stop))
+                tasks.append((len(tasks), number, os.path.join(here, str(log.path)), first, stop))
     results: dict[int, list] = {}
     if tasks:
         listed = spark.createDataFrame(tasks, "task int, directory int, path string, first int, stop int")
         spread = listed.repartitionByRange(min(len(tasks), MAX_TASKS), "task")
         done = spread.mapInArrow(partial(_verify_segments, level), "task int, results binary").collect()
         by_task = {row["task"]: pickle.loads(row["results"]) for row in done}
-        for task, number, *_ in tasks:
-            results.setdefault(number, []).extend(by_task[task])
+        for task, number, absolute, *_ in tasks:
+            given = str(opened[number][1].path)
+            results.setdefault(number, []).extend(_named_as_given(result, absolute, given)
+                                                  for result in by_task[task])
     reports = []
     for number, (report, log) in enumerate(opened):
         if log is not None:
@@ -126,23 +132,48 @@ def _verify_segments(level: str, batches):
                                          names=["task", "results"])
 
 
+def _named_as_given(result, absolute: str, given: str):
+    """A task's ``(summary, findings)`` with the paths under ``absolute`` written as under
+    ``given`` again (the report names a partition as the command line did)."""
+    if absolute == given:
+        return result
+
+    def rename(text):
+        if text is None:
+            return None
+        return given + text[len(absolute):] if text.startswith(absolute) else text.replace(absolute, given)
+
+    summary, findings = result
+    findings = [dataclasses.replace(f, path=rename(f.path), message=rename(f.message),
+                                    kafka_message=rename(f.kafka_message)) for f in findings]
+    return dataclasses.replace(summary, path=rename(summary.path)), findings
+
+
 def verify_with_spark(paths: list[str], level: str, master: str) -> VerifyReport:
     """``seglog verify --spark MASTER``: the report, partitions verified as Spark tasks. A
     session already running in this process is used as it is (and left running); else one is
     started on ``master`` and stopped at the end."""
-    import os
     import sys
     import warnings
 
     from pyspark.sql import SparkSession
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need seglog importable
+    from seglog_cli.spark import EXECUTOR_PYTHON_CONF
+
+    given = os.environ.get("PYSPARK_PYTHON")
+    # no interpreter named: this one (nodes with seglog at the same path, and every local master)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     running = SparkSession.getActiveSession()
     spark = running or (SparkSession.builder.master(master).appName("seglog-verify")
                         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                         .getOrCreate())
     if running is None:
         spark.sparkContext.setLogLevel("ERROR")
+        configured = spark.sparkContext.getConf().get("spark.pyspark.python", None)
+        if given is None and configured and spark.conf.get(EXECUTOR_PYTHON_CONF, None) is None:
+            # spark.pyspark.python (spark-defaults.conf, PYSPARK_SUBMIT_ARGS) is what a Python
+            # started by spark-submit gets as PYSPARK_PYTHON; a session started here does not
+            spark.conf.set(EXECUTOR_PYTHON_CONF, configured)
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")

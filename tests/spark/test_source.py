@@ -219,3 +219,16 @@ def test_verify_by_segment_equals_the_cli_with_damage_in_a_middle_segment(spark,
             assert tasks == 2 * per_partition + 1
             text = run_seglog("verify", "--spark", "local[2]", "--level", level, "--no-progress", *paths)
             assert text.out == run_seglog("verify", "--level", level, "--no-progress", *paths).out
+
+
+@requires_corpus
+def test_verify_cli_with_spark_on_a_relative_dir(spark, corpus, tmp_path):
+    """A relative dir means the driver's working directory (the tasks run elsewhere: here the
+    JVM's); the findings name it as given, as the local run does."""
+    (tmp_path / "logs").symlink_to(corpus / "kafka-4.2.0" / "recovery-cases" / "a-append-garbage-active-log" / "before")
+    relative = "logs"  # no such dir in the JVM's working dir
+    local = run_seglog("verify", "--format", "jsonl", "--no-progress", relative, cwd=tmp_path)
+    distributed = run_seglog("verify", "--spark", "local[2]", "--format", "jsonl", "--no-progress", relative,
+                             cwd=tmp_path)
+    assert distributed.exit_code == local.exit_code != 70, distributed.err
+    assert distributed.out == local.out and relative + "/plain-0/" in local.out

@@ -21,7 +21,7 @@ from seglog_cli.storage.safety import BackupError, PlanOutdatedError, held_log_d
 from seglog_cli.storage.write_session import WriteSession
 from tests.conftest import run_seglog
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "logdir"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "logdir"
 HOLDER = textwrap.dedent("""
     import fcntl, os, sys
     fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)

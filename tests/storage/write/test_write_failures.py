@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import run_seglog
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "logdir"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "logdir"
 CANNOT_WRITE = 6
 
 

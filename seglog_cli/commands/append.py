@@ -2,7 +2,7 @@
 
 The command reads records (``--value`` options, text lines or JSON Lines), groups them into
 produce requests the way Kafka's producer fills ``batch.size``, and hands them to the engine
-(:func:`~seglog_cli.storage.append.plan_append`); only ``--apply`` writes the plan.
+(:func:`~seglog_cli.storage.write.append.plan_append`); only ``--apply`` writes the plan.
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ from seglog_cli.commands.options import (
 from seglog_cli.commands.record_input import DECODERS, read_input, value_records
 from seglog_cli.render import append_report, config_report
 from seglog_cli.status import ExitStatus, UsageError, guarded
-from seglog_cli.storage.append import AppendOptions, ProducerOptions, apply_append, plan_append
-from seglog_cli.storage.builder import group_batches
-from seglog_cli.storage.checkpoints import decode_uuid
-from seglog_cli.storage.durable import Tally
-from seglog_cli.storage.errors import UnreadableInputError
-from seglog_cli.storage.naming import parse_partition_dir_name
-from seglog_cli.storage.safety import log_dir_of
+from seglog_cli.storage.write.append import AppendOptions, ProducerOptions, apply_append, plan_append
+from seglog_cli.storage.write.builder import group_batches
+from seglog_cli.storage.log.checkpoints import decode_uuid
+from seglog_cli.storage.write.durable import Tally
+from seglog_cli.storage.log.errors import UnreadableInputError
+from seglog_cli.storage.log.naming import parse_partition_dir_name
+from seglog_cli.storage.write.safety import log_dir_of
 
 HELP = """Append records to a partition directory as a leader broker would (one produce request per batch).
 

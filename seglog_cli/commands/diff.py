@@ -42,8 +42,8 @@ def diff_command(
 
 
 def _run(paths, leader, export_lost, jobs, output_format) -> int:
-    from seglog_cli.storage.parallel import parallel_map
-    from seglog_cli.storage.replicas import partition_groups
+    from seglog_cli.storage.log.parallel import parallel_map
+    from seglog_cli.storage.replicas.replicas import partition_groups
 
     inputs = command_paths(paths, "partition directory or log dir")
     if len(inputs) < 2:
@@ -87,7 +87,7 @@ def _leader_for(leader, group):
 
 
 def _diff_one(item):
-    from seglog_cli.storage.replicas import diff_group
+    from seglog_cli.storage.replicas.replicas import diff_group
     members, leader, describe = item
     return diff_group(members, leader, describe)
 
@@ -106,10 +106,10 @@ def _status(groups) -> int:
 def _export(groups, path) -> None:
     """The lost records of every replica, as dump --deep-iteration --format jsonl writes records."""
     from seglog_cli.render.jsonl import JsonLinesDumpRenderer
-    from seglog_cli.storage.control import parse_control_record
-    from seglog_cli.storage.dump_events import ControlRecordEntry, FileStart
-    from seglog_cli.storage.records import read_records
-    from seglog_cli.storage.replicas import describe_lost
+    from seglog_cli.storage.log.control import parse_control_record
+    from seglog_cli.storage.dump.dump_events import ControlRecordEntry, FileStart
+    from seglog_cli.storage.log.records import read_records
+    from seglog_cli.storage.replicas.replicas import describe_lost
 
     try:
         handle = open(path, "wb")

@@ -11,8 +11,8 @@ import typer
 from seglog_cli.commands.options import command_paths, parse_timestamp, show_progress
 from seglog_cli.render.text import DECODERS, TextDumpRenderer, decoder_for
 from seglog_cli.status import ExitStatus, UsageError, guarded
-from seglog_cli.storage.dump import INT32_MAX, DumpOptions, dump, expand_paths
-from seglog_cli.storage.dump_events import KIND_NAMES
+from seglog_cli.storage.dump.dump import INT32_MAX, DumpOptions, dump, expand_paths
+from seglog_cli.storage.dump.dump_events import KIND_NAMES
 
 HELP = """Print the content of Kafka log files, as kafka-dump-log.sh does.
 

@@ -10,8 +10,8 @@ import typer
 
 from seglog_cli.render import offsets_report
 from seglog_cli.status import ExitStatus, guarded
-from seglog_cli.storage.consumer_lag import UNREADABLE
-from seglog_cli.storage.offsets import read_committed_offsets
+from seglog_cli.storage.coordinator.consumer_lag import UNREADABLE
+from seglog_cli.storage.coordinator.offsets import read_committed_offsets
 
 HELP = """Show the committed offset of every group, topic and partition, and its lag, offline.
 

@@ -20,9 +20,9 @@ from seglog_cli.commands.options import (
 )
 from seglog_cli.render import config_report, rebuild_report
 from seglog_cli.status import ExitStatus, guarded
-from seglog_cli.storage.rebuild_index import apply_rebuild, plan_rebuild
-from seglog_cli.storage.effective_config import configs_by_partition
-from seglog_cli.storage.partition_log import partition_dirs_under
+from seglog_cli.storage.write.rebuild_index import apply_rebuild, plan_rebuild
+from seglog_cli.storage.config.effective_config import configs_by_partition
+from seglog_cli.storage.log.partition_log import partition_dirs_under
 
 HELP = """Rebuild .index, .timeindex and .txnindex files as Kafka's recovery does (batch by batch).
 

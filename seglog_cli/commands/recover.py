@@ -20,12 +20,12 @@ from seglog_cli.commands.options import (
 )
 from seglog_cli.render import config_report, recover_report
 from seglog_cli.status import ExitStatus, guarded
-from seglog_cli.storage.errors import UnreadableInputError
-from seglog_cli.storage.findings import Severity
-from seglog_cli.storage.partition_log import partition_dirs_under
-from seglog_cli.storage.recover import apply_recover, plan_recover
-from seglog_cli.storage.safety import log_dir_of
-from seglog_cli.storage.effective_config import configs_by_partition
+from seglog_cli.storage.log.errors import UnreadableInputError
+from seglog_cli.storage.log.findings import Severity
+from seglog_cli.storage.log.partition_log import partition_dirs_under
+from seglog_cli.storage.recovery.recover import apply_recover, plan_recover
+from seglog_cli.storage.write.safety import log_dir_of
+from seglog_cli.storage.config.effective_config import configs_by_partition
 
 HELP = """Run Kafka's start-up log recovery offline: plan it, then apply it with backups.
 

@@ -65,10 +65,10 @@ def repair_command(
 def _run(damaged, healthy, apply, tail, config, config_file, server_config, metadata_log, backup_dir,
          output_format) -> int:
     from seglog_cli.render import config_report
-    from seglog_cli.storage.errors import UnreadableInputError
-    from seglog_cli.storage.partition_log import looks_like_partition_dir
-    from seglog_cli.storage.replica_repair import build_steps, plan_repair, staging_dir
-    from seglog_cli.storage.safety import default_backup_root, log_dir_of
+    from seglog_cli.storage.log.errors import UnreadableInputError
+    from seglog_cli.storage.log.partition_log import looks_like_partition_dir
+    from seglog_cli.storage.replicas.replica_repair import build_steps, plan_repair, staging_dir
+    from seglog_cli.storage.write.safety import default_backup_root, log_dir_of
 
     for path in (healthy, damaged):
         if not Path(path).is_dir() or not looks_like_partition_dir(Path(path)):

@@ -23,18 +23,18 @@ from seglog_cli.commands.options import (
 )
 from seglog_cli.render import config_report, retention_report
 from seglog_cli.status import ExitStatus, UsageError, guarded
-from seglog_cli.storage.compaction import plan_compaction
-from seglog_cli.storage.errors import UnreadableInputError
-from seglog_cli.storage.naming import METADATA_TOPIC
-from seglog_cli.storage.partition_log import partition_dirs_under
-from seglog_cli.storage.retention import DEFAULT_CHECK_INTERVAL_MS, plan_retention, read_partition_state
-from seglog_cli.storage.retention_apply import apply_retention
-from seglog_cli.storage.safety import log_dir_of
-from seglog_cli.storage.retention_model import ModelError, Producer, model_retention
-from seglog_cli.storage.retention_timeline import build_timeline
-from seglog_cli.storage.broker_config import CHECK_INTERVAL, CLEANER_BACKOFF, DEFAULT_CLEANER_BACKOFF_MS, PRODUCER_EXPIRATION
-from seglog_cli.storage.effective_config import RetentionRefusedError, compact_only_refusal
-from seglog_cli.storage.producer_state import PRODUCER_ID_EXPIRATION_MS
+from seglog_cli.storage.retention.compaction import plan_compaction
+from seglog_cli.storage.log.errors import UnreadableInputError
+from seglog_cli.storage.log.naming import METADATA_TOPIC
+from seglog_cli.storage.log.partition_log import partition_dirs_under
+from seglog_cli.storage.retention.retention import DEFAULT_CHECK_INTERVAL_MS, plan_retention, read_partition_state
+from seglog_cli.storage.retention.retention_apply import apply_retention
+from seglog_cli.storage.write.safety import log_dir_of
+from seglog_cli.storage.retention.retention_model import ModelError, Producer, model_retention
+from seglog_cli.storage.retention.retention_timeline import build_timeline
+from seglog_cli.storage.config.broker_config import CHECK_INTERVAL, CLEANER_BACKOFF, DEFAULT_CLEANER_BACKOFF_MS, PRODUCER_EXPIRATION
+from seglog_cli.storage.config.effective_config import RetentionRefusedError, compact_only_refusal
+from seglog_cli.storage.log.producer_state import PRODUCER_ID_EXPIRATION_MS
 
 HELP = """Show which segments retention deletes and which records compaction removes, when and why.
 

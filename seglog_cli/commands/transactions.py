@@ -12,7 +12,7 @@ import typer
 from seglog_cli.commands.options import TableFormat, parse_timestamp
 from seglog_cli.render import transactions_report
 from seglog_cli.status import ExitStatus, guarded
-from seglog_cli.storage.transactions import DEFAULT_TIMEOUT_MS, read_transactions
+from seglog_cli.storage.coordinator.transactions import DEFAULT_TIMEOUT_MS, read_transactions
 
 HELP = """List transactions: per data partition, each producer's committed, aborted and still-open
 transaction (producer id, epoch, first offset, marker, age), the coordinator's state from

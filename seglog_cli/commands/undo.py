@@ -7,7 +7,7 @@ import sys
 import typer
 
 from seglog_cli.status import ExitStatus, guarded
-from seglog_cli.storage.undo import undo
+from seglog_cli.storage.write.undo import undo
 
 HELP = """Undo what a seglog command wrote, from the backup directory it left (its manifest.json).
 

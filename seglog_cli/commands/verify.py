@@ -12,8 +12,8 @@ import typer
 from seglog_cli.commands.options import ReportFormat, command_paths, show_progress
 from seglog_cli.render import verify_report
 from seglog_cli.status import ExitStatus, UsageError, guarded
-from seglog_cli.storage.findings import Severity
-from seglog_cli.storage.verify import CLEAN, DAMAGE, UNREADABLE, VerifyOptions, verify
+from seglog_cli.storage.log.findings import Severity
+from seglog_cli.storage.verify.verify import CLEAN, DAMAGE, UNREADABLE, VerifyOptions, verify
 
 HELP = """Check Kafka log files for damage: CRCs, framing, offsets, indexes, snapshots, checkpoints.
 

@@ -15,7 +15,7 @@ pc = pytest.importorskip("pyarrow.compute")
 
 from seglog_cli.spark.columns import BATCH_SCHEMA, RECORD_SCHEMA, batch_batches, record_batches  # noqa: E402
 from seglog_cli.spark.plan import ScanOptions, plan_splits  # noqa: E402
-from seglog_cli.storage.errors import SeglogError  # noqa: E402
+from seglog_cli.storage.log.errors import SeglogError  # noqa: E402
 from tests.conftest import requires_corpus  # noqa: E402
 from tests.spark.conftest import (  # noqa: E402
     arrow_batches,

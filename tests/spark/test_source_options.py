@@ -113,7 +113,7 @@ def test_read_committed_stops_at_the_last_stable_offset(spark, corpus, tmp_path)
     """Cut txn-0 just before an ABORT marker: that transaction is open at the log end, so the
     last stable offset is its first offset and nothing from there on is returned (even other
     producers' committed records), as a read_committed fetch bounded by the LSO."""
-    from seglog_cli.storage.transactions import read_committed_view
+    from seglog_cli.storage.coordinator.transactions import read_committed_view
 
     source = corpus / TXN
     report = json.loads(run_seglog("transactions", "--format", "json", "--topic", "txn", str(source.parent)).out)

@@ -31,16 +31,16 @@ import copy
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seglog_cli.storage.batches import LogScan
-from seglog_cli.storage.broker_config import BROKER_ONLY, broker_synonym_values
-from seglog_cli.storage.checkpoints import read_partition_metadata
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.files import MappedFile
-from seglog_cli.storage.log_dir_files import parse_java_properties, read_meta_properties
-from seglog_cli.storage.metadata_decoder import MetadataRecordError, decode_metadata_record
-from seglog_cli.storage.naming import METADATA_TOPIC, parse_kraft_snapshot_name, parse_partition_dir_name, parse_segment_file_name
-from seglog_cli.storage.records import read_records
-from seglog_cli.storage.topic_config import TOPIC_CONFIG_KEYS, ConfigError, TopicConfig
+from seglog_cli.storage.log.batches import LogScan
+from seglog_cli.storage.config.broker_config import BROKER_ONLY, broker_synonym_values
+from seglog_cli.storage.log.checkpoints import read_partition_metadata
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.files import MappedFile
+from seglog_cli.storage.log.log_dir_files import parse_java_properties, read_meta_properties
+from seglog_cli.storage.serde.metadata_decoder import MetadataRecordError, decode_metadata_record
+from seglog_cli.storage.log.naming import METADATA_TOPIC, parse_kraft_snapshot_name, parse_partition_dir_name, parse_segment_file_name
+from seglog_cli.storage.log.records import read_records
+from seglog_cli.storage.config.topic_config import TOPIC_CONFIG_KEYS, ConfigError, TopicConfig
 
 METADATA_DIR = METADATA_TOPIC + "-0"
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4  # ConfigResource.Type ids

@@ -1,7 +1,7 @@
 """The topic configs that shape a partition's files, with Kafka's defaults and bounds.
 
 A partition's values, as its broker has them (the cluster metadata, server.properties, the
-flags), are resolved by :mod:`seglog_cli.storage.effective_config`; ``parse_config_args`` is the
+flags), are resolved by :mod:`seglog_cli.storage.config.effective_config`; ``parse_config_args`` is the
 flags alone. Only the keys the storage layer uses are known here; bounds are ``LogConfig``'s (``atLeast``), so a value Kafka would
 refuse is refused with the same reason.
 """
@@ -12,8 +12,8 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Mapping
 
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.log_dir_files import parse_java_properties
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.log_dir_files import parse_java_properties
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1

@@ -32,11 +32,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from seglog_cli.storage.checkpoints import TopicPartition, read_offset_checkpoint
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.log_dir_files import LOG_START_OFFSET_CHECKPOINT, REPLICATION_CHECKPOINT
-from seglog_cli.storage.partition_log import PartitionLog
-from seglog_cli.storage.naming import parse_partition_dir_name
+from seglog_cli.storage.log.checkpoints import TopicPartition, read_offset_checkpoint
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.log_dir_files import LOG_START_OFFSET_CHECKPOINT, REPLICATION_CHECKPOINT
+from seglog_cli.storage.log.partition_log import PartitionLog
+from seglog_cli.storage.log.naming import parse_partition_dir_name
 
 # logEndSource: where the log end offset came from (stable values, in JSON)
 FROM_SEGMENTS = "segments"

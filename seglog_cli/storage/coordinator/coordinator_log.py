@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from seglog_cli.storage.batches import BatchHeader
-from seglog_cli.storage.control import ControlRecord, parse_control_record
-from seglog_cli.storage.findings import Severity
-from seglog_cli.storage.errors import SeglogError, UnreadableInputError
-from seglog_cli.storage.partition_log import PartitionLog, is_log_dir, partition_dirs_under
-from seglog_cli.storage.records import Record, read_records
+from seglog_cli.storage.log.batches import BatchHeader
+from seglog_cli.storage.log.control import ControlRecord, parse_control_record
+from seglog_cli.storage.log.findings import Severity
+from seglog_cli.storage.log.errors import SeglogError, UnreadableInputError
+from seglog_cli.storage.log.partition_log import PartitionLog, is_log_dir, partition_dirs_under
+from seglog_cli.storage.log.records import Record, read_records
 
 CONSUMER_OFFSETS = "__consumer_offsets"
 TRANSACTION_STATE = "__transaction_state"

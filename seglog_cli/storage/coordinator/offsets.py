@@ -15,7 +15,7 @@ Other record types (group metadata, KIP-848 records) are read and skipped; recor
 be read are counted with Kafka's message.
 
 Each committed offset is then set against its topic partition in the same log dir(s): log start
-and end offsets, high watermark, lag and flags (:mod:`seglog_cli.storage.consumer_lag`).
+and end offsets, high watermark, lag and flags (:mod:`seglog_cli.storage.coordinator.consumer_lag`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formats.group_coordinator import OFFSET_COMMIT_TYPES
-from seglog_cli.storage.consumer_lag import PartitionEnds, Position, position_of
-from seglog_cli.storage.coordinator_log import (
+from seglog_cli.formats.group_coordinator import OFFSET_COMMIT_TYPES
+from seglog_cli.storage.coordinator.consumer_lag import PartitionEnds, Position, position_of
+from seglog_cli.storage.coordinator.coordinator_log import (
     CONSUMER_OFFSETS,
     WalkProblem,
     partition_dirs,
@@ -33,12 +33,12 @@ from seglog_cli.storage.coordinator_log import (
     sorted_partitions,
     topic_of,
 )
-from seglog_cli.storage.coordinator_records import (
+from seglog_cli.storage.serde.coordinator_records import (
     GROUP_RECORD_TYPES,
     CoordinatorRecordError,
     read_coordinator_record,
 )
-from seglog_cli.storage.errors import UnreadableInputError
+from seglog_cli.storage.log.errors import UnreadableInputError
 
 COMMIT = 1  # control record type of a COMMIT marker (ABORT is 0)
 REPORT_VERSION = 1  # of the JSON document (OffsetsReport.as_dict)

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formats.transaction_log import TRANSACTION_STATES
-from seglog_cli.storage.coordinator_log import (
+from seglog_cli.formats.transaction_log import TRANSACTION_STATES
+from seglog_cli.storage.coordinator.coordinator_log import (
     crc_message,
     TRANSACTION_STATE,
     Entry,
@@ -28,16 +28,16 @@ from seglog_cli.storage.coordinator_log import (
     partition_entries,
     topic_of,
 )
-from seglog_cli.storage.coordinator_records import (
+from seglog_cli.storage.serde.coordinator_records import (
     TRANSACTION_RECORD_TYPES,
     CoordinatorRecordError,
     read_coordinator_record,
 )
-from seglog_cli.storage.control import parse_control_record
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.findings import Severity
-from seglog_cli.storage.partition_log import PartitionLog
-from seglog_cli.storage.records import read_records
+from seglog_cli.storage.log.control import parse_control_record
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.findings import Severity
+from seglog_cli.storage.log.partition_log import PartitionLog
+from seglog_cli.storage.log.records import read_records
 
 SKIPPED_TOPICS = (TRANSACTION_STATE, "__cluster_metadata")
 OPEN_STATES = {1, 2, 3, 7}  # Ongoing, PrepareCommit, PrepareAbort, PrepareEpochFence
@@ -146,7 +146,7 @@ def read_transactions(log_dir: str | Path, topic: str | None = None, now_ms: int
     """Every transaction under ``log_dir`` (data partitions of ``topic`` only, when given).
     ``remote``: tiered storage (LocalTieredStorage's root, or remote partition directories):
     each partition's remote segments are read before its local ones, as one log."""
-    from seglog_cli.storage.tiered import ordered_partitions, partition_label
+    from seglog_cli.storage.tiered.tiered import ordered_partitions, partition_label
     report = TransactionsReport()
     directories = partition_dirs(log_dir) + (partition_dirs(remote) if remote is not None else [])
     names: dict[int, str] = {}
@@ -218,7 +218,7 @@ def _state(transactional_id: str, value: dict, entry: Entry) -> CoordinatorState
 
 
 def _read_partition(directory: Path, report: TransactionsReport, remote: Path | None = None) -> None:
-    from seglog_cli.storage.tiered import open_partition, partition_label
+    from seglog_cli.storage.tiered.tiered import open_partition, partition_label
     report.partitions_read += 1
     log = open_partition(directory, remote)
     label = partition_label(directory)

@@ -1,7 +1,7 @@
 """The engine behind ``seglog dump``: DumpLogSegments' traversal, without its dead ends.
 
 :func:`dump` walks the given files in order and yields the events of
-:mod:`seglog_cli.storage.dump_events`. It makes the same checks, in the same order, as Kafka's
+:mod:`seglog_cli.storage.dump.dump_events`. It makes the same checks, in the same order, as Kafka's
 ``kafka.tools.DumpLogSegments`` (§19), so the text renderer can print the same lines; where
 Kafka's tool dies (a size field below 14, a zero-filled tail, a record it cannot decode) the
 dump reports Kafka's message as a :class:`Problem` and carries on: past the damage when a valid
@@ -16,12 +16,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from seglog_cli.storage import dump_indexes
-from seglog_cli.storage import native
-from seglog_cli.storage.batches import BatchHeader, BatchRun, LogScan
-from seglog_cli.storage.codecs import decompress
-from seglog_cli.storage.control import parse_control_record
-from seglog_cli.storage.dump_events import (
+from seglog_cli.storage.dump import dump_indexes
+from seglog_cli.storage.log import native
+from seglog_cli.storage.log.batches import BatchHeader, BatchRun, LogScan
+from seglog_cli.storage.log.codecs import decompress
+from seglog_cli.storage.log.control import parse_control_record
+from seglog_cli.storage.dump.dump_events import (
     CHECKPOINT,
     INDEX,
     LOG,
@@ -38,10 +38,10 @@ from seglog_cli.storage.dump_events import (
     TrailingBytes,
     UnknownFile,
 )
-from seglog_cli.storage.errors import SeglogError, UnreadableInputError
-from seglog_cli.storage.files import MappedFile, regular_file_problem
-from seglog_cli.storage.findings import Code
-from seglog_cli.storage.naming import (
+from seglog_cli.storage.log.errors import SeglogError, UnreadableInputError
+from seglog_cli.storage.log.files import MappedFile, regular_file_problem
+from seglog_cli.storage.log.findings import Code
+from seglog_cli.storage.log.naming import (
     BOOTSTRAP_CHECKPOINT,
     OFFSET_OUT_OF_RANGE,
     offset_out_of_range,
@@ -49,9 +49,9 @@ from seglog_cli.storage.naming import (
     parse_partition_dir_name,
     parse_segment_file_name,
 )
-from seglog_cli.storage.partition_log import LogDir, PartitionLog, looks_like_partition_dir
-from seglog_cli.storage.records import RecordRun, read_records
-from seglog_cli.storage.segments import LogSegment
+from seglog_cli.storage.log.partition_log import LogDir, PartitionLog, looks_like_partition_dir
+from seglog_cli.storage.log.records import RecordRun, read_records
+from seglog_cli.storage.log.segments import LogSegment
 
 INT32_MAX = 2**31 - 1
 KIND_BY_SUFFIX = {".log": LOG, ".checkpoint": CHECKPOINT, ".index": INDEX, ".timeindex": TIME_INDEX,
@@ -397,7 +397,7 @@ def _partitions_of(raw: str) -> list[str] | None:
 
 def _tiered_pairs(paths: list[str]) -> dict[str, str]:
     """local partition dir -> remote partition dir, for the tiered partitions given both ways."""
-    from seglog_cli.storage.tiered import is_remote_partition_dir, pair_tiered
+    from seglog_cli.storage.tiered.tiered import is_remote_partition_dir, pair_tiered
     dirs = {Path(raw): raw for raw in paths}
     if not any(is_remote_partition_dir(path) for path in dirs):
         return {}
@@ -416,7 +416,7 @@ def _readable_partition_files(raw: str, kinds, options: DumpOptions | None, remo
 def _partition_files(raw: str, kinds, options: DumpOptions | None, remote: str | None = None) -> Iterator[str]:
     partition = PartitionLog(raw)
     if remote is not None:
-        from seglog_cli.storage.tiered import joined_log
+        from seglog_cli.storage.tiered.tiered import joined_log
         partition = joined_log(PartitionLog(remote), partition)
     segments = partition.segments
     if options is not None and options.from_offset is not None:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from seglog_cli.storage.control import ControlRecord
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.findings import Finding
-from seglog_cli.storage.naming import KRaftSnapshotId
-from seglog_cli.storage.records import Record
+from seglog_cli.storage.log.control import ControlRecord
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.findings import Finding
+from seglog_cli.storage.log.naming import KRaftSnapshotId
+from seglog_cli.storage.log.records import Record
 
 LOG, CHECKPOINT, INDEX, TIME_INDEX, SNAPSHOT, TXN_INDEX, UNKNOWN = (
     "log", "checkpoint", "index", "timeindex", "snapshot", "txnindex", "unknown")

@@ -8,13 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
-from seglog_cli.storage.batches import LogScan
-from seglog_cli.storage.dump_events import DumpReport, IndexIsEmpty, Problem, SanityCheckPassed
-from seglog_cli.storage.errors import CorruptSnapshotError, SeglogError, UnreadableInputError
-from seglog_cli.storage.files import MappedFile
-from seglog_cli.storage.indexes import OffsetIndex, TimeIndex, TransactionIndex
-from seglog_cli.storage.records import read_records
-from seglog_cli.storage.snapshots import read_snapshot
+from seglog_cli.storage.log.batches import LogScan
+from seglog_cli.storage.dump.dump_events import DumpReport, IndexIsEmpty, Problem, SanityCheckPassed
+from seglog_cli.storage.log.errors import CorruptSnapshotError, SeglogError, UnreadableInputError
+from seglog_cli.storage.log.files import MappedFile
+from seglog_cli.storage.log.indexes import OffsetIndex, TimeIndex, TransactionIndex
+from seglog_cli.storage.log.records import read_records
+from seglog_cli.storage.log.snapshots import read_snapshot
 
 NO_TIMESTAMP = -1
 

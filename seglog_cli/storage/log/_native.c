@@ -1,9 +1,9 @@
 /*
- * seglog_cli.storage._native: the optional compiled hot loops of the storage engine and of the
+ * seglog_cli.storage.log._native: the optional compiled hot loops of the storage engine and of the
  * text renderer.
  *
  * The pure-Python code is the reference: batches.py (framing, headers), records.py (records),
- * render/text.py (DumpLogSegments' lines). tests/storage/test_native.py checks that both paths
+ * render/text.py (DumpLogSegments' lines). tests/storage/log/test_native.py checks that both paths
  * give identical results on broker-written files and on generated and damaged input. These
  * functions only ever handle clean input: at anything else they stop (or return None) and the
  * Python code takes over, so Kafka's exact error semantics live in one place.

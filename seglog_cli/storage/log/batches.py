@@ -19,13 +19,13 @@ import zlib
 from operator import itemgetter
 from typing import Iterator
 
-from seglog_cli.storage.checksums import crc32c
+from seglog_cli.storage.log.checksums import crc32c
 
-from formats import layout
-from seglog_cli.storage.errors import CorruptRecordError
-from seglog_cli.storage import native
-from seglog_cli.storage.files import RELEASE_STEP, MappedFile
-from seglog_cli.storage.findings import Code, Finding, Severity
+from seglog_cli.formats import layout
+from seglog_cli.storage.log.errors import CorruptRecordError
+from seglog_cli.storage.log import native
+from seglog_cli.storage.log.files import RELEASE_STEP, MappedFile
+from seglog_cli.storage.log.findings import Code, Finding, Severity
 
 LOG_OVERHEAD = layout.LOG_OVERHEAD  # 12
 HEADER_SIZE_UP_TO_MAGIC = layout.MAGIC_OFFSET + 1  # 17

@@ -40,9 +40,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, TypeVar
 
-from seglog_cli.storage.errors import CheckpointError
-from seglog_cli.storage import files
-from seglog_cli.storage.files import read_small_file
+from seglog_cli.storage.log.errors import CheckpointError
+from seglog_cli.storage.log import files
+from seglog_cli.storage.log.files import read_small_file
 
 T = TypeVar("T")
 

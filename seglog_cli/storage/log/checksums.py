@@ -4,7 +4,7 @@ bytes-like object, memoryviews of the mapped file included."""
 
 from __future__ import annotations
 
-from seglog_cli.storage import native
+from seglog_cli.storage.log import native
 
 if native.module is not None:
     crc32c = native.module.crc32c

@@ -26,7 +26,7 @@ import struct
 import zlib
 from functools import lru_cache
 
-from seglog_cli.storage.errors import DecompressionError
+from seglog_cli.storage.log.errors import DecompressionError
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
@@ -53,7 +53,7 @@ def decompress(codec: int, data, magic: int, max_output: int = DEFAULT_MAX_OUTPU
     if codec == SNAPPY:
         return _xerial_snappy(data, max_output)
     if codec == LZ4:
-        from seglog_cli.storage import lz4_frame
+        from seglog_cli.storage.log import lz4_frame
 
         return lz4_frame.decompress(data, ignore_header_checksum=magic == 0, max_output=max_output)
     if codec == ZSTD:
@@ -306,7 +306,7 @@ def compress(codec: int, data: bytes, magic: int = 2) -> bytes:
         return _XERIAL_HEADER + b"".join(
             _xerial_chunk(data[i:i + _XERIAL_BLOCK]) for i in range(0, len(data), _XERIAL_BLOCK))
     if codec == LZ4:
-        from seglog_cli.storage import lz4_frame
+        from seglog_cli.storage.log import lz4_frame
 
         return lz4_frame.compress(data, broken_header_checksum=magic == 0)
     if codec == ZSTD:
@@ -333,6 +333,6 @@ def _xerial_chunk(chunk: bytes) -> bytes:
 
 def xxh32(data: bytes, seed: int = 0) -> int:
     """XXH32 as the LZ4 frame uses it (``lz4_frame.xxh32``)."""
-    from seglog_cli.storage import lz4_frame
+    from seglog_cli.storage.log import lz4_frame
 
     return lz4_frame.xxh32(data, seed)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from formats import layout
-from seglog_cli.storage.errors import InvalidRecordError, _first_line
-from seglog_cli.storage.records import Record
+from seglog_cli.formats import layout
+from seglog_cli.storage.log.errors import InvalidRecordError, _first_line
+from seglog_cli.storage.log.records import Record
 
 UNKNOWN = "UNKNOWN"
 # a control record key (version, type) and an end-transaction marker value (version, coordinator
@@ -59,7 +59,7 @@ def parse_control_record(record: Record, path=None, position=None) -> ControlRec
         return ControlRecord(type_id, version, coordinator_epoch=_end_txn_epoch(record.value, path, position))
     from construct import ConstructError  # KRaft control messages only: a data log's markers need none
 
-    from formats import control as control_format
+    from seglog_cli.formats import control as control_format
 
     schema = control_format.KRAFT_CONTROL_VALUES.get(type_id)
     if schema is None:

@@ -1,7 +1,7 @@
 """The one exception family of the storage engine, and the bridge from library errors.
 
 Exceptions mean "cannot proceed with this input"; damage that can be reported and stepped over
-is a :class:`~seglog_cli.storage.findings.Finding` instead. Every error carries the file, the
+is a :class:`~seglog_cli.storage.log.findings.Finding` instead. Every error carries the file, the
 byte position and, when known, the logical offset, and renders as one line.
 
 ``kafka_class`` names the exception Kafka itself throws in the same situation, so the dump
@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING
 
-from seglog_cli.storage.text import printable
+from seglog_cli.storage.log.text import printable
 
 if TYPE_CHECKING:
     from pathlib import Path

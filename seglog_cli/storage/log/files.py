@@ -16,7 +16,7 @@ import re
 import stat as stat_module
 from pathlib import Path
 
-from seglog_cli.storage.errors import SeglogError, UnreadableInputError, WriteError
+from seglog_cli.storage.log.errors import SeglogError, UnreadableInputError, WriteError
 
 _PAGE = mmap.PAGESIZE
 RELEASE_STEP = 16 * 1024 * 1024  # drop resident pages every 16 MiB of progress

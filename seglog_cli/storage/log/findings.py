@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from seglog_cli.storage.text import printable
+from seglog_cli.storage.log.text import printable
 
 
 class Severity(str, Enum):

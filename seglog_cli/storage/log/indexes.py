@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from formats import layout
-from seglog_cli.storage.errors import CorruptIndexError, DecodeError
-from seglog_cli.storage.files import MappedFile, read_small_file
+from seglog_cli.formats import layout
+from seglog_cli.storage.log.errors import CorruptIndexError, DecodeError
+from seglog_cli.storage.log.files import MappedFile, read_small_file
 
 WARM_SECTION_BYTES = 8192
 

@@ -24,12 +24,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seglog_cli.storage.checkpoints import (
+from seglog_cli.storage.log.checkpoints import (
     TMP_SUFFIX, decode_utf8, decode_uuid, java_lines, java_parse_int, location, show,
 )
-from seglog_cli.storage.errors import CheckpointError, UnreadableInputError
-from seglog_cli.storage.files import read_small_file
-from seglog_cli.storage.text import java_utf8
+from seglog_cli.storage.log.errors import CheckpointError, UnreadableInputError
+from seglog_cli.storage.log.files import read_small_file
+from seglog_cli.storage.log.text import java_utf8
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 REPLICATION_CHECKPOINT = "replication-offset-checkpoint"

@@ -19,7 +19,7 @@ from functools import lru_cache
 import lz4.block
 import lz4.frame
 
-from seglog_cli.storage.errors import DecompressionError
+from seglog_cli.storage.log.errors import DecompressionError
 
 _LZ4_BLOCK = 64 * 1024
 

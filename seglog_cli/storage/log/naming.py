@@ -133,7 +133,7 @@ def parse_partition_dir_name(name: str) -> PartitionDirName | None:
 
 
 def _remote_dir_name(name: str) -> PartitionDirName | None:
-    from seglog_cli.storage.remote_layout import parse_remote_partition_dir_name
+    from seglog_cli.storage.log.remote_layout import parse_remote_partition_dir_name
     remote = parse_remote_partition_dir_name(name)
     if remote is None:
         return None

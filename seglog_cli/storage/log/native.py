@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 try:
-    from seglog_cli.storage import _native as _compiled
+    from seglog_cli.storage.log import _native as _compiled
 except ImportError:  # built without a C compiler
     _compiled = None
 

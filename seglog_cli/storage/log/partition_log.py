@@ -16,9 +16,9 @@ import copy
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from seglog_cli.storage.errors import UnreadableInputError
-from seglog_cli.storage.files import NOT_A_FILE_DIRECTORY, regular_file_problem
-from seglog_cli.storage.naming import (
+from seglog_cli.storage.log.errors import UnreadableInputError
+from seglog_cli.storage.log.files import NOT_A_FILE_DIRECTORY, regular_file_problem
+from seglog_cli.storage.log.naming import (
     CHECKPOINT_SUFFIX,
     LOG_SUFFIX,
     METADATA_TOPIC,
@@ -30,7 +30,7 @@ from seglog_cli.storage.naming import (
     offset_out_of_range,
     parse_segment_file_name,
 )
-from seglog_cli.storage.segments import LogSegment, OffsetMatch
+from seglog_cli.storage.log.segments import LogSegment, OffsetMatch
 
 REMOTE_LOG_INDEX_CACHE = "remote-log-index-cache"
 

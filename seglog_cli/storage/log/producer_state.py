@@ -46,14 +46,14 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seglog_cli.storage.batches import BatchHeader, LogScan, read_batch_header, wrap_int32
-from seglog_cli.storage.control import parse_control_record
-from seglog_cli.storage.errors import InvalidRecordError, SeglogError
-from seglog_cli.storage.indexes import ABORTED_TXN, AbortedTxn, format_aborted_txns  # noqa: F401 - ABORTED_TXN: part of this module's interface
-from seglog_cli.storage.naming import parse_segment_file_name
-from seglog_cli.storage.records import read_records
-from seglog_cli.storage.segments import LogSegment
-from seglog_cli.storage.snapshots import (
+from seglog_cli.storage.log.batches import BatchHeader, LogScan, read_batch_header, wrap_int32
+from seglog_cli.storage.log.control import parse_control_record
+from seglog_cli.storage.log.errors import InvalidRecordError, SeglogError
+from seglog_cli.storage.log.indexes import ABORTED_TXN, AbortedTxn, format_aborted_txns  # noqa: F401 - ABORTED_TXN: part of this module's interface
+from seglog_cli.storage.log.naming import parse_segment_file_name
+from seglog_cli.storage.log.records import read_records
+from seglog_cli.storage.log.segments import LogSegment
+from seglog_cli.storage.log.snapshots import (
     BatchMetadata,
     ProducerSnapshot,
     ProducerStateEntry,

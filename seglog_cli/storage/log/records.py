@@ -24,8 +24,8 @@ import zlib
 from operator import itemgetter
 from typing import Iterable, Iterator
 
-from formats import layout
-from seglog_cli.storage.batches import (
+from seglog_cli.formats import layout
+from seglog_cli.storage.log.batches import (
     CREATE_TIME,
     LOG_APPEND_TIME,
     NO_TIMESTAMP_TYPE,
@@ -34,9 +34,9 @@ from seglog_cli.storage.batches import (
     increment_sequence,
     wrap_int64,
 )
-from seglog_cli.storage import native
-from seglog_cli.storage.codecs import DecompressionError, decompress
-from seglog_cli.storage.errors import CorruptRecordError, DecodeError, InvalidRecordError
+from seglog_cli.storage.log import native
+from seglog_cli.storage.log.codecs import DecompressionError, decompress
+from seglog_cli.storage.log.errors import CorruptRecordError, DecodeError, InvalidRecordError
 
 PREMATURE_EOF = "Incorrect declared batch size, premature EOF reached"
 RECORDS_REMAINING = "Incorrect declared batch size, records still remaining in file"

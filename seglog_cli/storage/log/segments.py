@@ -11,16 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from seglog_cli.storage.batches import BatchHeader, LogScan
-from seglog_cli.storage.files import MappedFile
-from seglog_cli.storage.indexes import OffsetIndex, TimeIndex, TransactionIndex
-from seglog_cli.storage.naming import (
+from seglog_cli.storage.log.batches import BatchHeader, LogScan
+from seglog_cli.storage.log.files import MappedFile
+from seglog_cli.storage.log.indexes import OffsetIndex, TimeIndex, TransactionIndex
+from seglog_cli.storage.log.naming import (
     INDEX_SUFFIX,
     TIME_INDEX_SUFFIX,
     TXN_INDEX_SUFFIX,
     parse_segment_file_name,
 )
-from seglog_cli.storage.records import read_records
+from seglog_cli.storage.log.records import read_records
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,12 +9,12 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from seglog_cli.storage.checksums import crc32c
+from seglog_cli.storage.log.checksums import crc32c
 
-from formats import layout
-from seglog_cli.storage.batches import increment_sequence
-from seglog_cli.storage.errors import CorruptSnapshotError
-from seglog_cli.storage.files import read_small_file
+from seglog_cli.formats import layout
+from seglog_cli.storage.log.batches import increment_sequence
+from seglog_cli.storage.log.errors import CorruptSnapshotError
+from seglog_cli.storage.log.files import read_small_file
 
 _ENTRY = struct.Struct(">qhiqiqiq")
 assert _ENTRY.size == layout.PRODUCER_ENTRY_SIZE

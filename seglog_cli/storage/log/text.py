@@ -4,7 +4,7 @@ Kafka turns bytes into text with ``new String(bytes, UTF_8)``, which replaces ma
 with U+FFFD. Python's ``errors="replace"`` agrees on everything except UTF-8-encoded surrogates
 (``ED A0..BF xx``): Java replaces the 3-byte sequence (or its 2-byte prefix) with a single
 U+FFFD where Python emits one per byte. The ``java-replace`` error handler closes that gap;
-``tests/storage/test_text.py`` checks it against a real JVM when one is installed.
+``tests/storage/log/test_text.py`` checks it against a real JVM when one is installed.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ Per partition, in Kafka's order (``LogLoader.load``):
 region alone is cut out, found by the same resync as verify) and the later segments. The plan
 names the offsets each mode loses.
 
-Everything removed or replaced goes through the write protocol (:mod:`seglog_cli.storage.write_session`:
+Everything removed or replaced goes through the write protocol (:mod:`seglog_cli.storage.write.write_session`:
 the log dir's lock taken before planning, a journal, the original bytes and a manifest in
 ``seglog-backups/`` beside the log dir); later segments are removed before a truncation, the last
 first, so the log stays a valid prefix of itself at every instant.
@@ -39,27 +39,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from seglog_cli.storage.batches import INT32_MAX, LogScan
-from seglog_cli.storage.checkpoints import (EpochEntry, TopicPartition, format_leader_epoch_checkpoint,
+from seglog_cli.storage.log.batches import INT32_MAX, LogScan
+from seglog_cli.storage.log.checkpoints import (EpochEntry, TopicPartition, format_leader_epoch_checkpoint,
                                             format_offset_checkpoint, read_leader_epoch_checkpoint,
                                             read_offset_checkpoint)
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.files import MappedFile, has_contents
-from seglog_cli.storage.indexes import TransactionIndex, format_aborted_txns
-from seglog_cli.storage.log_dir_files import (CLEAN_SHUTDOWN, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.files import MappedFile, has_contents
+from seglog_cli.storage.log.indexes import TransactionIndex, format_aborted_txns
+from seglog_cli.storage.log.log_dir_files import (CLEAN_SHUTDOWN, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
                                               REPLICATION_CHECKPOINT)
-from seglog_cli.storage.naming import OFFSET_OUT_OF_RANGE, format_offset, parse_partition_dir_name, parse_segment_file_name
-from seglog_cli.storage.parallel import parallel_map
-from seglog_cli.storage.partition_log import PartitionLog
-from seglog_cli.storage.producer_state import (ProducerStateManager, rebuild_producer_state, recover_batch,
+from seglog_cli.storage.log.naming import OFFSET_OUT_OF_RANGE, format_offset, parse_partition_dir_name, parse_segment_file_name
+from seglog_cli.storage.log.parallel import parallel_map
+from seglog_cli.storage.log.partition_log import PartitionLog
+from seglog_cli.storage.log.producer_state import (ProducerStateManager, rebuild_producer_state, recover_batch,
                                               replay_positions, replay_segment)
-from seglog_cli.storage.rebuild_index import RebuildError, recover_indexes
-from seglog_cli.storage.journal import FileStep
-from seglog_cli.storage.segment_split import split_overflowed
-from seglog_cli.storage.segments import LogSegment
-from seglog_cli.storage.topic_config import TopicConfig, config_for
-from seglog_cli.storage.writer import SegmentIndexer, WriterError
-from seglog_cli.storage.write_session import WriteSession, plan_directories, take_fingerprint
+from seglog_cli.storage.write.rebuild_index import RebuildError, recover_indexes
+from seglog_cli.storage.write.journal import FileStep
+from seglog_cli.storage.write.segment_split import split_overflowed
+from seglog_cli.storage.log.segments import LogSegment
+from seglog_cli.storage.config.topic_config import TopicConfig, config_for
+from seglog_cli.storage.write.writer import SegmentIndexer, WriterError
+from seglog_cli.storage.write.write_session import WriteSession, plan_directories, take_fingerprint
 
 KAFKA, SALVAGE = "kafka", "salvage"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"

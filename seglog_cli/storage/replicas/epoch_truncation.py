@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from seglog_cli.storage.checkpoints import EpochEntry
+from seglog_cli.storage.log.checkpoints import EpochEntry
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1

@@ -24,12 +24,12 @@ indexes rebuilt), the producer snapshots HEALTHY holds past DAMAGED's old end, a
 epochs of the copied batches in its ``leader-epoch-checkpoint``.
 
 Planning holds nothing per batch: each segment is read once as chunks of batch header columns
-(the scan ``seglog diff`` reads, :func:`~seglog_cli.storage.replicas.column_chunks`) into its
+(the scan ``seglog diff`` reads, :func:`~seglog_cli.storage.replicas.replicas.column_chunks`) into its
 runs of valid batches (byte positions and offsets) and a few single batches, and HEALTHY's
 segment is walked forward once for the ranges taken; the repaired segment is assembled from
 byte ranges, a chunk at a time.
 
-HEALTHY is only read. Writing goes through :class:`~seglog_cli.storage.write_session.WriteSession`.
+HEALTHY is only read. Writing goes through :class:`~seglog_cli.storage.write.write_session.WriteSession`.
 """
 
 from __future__ import annotations
@@ -41,16 +41,16 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seglog_cli.storage.batches import LogScan
-from seglog_cli.storage.checkpoints import EpochEntry, format_leader_epoch_checkpoint
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.files import MappedFile
-from seglog_cli.storage.journal import FileStep
-from seglog_cli.storage.log_dir_files import LEADER_EPOCH_CHECKPOINT
-from seglog_cli.storage.naming import parse_segment_file_name
-from seglog_cli.storage.partition_log import PartitionLog
-from seglog_cli.storage.replicas import column_chunks, compare, scan_replica
-from seglog_cli.storage.topic_config import TopicConfig
+from seglog_cli.storage.log.batches import LogScan
+from seglog_cli.storage.log.checkpoints import EpochEntry, format_leader_epoch_checkpoint
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.files import MappedFile
+from seglog_cli.storage.write.journal import FileStep
+from seglog_cli.storage.log.log_dir_files import LEADER_EPOCH_CHECKPOINT
+from seglog_cli.storage.log.naming import parse_segment_file_name
+from seglog_cli.storage.log.partition_log import PartitionLog
+from seglog_cli.storage.replicas.replicas import column_chunks, compare, scan_replica
+from seglog_cli.storage.config.topic_config import TopicConfig
 
 COPY_CHUNK = 8 << 20
 
@@ -155,7 +155,7 @@ def _row(columns, k: int) -> _Batch:
 
 def _chunks(mapped: MappedFile):
     """A resyncing scan of a ``.log`` (CRCs checked), as the diff reads it: chunks of header
-    columns (:func:`~seglog_cli.storage.replicas.column_chunks`), no object per batch."""
+    columns (:func:`~seglog_cli.storage.replicas.replicas.column_chunks`), no object per batch."""
     for columns, _ in column_chunks(LogScan(mapped, 0, resync=True, check_crc=True)):
         if columns:
             yield columns
@@ -616,7 +616,7 @@ def _plan_tail(plan: RepairPlan, healthy, damaged, healthy_log: PartitionLog, da
 def build_steps(plan: RepairPlan, staging: Path, config: TopicConfig = TopicConfig()) -> list[FileStep]:
     """Assemble each repaired segment in ``staging`` (outside the log dir) and the file steps
     that put it, its rebuilt indexes, copied snapshots and the epoch checkpoint in place."""
-    from seglog_cli.storage.rebuild_index import recover_indexes
+    from seglog_cli.storage.write.rebuild_index import recover_indexes
 
     steps = []
     for n, repair in enumerate(plan.segments):

@@ -4,7 +4,7 @@ Followers append the leader's batches byte for byte, so where replicas agree the
 the same offsets, ``partitionLeaderEpoch``, CRC and size. Files are not compared by bytes: a
 replica that restarted in the middle of a segment indexes it with an entry fewer, and producer
 snapshots are taken at each broker's own stops. Each replica is read with header-only scans
-(:class:`~seglog_cli.storage.batches.LogScan`): once with CRCs computed, into small summaries
+(:class:`~seglog_cli.storage.log.batches.LogScan`): once with CRCs computed, into small summaries
 (epochs, damage, counts, index checks), then the reference and the replica again side by side,
 a chunk of batch headers at a time, without computing CRCs again. Nothing is held per batch, so
 memory does not grow with the log. Records are decoded only to export what a truncation
@@ -25,17 +25,17 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seglog_cli.storage import native
-from seglog_cli.storage.batches import LogScan
-from seglog_cli.storage.checkpoints import (EpochEntry, TopicPartition, read_leader_epoch_checkpoint,
+from seglog_cli.storage.log import native
+from seglog_cli.storage.log.batches import LogScan
+from seglog_cli.storage.log.checkpoints import (EpochEntry, TopicPartition, read_leader_epoch_checkpoint,
                                             read_offset_checkpoint, read_partition_metadata)
-from seglog_cli.storage.epoch_truncation import Truncation, loaded_epochs, truncation_offset
-from seglog_cli.storage.errors import SeglogError, UnreadableInputError
-from seglog_cli.storage.files import read_small_file
-from seglog_cli.storage.findings import Code
-from seglog_cli.storage.log_dir_files import (CLEAN_SHUTDOWN, LEADER_EPOCH_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT,
+from seglog_cli.storage.replicas.epoch_truncation import Truncation, loaded_epochs, truncation_offset
+from seglog_cli.storage.log.errors import SeglogError, UnreadableInputError
+from seglog_cli.storage.log.files import read_small_file
+from seglog_cli.storage.log.findings import Code
+from seglog_cli.storage.log.log_dir_files import (CLEAN_SHUTDOWN, LEADER_EPOCH_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT,
                                               PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT, REPLICATION_CHECKPOINT)
-from seglog_cli.storage.partition_log import PartitionLog
+from seglog_cli.storage.log.partition_log import PartitionLog
 
 # status of a replica against the reference, worst last
 IN_SYNC, LAGGING, DIVERGENT, DAMAGED, NOT_A_REPLICA, REFERENCE = (
@@ -842,7 +842,7 @@ def choose_reference(replicas: list[Replica]) -> Replica:
 def partition_groups(paths: list[str]) -> list[list[tuple[str, Path]]]:
     """The inputs as groups of replicas: partition dirs given directly form one group; log dirs
     are matched by partition dir name (each group keeps its log dir's label)."""
-    from seglog_cli.storage.partition_log import looks_like_partition_dir
+    from seglog_cli.storage.log.partition_log import looks_like_partition_dir
 
     direct, by_name, order = [], {}, []
     for raw in paths:
@@ -852,7 +852,7 @@ def partition_groups(paths: list[str]) -> list[list[tuple[str, Path]]]:
         if looks_like_partition_dir(path):
             direct.append((raw, path))
             continue
-        from seglog_cli.storage.partition_log import partition_dirs_under
+        from seglog_cli.storage.log.partition_log import partition_dirs_under
         for directory in partition_dirs_under(path):
             if directory.name not in by_name:
                 by_name[directory.name] = []

@@ -24,19 +24,19 @@ import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seglog_cli.storage.compaction_report import (
+from seglog_cli.storage.retention.compaction_report import (
     BatchVerdict,
     CleanableRange,
     CompactionPlan,
     RecordVerdict,
     SegmentCompaction,
 )
-from seglog_cli.storage.control import parse_control_type
-from seglog_cli.storage.partition_log import PartitionLog
-from seglog_cli.storage.producer_state import PRODUCER_ID_EXPIRATION_MS, rebuild_producer_state
-from seglog_cli.storage.records import read_records
-from seglog_cli.storage.retention import PartitionState, read_partition_state
-from seglog_cli.storage.topic_config import TopicConfig
+from seglog_cli.storage.log.control import parse_control_type
+from seglog_cli.storage.log.partition_log import PartitionLog
+from seglog_cli.storage.log.producer_state import PRODUCER_ID_EXPIRATION_MS, rebuild_producer_state
+from seglog_cli.storage.log.records import read_records
+from seglog_cli.storage.retention.retention import PartitionState, read_partition_state
+from seglog_cli.storage.config.topic_config import TopicConfig
 
 ABORT, COMMIT = 0, 1
 RETAIN_EMPTY, DELETE, DELETE_EMPTY = "RETAIN_EMPTY", "DELETE", "DELETE_EMPTY"

@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from seglog_cli.storage.checkpoints import TopicPartition, read_offset_checkpoint
-from seglog_cli.storage.partition_log import PartitionLog
-from seglog_cli.storage.segments import LogSegment
-from seglog_cli.storage.topic_config import TopicConfig
+from seglog_cli.storage.log.checkpoints import TopicPartition, read_offset_checkpoint
+from seglog_cli.storage.log.partition_log import PartitionLog
+from seglog_cli.storage.log.segments import LogSegment
+from seglog_cli.storage.config.topic_config import TopicConfig
 
 REPLICATION_CHECKPOINT = "replication-offset-checkpoint"
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"

@@ -7,7 +7,7 @@ same way (``deleteProducerSnapshots``); the log start offset moves to the first 
 segment and reaches ``log-start-offset-checkpoint``. When every segment goes, a new empty active
 segment is rolled first at the log end offset.
 
-Here the same deletions run through the write protocol (:mod:`seglog_cli.storage.write_session`):
+Here the same deletions run through the write protocol (:mod:`seglog_cli.storage.write.write_session`):
 each file is removed with its bytes kept in the backup directory (the quarantine, with
 ``manifest.json``), the ``.log`` first (a kill then leaves orphan indexes, which Kafka deletes at
 start-up), the log start offset last; ``seglog undo <backup dir>`` puts everything back.
@@ -18,12 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from seglog_cli.storage.checkpoints import TopicPartition, format_offset_checkpoint, read_offset_checkpoint
-from seglog_cli.storage.naming import SNAPSHOT_SUFFIX, format_offset, parse_partition_dir_name
-from seglog_cli.storage.retention import LOG_START_CHECKPOINT, RetentionPlan, read_partition_state
-from seglog_cli.storage.journal import FileStep
-from seglog_cli.storage.safety import PlanOutdatedError
-from seglog_cli.storage.write_session import WriteSession
+from seglog_cli.storage.log.checkpoints import TopicPartition, format_offset_checkpoint, read_offset_checkpoint
+from seglog_cli.storage.log.naming import SNAPSHOT_SUFFIX, format_offset, parse_partition_dir_name
+from seglog_cli.storage.retention.retention import LOG_START_CHECKPOINT, RetentionPlan, read_partition_state
+from seglog_cli.storage.write.journal import FileStep
+from seglog_cli.storage.write.safety import PlanOutdatedError
+from seglog_cli.storage.write.write_session import WriteSession
 
 SEGMENT_FILE_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", SNAPSHOT_SUFFIX)
 

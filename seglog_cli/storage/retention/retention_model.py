@@ -32,9 +32,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.retention import DEFAULT_CHECK_INTERVAL_MS
-from seglog_cli.storage.topic_config import TopicConfig
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.retention.retention import DEFAULT_CHECK_INTERVAL_MS
+from seglog_cli.storage.config.topic_config import TopicConfig
 
 OFFSET_INDEX_ENTRY = 8
 SHOWN_SEGMENTS = 4

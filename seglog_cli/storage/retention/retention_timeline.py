@@ -20,14 +20,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from seglog_cli.storage.retention import (
+from seglog_cli.storage.retention.retention import (
     DEFAULT_CHECK_INTERVAL_MS,
     PartitionState,
     RetentionPlan,
     SegmentFacts,
     plan_retention,
 )
-from seglog_cli.storage.topic_config import TopicConfig
+from seglog_cli.storage.config.topic_config import TopicConfig
 
 KEPT, DUE, DELETED, GONE = "kept", "due", "deleted", "gone"
 

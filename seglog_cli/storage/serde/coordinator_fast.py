@@ -2,9 +2,9 @@
 commits (record types 0 and 1), classic group metadata (type 2) and the consumer-protocol
 messages embedded in it.
 
-They read with :mod:`struct` what the declarations in :mod:`formats.group_coordinator` read with
+They read with :mod:`struct` what the declarations in :mod:`seglog_cli.formats.group_coordinator` read with
 construct, five to ten times faster, and give the same plain values
-(:func:`seglog_cli.storage.coordinator_records.read_coordinator_record`'s). Byte layouts, after
+(:func:`seglog_cli.storage.serde.coordinator_records.read_coordinator_record`'s). Byte layouts, after
 the int16 record type / value version::
 
     key  (types 0, 1)   group string, topic string, partition int32
@@ -42,7 +42,7 @@ from __future__ import annotations
 from struct import Struct
 from struct import error as struct_error
 
-from seglog_cli.storage.text import java_utf8
+from seglog_cli.storage.log.text import java_utf8
 
 _INT16 = Struct(">h")
 _INT32 = Struct(">i")

@@ -4,13 +4,13 @@
 A record's key starts with an int16 record type, its value with an int16 value version; a
 null value is a tombstone. :func:`read_coordinator_record` returns a
 :class:`CoordinatorRecord` whose ``key``/``value`` are dicts in schema order (strings decoded
-as Java does, uuids as :class:`formats.kafka_message.RawUuid`, bytes as ``bytes``, tagged
+as Java does, uuids as :class:`seglog_cli.formats.kafka_message.RawUuid`, bytes as ``bytes``, tagged
 fields with their defaults when absent). Failures raise :class:`CoordinatorRecordError` (or
 its subclass :class:`UnknownRecordType`) carrying Kafka's own message. Offset commits and classic
 group metadata (with its embedded consumer-protocol messages), which fill ``__consumer_offsets``,
 are read by the hand-written readers of
-:mod:`seglog_cli.storage.coordinator_fast` first; whatever they are not sure of goes through the
-construct schemas (tests/storage/test_coordinator_fast.py holds the two paths to the same result).
+:mod:`seglog_cli.storage.serde.coordinator_fast` first; whatever they are not sure of goes through the
+construct schemas (tests/storage/serde/test_coordinator_fast.py holds the two paths to the same result).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from formats import group_coordinator, share_coordinator, transaction_log
-from formats.kafka_message import TAGGED, ArrayOf, Message, RawString, versions
-from seglog_cli.storage.coordinator_fast import (
+from seglog_cli.formats import group_coordinator, share_coordinator, transaction_log
+from seglog_cli.formats.kafka_message import TAGGED, ArrayOf, Message, RawString, versions
+from seglog_cli.storage.serde.coordinator_fast import (
     read_consumer_assignment,
     read_consumer_subscription,
     read_group_key,
@@ -29,8 +29,8 @@ from seglog_cli.storage.coordinator_fast import (
     read_offset_commit_key,
     read_offset_commit_value,
 )
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.text import java_utf8
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.text import java_utf8
 
 GROUP_RECORD_TYPES = group_coordinator.RECORD_TYPES
 TRANSACTION_RECORD_TYPES = transaction_log.RECORD_TYPES
@@ -124,7 +124,7 @@ _INT16 = struct.Struct(">h").unpack_from
 def read_message(message: Message, version: int, data: bytes, name: str, shown_version: int | None = None) -> dict:
     from construct import ConstructError  # the schemas' path only: the fast readers need no construct
 
-    from formats.message_constructs import KafkaReadError
+    from seglog_cli.formats.message_constructs import KafkaReadError
 
     shown = version if shown_version is None else shown_version
     try:

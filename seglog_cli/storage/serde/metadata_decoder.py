@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 from construct import ConstructError
 
-from formats.kafka_message import TAGGED, ArrayOf, read_unsigned_varint
-from formats.metadata_records import FRAME_VERSION, RECORD_TYPES
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.text import java_utf8
+from seglog_cli.formats.kafka_message import TAGGED, ArrayOf, read_unsigned_varint
+from seglog_cli.formats.metadata_records import FRAME_VERSION, RECORD_TYPES
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.text import java_utf8
 
 SHORT_MAX = 0x7FFF
 UNSUPPORTED_VERSION = "org.apache.kafka.common.errors.UnsupportedVersionException"

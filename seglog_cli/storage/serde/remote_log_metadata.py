@@ -14,7 +14,7 @@ exception, which kafka-dump-log prints after ``Error at offset <offset>, skippin
 
 - the frame (version, type, version varints), an unknown type, bytes the generated reader
   cannot read and bytes left after the message: ``AbstractApiMessageSerde``'s messages, as for
-  the KRaft metadata records (:func:`seglog_cli.storage.metadata_decoder.read_frame`);
+  the KRaft metadata records (:func:`seglog_cli.storage.serde.metadata_decoder.read_frame`);
 - the checks of the objects' constructors, in the order the transforms of
   ``storage/.../remote/metadata/storage/serialization/*Transform.java`` meet them: a negative
   start offset, an end offset below the start, no leader epoch, a state id the state enum does
@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 from construct import ConstructError
 
-from formats.remote_log_metadata import PARTITION_DELETE_STATES, RECORD_TYPES, SEGMENT_STATES
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.metadata_decoder import (
+from seglog_cli.formats.remote_log_metadata import PARTITION_DELETE_STATES, RECORD_TYPES, SEGMENT_STATES
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.serde.metadata_decoder import (
     UNSUPPORTED_VERSION,
     MetadataRecordError,
     read_frame,

@@ -5,7 +5,7 @@ storage/src/main/java/org/apache/kafka/server/log/remote/metadata/storage/serial
 RemoteLogMetadataSerde.java): a ``RemoteLogSegmentMetadataRecord`` when a copy starts (state
 ``COPY_SEGMENT_STARTED``), then ``RemoteLogSegmentMetadataUpdateRecord``s (``COPY_SEGMENT_FINISHED``,
 ``DELETE_SEGMENT_STARTED``, ``DELETE_SEGMENT_FINISHED``). Each value is decoded by
-:func:`seglog_cli.storage.remote_log_metadata.decode_remote_log_metadata` (the reader behind
+:func:`seglog_cli.storage.serde.remote_log_metadata.decode_remote_log_metadata` (the reader behind
 ``seglog dump --remote-log-metadata-decoder``); this module folds them, in log order, into each
 segment's metadata with its latest state, as the metadata manager's cache does.
 """
@@ -15,11 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from seglog_cli.storage.batches import LogScan
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.partition_log import PartitionLog
-from seglog_cli.storage.records import read_records
-from seglog_cli.storage.remote_log_metadata import (
+from seglog_cli.storage.log.batches import LogScan
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.partition_log import PartitionLog
+from seglog_cli.storage.log.records import read_records
+from seglog_cli.storage.serde.remote_log_metadata import (
     SEGMENT_METADATA,
     SEGMENT_METADATA_UPDATE,
     RemoteLogMetadataError,

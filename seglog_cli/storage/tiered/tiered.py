@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.naming import parse_partition_dir_name
-from seglog_cli.storage.partition_log import PartitionLog
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.naming import parse_partition_dir_name
+from seglog_cli.storage.log.partition_log import PartitionLog
 
 REMOTE = "remote"
 
@@ -60,7 +60,7 @@ def pair_tiered(directories: list[Path]) -> tuple[list[Path], list[TieredPair]]:
 
 
 def _topic_id(directory: Path) -> str | None:
-    from seglog_cli.storage.checkpoints import read_partition_metadata
+    from seglog_cli.storage.log.checkpoints import read_partition_metadata
     try:
         return read_partition_metadata(directory / "partition.metadata").topic_id
     except (SeglogError, OSError):

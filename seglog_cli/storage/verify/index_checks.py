@@ -27,11 +27,11 @@ from array import array
 from itertools import islice
 from pathlib import Path
 
-from seglog_cli.storage import native
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.files import read_small_file
-from seglog_cli.storage.findings import Code, Severity
-from seglog_cli.storage.indexes import OffsetIndex, TimeIndex
+from seglog_cli.storage.log import native
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.files import read_small_file
+from seglog_cli.storage.log.findings import Code, Severity
+from seglog_cli.storage.log.indexes import OffsetIndex, TimeIndex
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 _INDEX_LIMIT = 1 << 31

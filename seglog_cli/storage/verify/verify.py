@@ -12,17 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seglog_cli.storage.checkpoints import TopicPartition
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.findings import Code, Finding, Severity
-from seglog_cli.storage.files import NOT_A_FILE_DIRECTORY, regular_file_problem
-from seglog_cli.storage.naming import OFFSET_OUT_OF_RANGE, offset_out_of_range, parse_segment_file_name
-from seglog_cli.storage.partition_log import LogDir, find_kafka_dirs, is_log_dir, looks_like_partition_dir
-from seglog_cli.storage.segments import LogSegment
-from seglog_cli.storage.snapshots import read_snapshot
-from seglog_cli.storage.remote_layout import parse_remote_file_name
-from seglog_cli.storage.tiered import pair_tiered
-from seglog_cli.storage.verify_partition import (
+from seglog_cli.storage.log.checkpoints import TopicPartition
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.findings import Code, Finding, Severity
+from seglog_cli.storage.log.files import NOT_A_FILE_DIRECTORY, regular_file_problem
+from seglog_cli.storage.log.naming import OFFSET_OUT_OF_RANGE, offset_out_of_range, parse_segment_file_name
+from seglog_cli.storage.log.partition_log import LogDir, find_kafka_dirs, is_log_dir, looks_like_partition_dir
+from seglog_cli.storage.log.segments import LogSegment
+from seglog_cli.storage.log.snapshots import read_snapshot
+from seglog_cli.storage.log.remote_layout import parse_remote_file_name
+from seglog_cli.storage.tiered.tiered import pair_tiered
+from seglog_cli.storage.verify.verify_partition import (
     JOURNAL_POINTER,
     TEMP_FILE_SEVERITY,
     PartitionReport,
@@ -30,10 +30,10 @@ from seglog_cli.storage.verify_partition import (
     finding_order,
     verify_partition,
 )
-from seglog_cli.storage.indexes import TransactionIndex
-from seglog_cli.storage.parallel import parallel_map
-from seglog_cli.storage.verify_files import OFFSET_CHECKPOINTS, TEXT_FILES, is_batch_file, read_text_file, verify_batch_file
-from seglog_cli.storage.verify_segment import SHALLOW, SegmentVerifier, is_last_segment
+from seglog_cli.storage.log.indexes import TransactionIndex
+from seglog_cli.storage.log.parallel import parallel_map
+from seglog_cli.storage.verify.verify_files import OFFSET_CHECKPOINTS, TEXT_FILES, is_batch_file, read_text_file, verify_batch_file
+from seglog_cli.storage.verify.verify_segment import SHALLOW, SegmentVerifier, is_last_segment
 
 REPORT_VERSION = 1
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
@@ -150,8 +150,8 @@ def _with_tiered(directories: list[Path], alone: list[Path], reports: list[Parti
     with its local one when given) verified as one, where its local (else remote) directory was."""
     if not pairs:
         return reports
-    from seglog_cli.storage.remote_segments import REMOTE_LOG_METADATA_TOPIC, read_remote_segments
-    from seglog_cli.storage.verify_tiered import verify_tiered
+    from seglog_cli.storage.tiered.remote_segments import REMOTE_LOG_METADATA_TOPIC, read_remote_segments
+    from seglog_cli.storage.verify.verify_tiered import verify_tiered
     metadata_dirs = [d for d in alone if d.name.rsplit("-", 1)[0] == REMOTE_LOG_METADATA_TOPIC]
     metadata = None
     if metadata_dirs:
@@ -202,7 +202,7 @@ def _verify_file(path: Path, level: str, report: VerifyReport) -> None:
     elif is_batch_file(name):
         _count(stats, verify_batch_file(path, level, findings), segment=False)
     elif name.endswith(".leader_epoch_checkpoint") and parse_remote_file_name(name) is not None:
-        from seglog_cli.storage.verify_tiered import remote_epoch_checkpoint
+        from seglog_cli.storage.verify.verify_tiered import remote_epoch_checkpoint
 
         remote_epoch_checkpoint(path, findings)
     elif parsed is not None and parsed.is_temp or name.endswith(".tmp"):

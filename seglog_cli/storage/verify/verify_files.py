@@ -1,7 +1,7 @@
 """Verifying the files of a log dir that are not segments: checkpoints, metadata files, KRaft
 snapshots and ``bootstrap.checkpoint``, leftovers (§13).
 
-Each reader is Kafka's (``storage/checkpoints.py``, ``storage/log_dir_files.py``); a file Kafka
+Each reader is Kafka's (``storage/log/checkpoints.py``, ``storage/log/log_dir_files.py``); a file Kafka
 would reject is a finding whose severity says what the broker does about it:
 
 * any offset checkpoint, ``leader-epoch-checkpoint``, ``partition.metadata``: read through
@@ -20,15 +20,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seglog_cli.storage.checkpoints import (
+from seglog_cli.storage.log.checkpoints import (
     parse_leader_epoch_checkpoint,
     parse_offset_checkpoint,
     parse_partition_metadata,
 )
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.files import read_small_file
-from seglog_cli.storage.findings import Code, Finding, Severity
-from seglog_cli.storage.log_dir_files import (
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.files import read_small_file
+from seglog_cli.storage.log.findings import Code, Finding, Severity
+from seglog_cli.storage.log.log_dir_files import (
     BOOTSTRAP_CHECKPOINT,
     CLEAN_SHUTDOWN,
     CLEANER_CHECKPOINT,
@@ -44,8 +44,8 @@ from seglog_cli.storage.log_dir_files import (
     parse_meta_properties,
     parse_quorum_state,
 )
-from seglog_cli.storage.naming import parse_kraft_snapshot_name
-from seglog_cli.storage.segments import LogSegment
+from seglog_cli.storage.log.naming import parse_kraft_snapshot_name
+from seglog_cli.storage.log.segments import LogSegment
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 TEXT_FILE_LIMIT = 64 << 20
@@ -99,7 +99,7 @@ def read_text_file(path: Path, findings: list[Finding]):
 def verify_batch_file(path: Path, level: str, findings: list[Finding]):
     """A KRaft snapshot or ``bootstrap.checkpoint``: framing, CRCs (and records when deep) of
     its batches; it has no index and its batches need not start at the name's offset."""
-    from seglog_cli.storage.verify_segment import SegmentVerifier  # verify_segment imports nothing from here
+    from seglog_cli.storage.verify.verify_segment import SegmentVerifier  # verify_segment imports nothing from here
 
     own: list[Finding] = []
     summary = SegmentVerifier(LogSegment(path, 0), own, active=True, level=level, indexes=False).run()

@@ -14,17 +14,17 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from seglog_cli.storage.batches import LogScan
-from seglog_cli.storage.control import parse_control_record
-from seglog_cli.storage.errors import SeglogError, UnreadableInputError
-from seglog_cli.storage.findings import Code, Finding, Severity
-from seglog_cli.storage.indexes import TransactionIndex
-from seglog_cli.storage.naming import parse_partition_dir_name, parse_segment_file_name
-from seglog_cli.storage.partition_log import PartitionLog
-from seglog_cli.storage.records import read_records
-from seglog_cli.storage.snapshots import read_snapshot
-from seglog_cli.storage.verify_files import read_text_file, verify_batch_file
-from seglog_cli.storage.verify_segment import SHALLOW, SegmentSummary, SegmentVerifier, TxnEvent
+from seglog_cli.storage.log.batches import LogScan
+from seglog_cli.storage.log.control import parse_control_record
+from seglog_cli.storage.log.errors import SeglogError, UnreadableInputError
+from seglog_cli.storage.log.findings import Code, Finding, Severity
+from seglog_cli.storage.log.indexes import TransactionIndex
+from seglog_cli.storage.log.naming import parse_partition_dir_name, parse_segment_file_name
+from seglog_cli.storage.log.partition_log import PartitionLog
+from seglog_cli.storage.log.records import read_records
+from seglog_cli.storage.log.snapshots import read_snapshot
+from seglog_cli.storage.verify.verify_files import read_text_file, verify_batch_file
+from seglog_cli.storage.verify.verify_segment import SHALLOW, SegmentSummary, SegmentVerifier, TxnEvent
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 JOURNAL_POINTER = ".seglog-journal"  # journal.POINTER (not imported: verify stays off the write path)
@@ -122,7 +122,7 @@ def _rebuilt_at_start_up(log: PartitionLog, findings: list[Finding]) -> None:
     checkpoint = log_dir / "recovery-point-offset-checkpoint"
     if log.name is None or (log_dir / ".kafka_cleanshutdown").exists() or not checkpoint.is_file():
         return
-    from seglog_cli.storage.checkpoints import TopicPartition, read_offset_checkpoint
+    from seglog_cli.storage.log.checkpoints import TopicPartition, read_offset_checkpoint
     try:
         point = read_offset_checkpoint(checkpoint).get(TopicPartition(log.topic, log.partition), 0)
     except SeglogError:
@@ -227,7 +227,7 @@ def _log_start_offset(log: PartitionLog) -> int:
     path = log.path.parent / "log-start-offset-checkpoint"
     if log.name is None or not path.is_file():
         return 0
-    from seglog_cli.storage.checkpoints import TopicPartition, read_offset_checkpoint
+    from seglog_cli.storage.log.checkpoints import TopicPartition, read_offset_checkpoint
     try:
         return read_offset_checkpoint(path).get(TopicPartition(log.topic, log.partition), 0)
     except SeglogError:

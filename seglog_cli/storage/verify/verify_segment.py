@@ -15,17 +15,17 @@ from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seglog_cli.storage import native
-from seglog_cli.storage.batches import INT32_MAX, BatchHeader, LogScan, VerifyRun, read_batch_header, wrap_int64
-from seglog_cli.storage.codecs import decompress
-from seglog_cli.storage.control import parse_control_record
-from seglog_cli.storage.errors import DecodeError, SeglogError
-from seglog_cli.storage.files import MappedFile
-from seglog_cli.storage.findings import Code, Finding, Severity
-from seglog_cli.storage.naming import parse_segment_file_name
-from seglog_cli.storage.index_checks import NO_INDEX, IndexChecker, TimeIndexChecker
-from seglog_cli.storage.records import read_records
-from seglog_cli.storage.segments import LogSegment
+from seglog_cli.storage.log import native
+from seglog_cli.storage.log.batches import INT32_MAX, BatchHeader, LogScan, VerifyRun, read_batch_header, wrap_int64
+from seglog_cli.storage.log.codecs import decompress
+from seglog_cli.storage.log.control import parse_control_record
+from seglog_cli.storage.log.errors import DecodeError, SeglogError
+from seglog_cli.storage.log.files import MappedFile
+from seglog_cli.storage.log.findings import Code, Finding, Severity
+from seglog_cli.storage.log.naming import parse_segment_file_name
+from seglog_cli.storage.verify.index_checks import NO_INDEX, IndexChecker, TimeIndexChecker
+from seglog_cli.storage.log.records import read_records
+from seglog_cli.storage.log.segments import LogSegment
 
 SHALLOW, DEEP = "shallow", "deep"
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO

@@ -31,21 +31,21 @@ import bisect
 from dataclasses import dataclass
 from pathlib import Path
 
-from seglog_cli.storage.batches import LogScan
-from seglog_cli.storage.checkpoints import EpochEntry, read_leader_epoch_checkpoint, read_partition_metadata
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.findings import Code, Finding, Severity
-from seglog_cli.storage.partition_log import PartitionLog
-from seglog_cli.storage.remote_layout import (
+from seglog_cli.storage.log.batches import LogScan
+from seglog_cli.storage.log.checkpoints import EpochEntry, read_leader_epoch_checkpoint, read_partition_metadata
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.findings import Code, Finding, Severity
+from seglog_cli.storage.log.partition_log import PartitionLog
+from seglog_cli.storage.log.remote_layout import (
     LEADER_EPOCH_CHECKPOINT,
     SEGMENT,
     RemoteFileset,
     group_filesets,
 )
-from seglog_cli.storage.remote_segments import COPY_SEGMENT_FINISHED, RemoteSegments
-from seglog_cli.storage.segments import LogSegment
-from seglog_cli.storage.verify_partition import PartitionReport, epochs_increasing, finding_order, verify_partition_log
-from seglog_cli.storage.verify_segment import SHALLOW, SegmentSummary
+from seglog_cli.storage.tiered.remote_segments import COPY_SEGMENT_FINISHED, RemoteSegments
+from seglog_cli.storage.log.segments import LogSegment
+from seglog_cli.storage.verify.verify_partition import PartitionReport, epochs_increasing, finding_order, verify_partition_log
+from seglog_cli.storage.verify.verify_segment import SHALLOW, SegmentSummary
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 _REPLACED = (Code.OFFSET_GAP, Code.OVERLAPPING_SEGMENTS)  # judged here with tiered storage's rules

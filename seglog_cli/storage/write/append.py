@@ -20,7 +20,7 @@ One produce request per batch, as on the leader (``UnifiedLog.appendAsLeader``):
   log dir's recovery point brought up to date.
 
 Everything is computed first (:func:`plan_append`, nothing written) and applied by
-:func:`apply_append` through the write protocol (:mod:`seglog_cli.storage.write_session`), in an order where a
+:func:`apply_append` through the write protocol (:mod:`seglog_cli.storage.write.write_session`), in an order where a
 crash at any step leaves a directory Kafka loads as it is: the leader-epoch-checkpoint first (an
 epoch starting at the log end offset is what a new leader writes), then the ``.log`` bytes (one
 write and an fsync per segment), then indexes, snapshots and ``.txnindex``, the recovery point
@@ -37,25 +37,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from seglog_cli.storage.batches import LogScan, read_batch_header
-from seglog_cli.storage.builder import NewRecord, build_batch, build_end_txn_marker
-from seglog_cli.storage.checkpoints import (EpochEntry, PartitionMetadata, TopicPartition, format_leader_epoch_checkpoint,
+from seglog_cli.storage.log.batches import LogScan, read_batch_header
+from seglog_cli.storage.write.builder import NewRecord, build_batch, build_end_txn_marker
+from seglog_cli.storage.log.checkpoints import (EpochEntry, PartitionMetadata, TopicPartition, format_leader_epoch_checkpoint,
                                             format_offset_checkpoint, format_partition_metadata,
                                             read_leader_epoch_checkpoint, read_offset_checkpoint)
-from seglog_cli.storage.codecs import CODEC_NAMES
-from seglog_cli.storage.durable import Spool, SpoolRange, Tally
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.log_dir_files import CLEAN_SHUTDOWN, RECOVERY_POINT_CHECKPOINT
-from seglog_cli.storage.indexes import ABORTED_TXN
-from seglog_cli.storage.naming import format_offset, parse_partition_dir_name, parse_segment_file_name
-from seglog_cli.storage.partition_log import PartitionLog
-from seglog_cli.storage.producer_state import (ProducerStateManager, read_end_txn_marker, rebuild_producer_state)
-from seglog_cli.storage.rebuild_index import RebuildError, recover_indexes
-from seglog_cli.storage.writer import OFFSET_ENTRY, TIME_ENTRY, SegmentIndexer
-from seglog_cli.storage.journal import FileStep
-from seglog_cli.storage.write_session import WriteSession, plan_directories, take_fingerprint
-from seglog_cli.storage.snapshots import increment_sequence
-from seglog_cli.storage.topic_config import TopicConfig
+from seglog_cli.storage.log.codecs import CODEC_NAMES
+from seglog_cli.storage.write.durable import Spool, SpoolRange, Tally
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.log_dir_files import CLEAN_SHUTDOWN, RECOVERY_POINT_CHECKPOINT
+from seglog_cli.storage.log.indexes import ABORTED_TXN
+from seglog_cli.storage.log.naming import format_offset, parse_partition_dir_name, parse_segment_file_name
+from seglog_cli.storage.log.partition_log import PartitionLog
+from seglog_cli.storage.log.producer_state import (ProducerStateManager, read_end_txn_marker, rebuild_producer_state)
+from seglog_cli.storage.write.rebuild_index import RebuildError, recover_indexes
+from seglog_cli.storage.write.writer import OFFSET_ENTRY, TIME_ENTRY, SegmentIndexer
+from seglog_cli.storage.write.journal import FileStep
+from seglog_cli.storage.write.write_session import WriteSession, plan_directories, take_fingerprint
+from seglog_cli.storage.log.snapshots import increment_sequence
+from seglog_cli.storage.config.topic_config import TopicConfig
 
 INT32_MAX = 2**31 - 1
 NO_TIMESTAMP = -1
@@ -115,7 +115,7 @@ class PlannedBatch:
 @dataclass
 class FileWrite:
     """One step of the plan: ``op`` is "append" (to a .log or .txnindex) or "replace". ``data``:
-    bytes, or for a ``.log`` its part of the :class:`~seglog_cli.storage.durable.Spool` (or
+    bytes, or for a ``.log`` its part of the :class:`~seglog_cli.storage.write.durable.Spool` (or
     ``Tally``) the plan was made with."""
 
     op: str
@@ -293,7 +293,7 @@ def plan_append(partition_dir: str | Path, batches: Iterable[Sequence[NewRecord]
     """What appending ``batches`` (one produce request each) to ``partition_dir`` writes.
 
     ``spool``: where each segment's new ``.log`` bytes go as they are made. None keeps them in
-    memory; a :class:`~seglog_cli.storage.durable.Spool` (``WriteSession.spool()``) streams them
+    memory; a :class:`~seglog_cli.storage.write.durable.Spool` (``WriteSession.spool()``) streams them
     to an unnamed scratch file of the backup root, so memory stays flat however many records
     come; a ``Tally`` keeps only their count (a plan that is only shown: it cannot be applied)."""
     directory = Path(partition_dir).absolute()
@@ -414,7 +414,7 @@ def _encode(records: Sequence[NewRecord], base_offset: int, codec: int, timestam
         _check_timestamps(stamped, base_offset, now, config)
     fields = producer.next_batch(len(stamped), base_offset)
     if timestamp_type == LOG_APPEND_TIME:
-        from seglog_cli.storage.batches import LOG_APPEND_TIME as LAT
+        from seglog_cli.storage.log.batches import LOG_APPEND_TIME as LAT
 
         return build_batch(stamped, base_offset=base_offset, compression=codec, timestamp_type=LAT,
                            log_append_time=now, partition_leader_epoch=epoch, **fields)

@@ -23,7 +23,7 @@ import stat
 import sys
 from pathlib import Path
 
-from seglog_cli.storage.errors import CannotWriteError  # defined there, so status.py need not import this module
+from seglog_cli.storage.log.errors import CannotWriteError  # defined there, so status.py need not import this module
 
 FAULT_ENV = "SEGLOG_FAULT_AT"
 TRACE_ENV = "SEGLOG_FAULT_TRACE"
@@ -261,7 +261,7 @@ class Spool:
     steps write them out: ``O_TMPFILE`` (or a file unlinked as soon as it is made), so nothing
     is left behind whenever the process ends, killed or not. Written once, in order
     (:meth:`write`); :meth:`range` is a part of it that a
-    :class:`~seglog_cli.storage.journal.FileStep` takes as its ``data``. The file is made only
+    :class:`~seglog_cli.storage.write.journal.FileStep` takes as its ``data``. The file is made only
     when more than ``BUFFER`` bytes come."""
 
     BUFFER = 4 << 20

@@ -2,7 +2,7 @@
 
 A writing command (recover, rebuild-index, append, simulate-retention --apply, undo) runs as
 
-1. :class:`WriteSession` takes every log dir's ``.lock`` (:class:`~seglog_cli.storage.safety.LogDirLock`)
+1. :class:`WriteSession` takes every log dir's ``.lock`` (:class:`~seglog_cli.storage.write.safety.LogDirLock`)
    and first finishes whatever an interrupted seglog run left there (:func:`recover_pending`);
 2. the command plans under the lock, as a list of :class:`FileStep` (paths anywhere in the log
    dir: its own files and its partition directories');
@@ -39,10 +39,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from seglog_cli.storage.durable import (CannotWriteError, SpoolRange, Tree, describe_os_error, fault_point,
+from seglog_cli.storage.write.durable import (CannotWriteError, SpoolRange, Tree, describe_os_error, fault_point,
                                        read_chunks)
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.safety import BackupError, relative_to_log_dir
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.write.safety import BackupError, relative_to_log_dir
 
 POINTER = ".seglog-journal"
 MANIFEST = "manifest.json"
@@ -57,7 +57,7 @@ class JournalError(SeglogError):
 @dataclass
 class FileStep:
     """One change to a file of a log dir. ``op``: ``write`` (the whole file: ``data``, bytes or
-    a :class:`~seglog_cli.storage.durable.SpoolRange`, or the bytes of the file ``source``),
+    a :class:`~seglog_cli.storage.write.durable.SpoolRange`, or the bytes of the file ``source``),
     ``append`` (``data`` or ``source``), ``truncate`` (to
     ``size``), ``remove``, ``rename`` (to ``target``), ``mkdir``, ``rmdir``.
 

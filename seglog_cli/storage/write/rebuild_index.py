@@ -16,7 +16,7 @@
 
 seglog plans first: each index file is compared with what recovery would write, and only the
 files that differ are rewritten on :func:`apply_rebuild` (through the write protocol of
-:mod:`seglog_cli.storage.write_session`, the originals kept in the backup). A segment whose ``.log`` is not valid to its end is refused: the
+:mod:`seglog_cli.storage.write.write_session`, the originals kept in the backup). A segment whose ``.log`` is not valid to its end is refused: the
 bytes after the last valid batch are what ``seglog recover`` is for.
 
 The walk keeps one offset and one time index in memory as packed bytes (at most
@@ -29,19 +29,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from seglog_cli.storage import native
-from seglog_cli.storage.batches import LogScan
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.files import NOT_A_FILE_DIRECTORY, MappedFile, is_present, regular_file_problem
-from seglog_cli.storage.indexes import ABORTED_TXN
-from seglog_cli.storage.naming import OFFSET_OUT_OF_RANGE, offset_out_of_range, parse_segment_file_name
-from seglog_cli.storage.producer_state import rebuild_producer_state, replay_segment
-from seglog_cli.storage.partition_log import PartitionLog, partition_dirs_under
-from seglog_cli.storage.journal import FileStep
-from seglog_cli.storage.write_session import WriteSession, plan_directories, take_fingerprint
-from seglog_cli.storage.segments import LogSegment
-from seglog_cli.storage.topic_config import TopicConfig, config_for
-from seglog_cli.storage.writer import OFFSET_ENTRY, TIME_ENTRY, SegmentIndexer, WriterError
+from seglog_cli.storage.log import native
+from seglog_cli.storage.log.batches import LogScan
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.files import NOT_A_FILE_DIRECTORY, MappedFile, is_present, regular_file_problem
+from seglog_cli.storage.log.indexes import ABORTED_TXN
+from seglog_cli.storage.log.naming import OFFSET_OUT_OF_RANGE, offset_out_of_range, parse_segment_file_name
+from seglog_cli.storage.log.producer_state import rebuild_producer_state, replay_segment
+from seglog_cli.storage.log.partition_log import PartitionLog, partition_dirs_under
+from seglog_cli.storage.write.journal import FileStep
+from seglog_cli.storage.write.write_session import WriteSession, plan_directories, take_fingerprint
+from seglog_cli.storage.log.segments import LogSegment
+from seglog_cli.storage.config.topic_config import TopicConfig, config_for
+from seglog_cli.storage.write.writer import OFFSET_ENTRY, TIME_ENTRY, SegmentIndexer, WriterError
 
 INT32_MAX = 2**31 - 1
 NO_TIMESTAMP = -1

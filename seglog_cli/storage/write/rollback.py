@@ -20,10 +20,10 @@ import os
 import stat
 from pathlib import Path
 
-from seglog_cli.storage.durable import CannotWriteError, Tree, read_chunks
-from seglog_cli.storage.journal import (POINTER, ROLLED_BACK, FileStep, Journal, JournalError, backup_chunks,
+from seglog_cli.storage.write.durable import CannotWriteError, Tree, read_chunks
+from seglog_cli.storage.write.journal import (POINTER, ROLLED_BACK, FileStep, Journal, JournalError, backup_chunks,
                                         read_manifest)
-from seglog_cli.storage.safety import BackupError
+from seglog_cli.storage.write.safety import BackupError
 
 
 class _Files:

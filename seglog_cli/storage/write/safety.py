@@ -11,7 +11,7 @@
 * :func:`check_backup_root` refuses a backup directory inside a log dir (Kafka takes a log dir
   offline when it finds a directory it cannot parse as a partition).
 
-The write protocol itself (journal, backups, rollback) is in :mod:`seglog_cli.storage.journal`.
+The write protocol itself (journal, backups, rollback) is in :mod:`seglog_cli.storage.write.journal`.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from seglog_cli.storage.durable import CannotWriteError, describe_os_error
-from seglog_cli.storage.errors import LogDirLockedError, SeglogError
-from seglog_cli.storage.naming import parse_partition_dir_name
+from seglog_cli.storage.write.durable import CannotWriteError, describe_os_error
+from seglog_cli.storage.log.errors import LogDirLockedError, SeglogError
+from seglog_cli.storage.log.naming import parse_partition_dir_name
 
 LOCK_FILE = ".lock"
 BACKUP_DIR_NAME = "seglog-backups"

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from seglog_cli.storage.batches import BatchHeader, LogScan
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.files import MappedFile
-from seglog_cli.storage.records import read_records
-from seglog_cli.storage.topic_config import TopicConfig
-from seglog_cli.storage.writer import INT32_MAX, SegmentIndexer
+from seglog_cli.storage.log.batches import BatchHeader, LogScan
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.files import MappedFile
+from seglog_cli.storage.log.records import read_records
+from seglog_cli.storage.config.topic_config import TopicConfig
+from seglog_cli.storage.write.writer import INT32_MAX, SegmentIndexer
 
 READ_BUFFER_BYTES = 1024 * 1024  # appendChunkFromFile's first buffer
 LONG_MIN = -2**63

@@ -2,7 +2,7 @@
 
 :func:`plan_undo` reads the run's manifest (checked: version, checksum, paths inside its log
 dir) and, under the log dir's lock, works out the inverse of every step from the files as they
-are now (:func:`~seglog_cli.storage.rollback.inverse_steps`). It refuses, with one line per file,
+are now (:func:`~seglog_cli.storage.write.rollback.inverse_steps`). It refuses, with one line per file,
 when a file is no longer as the run left it, or when a partition the run touched has files it
 did not leave there (something wrote since): undoing would then throw later writes away.
 ``force`` undoes all the same; nothing is lost even then, because the undo is a run like any
@@ -15,11 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seglog_cli.storage.durable import Tree
-from seglog_cli.storage.journal import PREPARED, ROLLED_BACK, FileStep, read_manifest
-from seglog_cli.storage.rollback import ConflictError, inverse_steps
-from seglog_cli.storage.safety import BackupError, resolve_log_dir
-from seglog_cli.storage.write_session import WriteSession
+from seglog_cli.storage.write.durable import Tree
+from seglog_cli.storage.write.journal import PREPARED, ROLLED_BACK, FileStep, read_manifest
+from seglog_cli.storage.write.rollback import ConflictError, inverse_steps
+from seglog_cli.storage.write.safety import BackupError, resolve_log_dir
+from seglog_cli.storage.write.write_session import WriteSession
 
 
 @dataclass

@@ -20,14 +20,14 @@ import stat
 import sys
 from pathlib import Path
 
-from seglog_cli.storage.checkpoints import TopicPartition, format_offset_checkpoint, parse_offset_checkpoint
-from seglog_cli.storage.durable import CannotWriteError, Spool, Tree, read_chunks
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.journal import FileStep, Journal
-from seglog_cli.storage.log_dir_files import CLEAN_SHUTDOWN, RECOVERY_POINT_CHECKPOINT
-from seglog_cli.storage.naming import parse_partition_dir_name, parse_segment_file_name
-from seglog_cli.storage.rollback import recover_pending, roll_back
-from seglog_cli.storage.safety import (LOCK_FILE, LogDirLock, PlanOutdatedError, check_backup_root,
+from seglog_cli.storage.log.checkpoints import TopicPartition, format_offset_checkpoint, parse_offset_checkpoint
+from seglog_cli.storage.write.durable import CannotWriteError, Spool, Tree, read_chunks
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.write.journal import FileStep, Journal
+from seglog_cli.storage.log.log_dir_files import CLEAN_SHUTDOWN, RECOVERY_POINT_CHECKPOINT
+from seglog_cli.storage.log.naming import parse_partition_dir_name, parse_segment_file_name
+from seglog_cli.storage.write.rollback import recover_pending, roll_back
+from seglog_cli.storage.write.safety import (LOCK_FILE, LogDirLock, PlanOutdatedError, check_backup_root,
                                        default_backup_root, refuse_tiered_storage, resolve_log_dir)
 
 SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")

@@ -18,12 +18,12 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from seglog_cli.storage.batches import V2_HEADER
-from seglog_cli.storage.checkpoints import EpochEntry, write_leader_epoch_checkpoint
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.files import fsync_dir, write_atomically
-from seglog_cli.storage.naming import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, format_offset
-from seglog_cli.storage.snapshots import format_snapshot
+from seglog_cli.storage.log.batches import V2_HEADER
+from seglog_cli.storage.log.checkpoints import EpochEntry, write_leader_epoch_checkpoint
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.files import fsync_dir, write_atomically
+from seglog_cli.storage.log.naming import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, format_offset
+from seglog_cli.storage.log.snapshots import format_snapshot
 
 INT32_MAX = 2**31 - 1
 NO_TIMESTAMP = -1

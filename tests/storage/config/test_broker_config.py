@@ -1,7 +1,7 @@
 """Broker settings as topic config defaults: synonyms, unit precedence, topic keys winning."""
 
-from seglog_cli.storage.broker_config import split_config
-from seglog_cli.storage.topic_config import TOPIC_CONFIG_KEYS, TopicConfig
+from seglog_cli.storage.config.broker_config import split_config
+from seglog_cli.storage.config.topic_config import TOPIC_CONFIG_KEYS, TopicConfig
 
 
 def test_synonyms_units_and_precedence():

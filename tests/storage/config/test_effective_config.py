@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from formats.metadata_records import (
+from seglog_cli.formats.metadata_records import (
     ABORT_TRANSACTION,
     BEGIN_TRANSACTION,
     CONFIG,
@@ -18,16 +18,16 @@ from formats.metadata_records import (
     REMOVE_TOPIC,
     TOPIC,
 )
-from seglog_cli.storage.builder import NewRecord, build_batch
-from seglog_cli.storage.checkpoints import PartitionMetadata, write_partition_metadata
-from seglog_cli.storage.effective_config import (
+from seglog_cli.storage.write.builder import NewRecord, build_batch
+from seglog_cli.storage.log.checkpoints import PartitionMetadata, write_partition_metadata
+from seglog_cli.storage.config.effective_config import (
     ConfigSources,
     compact_only_refusal,
     overrides_from,
     read_metadata_image,
 )
-from seglog_cli.storage.metadata_decoder import uuid_text
-from seglog_cli.storage.topic_config import TopicConfig
+from seglog_cli.storage.serde.metadata_decoder import uuid_text
+from seglog_cli.storage.config.topic_config import TopicConfig
 
 OLD_ID, NEW_ID = bytes(range(16)), bytes(range(16, 32))
 T = 1_795_000_000_000

@@ -10,11 +10,11 @@ import shutil
 import struct
 
 
-from seglog_cli.storage.consumer_lag import (
+from seglog_cli.storage.coordinator.consumer_lag import (
     BELOW_LOG_START, BEYOND_LOG_END, FROM_SEGMENTS, NO_SEGMENTS, NOT_HERE, PartitionEnds,
 )
-from seglog_cli.storage.offsets import read_committed_offsets
-from seglog_cli.storage.writer import PartitionWriter, SegmentConfig
+from seglog_cli.storage.coordinator.offsets import read_committed_offsets
+from seglog_cli.storage.write.writer import PartitionWriter, SegmentConfig
 from tests.conftest import run_seglog
 from tests.coordinator_bytes import batch, offset_commit_key, offset_commit_value
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 import collections
 
 from seglog_cli.render.coordinator_json import offsets_parser
-from seglog_cli.storage.coordinator_log import partition_entries
-from seglog_cli.storage.coordinator_records import (
+from seglog_cli.storage.coordinator.coordinator_log import partition_entries
+from seglog_cli.storage.serde.coordinator_records import (
     GROUP_RECORD_TYPES,
     TRANSACTION_RECORD_TYPES,
     read_coordinator_record,
 )
-from seglog_cli.storage.offsets import read_committed_offsets
+from seglog_cli.storage.coordinator.offsets import read_committed_offsets
 from tests.conftest import requires_corpus
 
 

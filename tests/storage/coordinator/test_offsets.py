@@ -9,9 +9,9 @@ import re
 
 import pytest
 
-from seglog_cli.storage.errors import UnreadableInputError
-from seglog_cli.storage.offsets import read_committed_offsets
-from seglog_cli.storage.writer import PartitionWriter
+from seglog_cli.storage.log.errors import UnreadableInputError
+from seglog_cli.storage.coordinator.offsets import read_committed_offsets
+from seglog_cli.storage.write.writer import PartitionWriter
 from tests.conftest import requires_corpus
 from tests.coordinator_bytes import batch, i16, i32, marker, offset_commit_key, offset_commit_value, s
 

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from seglog_cli.storage.transactions import read_transactions
-from seglog_cli.storage.writer import PartitionWriter
+from seglog_cli.storage.coordinator.transactions import read_transactions
+from seglog_cli.storage.write.writer import PartitionWriter
 from tests.conftest import requires_corpus
 from tests.coordinator_bytes import batch, marker, txn_key, txn_value_v1
 

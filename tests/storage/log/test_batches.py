@@ -10,10 +10,10 @@ import struct
 
 import pytest
 
-from seglog_cli.storage.batches import LogScan
-from seglog_cli.storage.builder import NewRecord, build_batch, build_legacy_entry
-from seglog_cli.storage.files import MappedFile
-from seglog_cli.storage.findings import Code, Severity
+from seglog_cli.storage.log.batches import LogScan
+from seglog_cli.storage.write.builder import NewRecord, build_batch, build_legacy_entry
+from seglog_cli.storage.log.files import MappedFile
+from seglog_cli.storage.log.findings import Code, Severity
 
 
 def _batches(count=5, base=0, records=3):

@@ -20,10 +20,10 @@ from tests.conftest import CORPUS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seglog_cli.storage import checkpoints as cp
-from seglog_cli.storage import log_dir_files as ldf
-from seglog_cli.storage.checkpoints import EpochEntry, PartitionMetadata, TopicPartition
-from seglog_cli.storage.errors import CheckpointError, UnreadableInputError
+from seglog_cli.storage.log import checkpoints as cp
+from seglog_cli.storage.log import log_dir_files as ldf
+from seglog_cli.storage.log.checkpoints import EpochEntry, PartitionMetadata, TopicPartition
+from seglog_cli.storage.log.errors import CheckpointError, UnreadableInputError
 
 KAFKA_DATA = CORPUS / "kafka-4.2.0" / "data"
 PUBLIC = CORPUS / "public"

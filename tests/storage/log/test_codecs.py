@@ -33,7 +33,7 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from seglog_cli.storage.codecs import (
+from seglog_cli.storage.log.codecs import (
     GZIP,
     LZ4,
     NONE,

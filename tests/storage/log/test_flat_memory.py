@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seglog_cli.storage import files, native, rebuild_index
-from seglog_cli.storage.files import MappedFile
-from seglog_cli.storage.recover import plan_recover
+from seglog_cli.storage.log import files, native
+from seglog_cli.storage.write import rebuild_index
+from seglog_cli.storage.log.files import MappedFile
+from seglog_cli.storage.recovery.recover import plan_recover
 
 
 @settings(deadline=None, max_examples=60)
@@ -78,15 +79,15 @@ def test_the_chunked_recovery_walk_plans_what_one_walk_plans(corpus, tmp_path, m
 # -- append's spool ---------------------------------------------------------------------------------
 
 def _append_batches(count: int = 400) -> list[list]:
-    from seglog_cli.storage.builder import NewRecord
+    from seglog_cli.storage.write.builder import NewRecord
 
     return [[NewRecord(b"k%d" % i, b"value %d " % i * (1 + i % 40), timestamp=1_700_000_000_000 + i)]
             for i in range(count)]
 
 
 def _append_plan(directory, spool=None):
-    from seglog_cli.storage.append import AppendOptions, plan_append
-    from seglog_cli.storage.topic_config import TopicConfig
+    from seglog_cli.storage.write.append import AppendOptions, plan_append
+    from seglog_cli.storage.config.topic_config import TopicConfig
 
     options = AppendOptions(compression="none", now_ms=1_700_000_100_000, create=True, topic_id="AAAAAAAAAAAAAAAAAAAAAA",
                             roll_jitter_seed=1)
@@ -98,8 +99,8 @@ def test_an_append_spooled_to_disk_plans_and_writes_the_bytes_of_one_in_memory(t
     bytes of every segment of the plan, one range each, byte for byte what the in-memory plan
     holds; applied, both give the same partition. A plan made with a Tally only counts them and
     cannot be applied."""
-    from seglog_cli.storage.append import AppendError, apply_append
-    from seglog_cli.storage.durable import Spool, SpoolRange, Tally
+    from seglog_cli.storage.write.append import AppendError, apply_append
+    from seglog_cli.storage.write.durable import Spool, SpoolRange, Tally
 
     monkeypatch.setattr(Spool, "BUFFER", 4096)  # through the file, not only the buffer
     (tmp_path / "a").mkdir()
@@ -192,7 +193,7 @@ def test_salvage_of_a_big_segment_keeps_memory_flat(tmp_path, big_segment):
     """The salvaged .log (all but the damaged batch: ~320 MB) is copied from the file itself
     when the step runs, never held in memory; the result verifies clean and undo gives the
     damaged file back."""
-    from seglog_cli.storage.verify import verify
+    from seglog_cli.storage.verify.verify import verify
 
     log_dir, partition = _big_partition(tmp_path, big_segment, "damaged")
     log = partition / "00000000000000000000.log"

@@ -17,7 +17,7 @@ whole ``storage.dump`` event stream) is fed
   gzip members, a time index without its offset index), with a time limit.
 
 The oracle is the same everywhere: parsing succeeds, or raises a
-:class:`~seglog_cli.storage.errors.SeglogError` whose text is one line naming the file. Any other
+:class:`~seglog_cli.storage.log.errors.SeglogError` whose text is one line naming the file. Any other
 exception (IndexError, struct.error, ValueError, MemoryError, RecursionError, ...) escapes and
 fails the test; a parse that takes longer than the hypothesis deadline fails it as a hang.
 """
@@ -39,14 +39,14 @@ from kafka.codec import snappy_encode
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from seglog_cli.storage.batches import LogScan
-from seglog_cli.storage.codecs import DEFAULT_MAX_OUTPUT, DecompressionError, decompress, xxh32
-from seglog_cli.storage.control import parse_control_record
-from seglog_cli.storage.dump import DumpOptions, expand_paths
-from seglog_cli.storage.dump_events import KIND_NAMES, FileStart, Problem
-from seglog_cli.storage.errors import DecodeError, SeglogError
-from seglog_cli.storage.files import MappedFile
-from seglog_cli.storage.records import read_records
+from seglog_cli.storage.log.batches import LogScan
+from seglog_cli.storage.log.codecs import DEFAULT_MAX_OUTPUT, DecompressionError, decompress, xxh32
+from seglog_cli.storage.log.control import parse_control_record
+from seglog_cli.storage.dump.dump import DumpOptions, expand_paths
+from seglog_cli.storage.dump.dump_events import KIND_NAMES, FileStart, Problem
+from seglog_cli.storage.log.errors import DecodeError, SeglogError
+from seglog_cli.storage.log.files import MappedFile
+from seglog_cli.storage.log.records import read_records
 from tests.conftest import CORPUS, requires_corpus
 from tests.fuzz_helpers import (
     CODECS,

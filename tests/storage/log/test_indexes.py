@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seglog_cli.storage.errors import CorruptIndexError, DecodeError
-from seglog_cli.storage.indexes import OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset, TransactionIndex
+from seglog_cli.storage.log.errors import CorruptIndexError, DecodeError
+from seglog_cli.storage.log.indexes import OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset, TransactionIndex
 from tests.conftest import CORPUS, requires_corpus
 
 BASE = 1000
@@ -102,7 +102,7 @@ def test_transaction_index(tmp_path):
 
 @requires_corpus
 def test_every_broker_index_entry_points_at_a_batch_ending_at_its_offset():
-    from seglog_cli.storage.segments import LogSegment
+    from seglog_cli.storage.log.segments import LogSegment
 
     checked = 0
     for index_path in sorted((CORPUS / "kafka-4.2.0" / "data").glob("*/*.index")):

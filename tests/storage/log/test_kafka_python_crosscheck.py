@@ -35,7 +35,7 @@ from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 from kafka.record.util import calc_crc32c
 
-from seglog_cli.storage.builder import (
+from seglog_cli.storage.write.builder import (
     NewRecord,
     build_batch,
     build_end_txn_marker,
@@ -43,7 +43,7 @@ from seglog_cli.storage.builder import (
     build_legacy_wrapper,
 )
 from tests.conftest import CORPUS, CORPUS_MISSING, run_seglog
-from tests.storage.test_codecs import Lz4Xxhash, payload
+from tests.storage.log.test_codecs import Lz4Xxhash, payload
 
 SEGMENT = "00000000000000000000.log"
 CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}

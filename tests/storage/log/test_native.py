@@ -14,13 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seglog_cli.render.text import TextDumpRenderer, batch_line
-from seglog_cli.storage import native
-from seglog_cli.storage.batches import BatchHeader, LogScan
-from seglog_cli.storage.builder import NewRecord, build_batch, build_legacy_entry, build_legacy_wrapper
-from seglog_cli.storage.codecs import decompress
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.files import MappedFile
-from seglog_cli.storage.records import Record, read_records
+from seglog_cli.storage.log import native
+from seglog_cli.storage.log.batches import BatchHeader, LogScan
+from seglog_cli.storage.write.builder import NewRecord, build_batch, build_legacy_entry, build_legacy_wrapper
+from seglog_cli.storage.log.codecs import decompress
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.files import MappedFile
+from seglog_cli.storage.log.records import Record, read_records
 from tests.conftest import CORPUS, requires_corpus
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="the compiled module is not built")
@@ -134,7 +134,7 @@ def _render(path) -> bytes:
     """The dump's text output (batch lines, deep, deep with a range) through each path."""
     import io
 
-    from seglog_cli.storage.dump import DumpOptions, dump
+    from seglog_cli.storage.dump.dump import DumpOptions, dump
 
     out = []
     for options in (DumpOptions(), DumpOptions(deep_iteration=True), DumpOptions(deep_iteration=True, from_offset=1)):

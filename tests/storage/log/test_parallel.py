@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from seglog_cli.storage.parallel import WorkerError, parallel_map
+from seglog_cli.storage.log.parallel import WorkerError, parallel_map
 
 
 def _child_takes_part():

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from seglog_cli.storage.batches import LogScan
-from seglog_cli.storage.builder import NewRecord, build_batch
-from seglog_cli.storage.naming import (
+from seglog_cli.storage.log.batches import LogScan
+from seglog_cli.storage.write.builder import NewRecord, build_batch
+from seglog_cli.storage.log.naming import (
     format_offset,
     parse_kraft_snapshot_name,
     parse_partition_dir_name,
     parse_segment_file_name,
 )
-from seglog_cli.storage.partition_log import LogDir, PartitionLog, looks_like_partition_dir
-from seglog_cli.storage.records import read_records
-from seglog_cli.storage.writer import SegmentConfig, SegmentWriter
+from seglog_cli.storage.log.partition_log import LogDir, PartitionLog, looks_like_partition_dir
+from seglog_cli.storage.log.records import read_records
+from seglog_cli.storage.write.writer import SegmentConfig, SegmentWriter
 from tests.conftest import CORPUS, requires_corpus
 
 
@@ -106,7 +106,7 @@ def test_corpus_partition_reads_like_the_broker_left_it():
 def test_a_tree_named_like_a_partition_is_searched_not_taken(tmp_path):
     """``repo-2/`` holding ``data/t-0/`` is a tree (a copied repository), not partition 2 of
     topic ``repo``: only ``t-0`` is a partition."""
-    from seglog_cli.storage.partition_log import find_kafka_dirs, is_log_dir, looks_like_partition_dir
+    from seglog_cli.storage.log.partition_log import find_kafka_dirs, is_log_dir, looks_like_partition_dir
 
     partition = tmp_path / "repo-2" / "data" / "t-0"
     partition.mkdir(parents=True)
@@ -120,7 +120,7 @@ def test_a_directory_of_notes_and_build_logs_is_no_partition(tmp_path):
     """Only ``<offset>.log`` / ``<offset>.snapshot`` make a directory a partition: a home or
     notes directory holding ``build.log`` is searched (and holds no Kafka data), while a
     partition dir keeps being one with a stray ``notes.log`` beside its segments."""
-    from seglog_cli.storage.partition_log import partition_dirs_under
+    from seglog_cli.storage.log.partition_log import partition_dirs_under
 
     notes = tmp_path / "notes"
     notes.mkdir()

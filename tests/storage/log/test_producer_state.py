@@ -12,21 +12,21 @@ import struct
 
 import pytest
 
-from seglog_cli.storage.batches import LogScan
-from seglog_cli.storage.builder import NewRecord, build_batch, build_end_txn_marker
-from seglog_cli.storage.files import MappedFile
-from seglog_cli.storage.indexes import AbortedTxn
-from seglog_cli.storage.naming import format_offset, parse_segment_file_name
-from seglog_cli.storage.partition_log import PartitionLog
-from seglog_cli.storage.producer_state import (
+from seglog_cli.storage.log.batches import LogScan
+from seglog_cli.storage.write.builder import NewRecord, build_batch, build_end_txn_marker
+from seglog_cli.storage.log.files import MappedFile
+from seglog_cli.storage.log.indexes import AbortedTxn
+from seglog_cli.storage.log.naming import format_offset, parse_segment_file_name
+from seglog_cli.storage.log.partition_log import PartitionLog
+from seglog_cli.storage.log.producer_state import (
     CompletedTxn,
     EndTransactionMarker,
     ProducerStateManager,
     rebuild_producer_state,
     replay_segment,
 )
-from seglog_cli.storage.segments import LogSegment
-from seglog_cli.storage.snapshots import BatchMetadata, ProducerStateEntry, format_snapshot, read_snapshot
+from seglog_cli.storage.log.segments import LogSegment
+from seglog_cli.storage.log.snapshots import BatchMetadata, ProducerStateEntry, format_snapshot, read_snapshot
 from tests.conftest import CORPUS, CORPUS_MISSING, requires_corpus
 
 T0 = 1_700_000_000_000

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from seglog_cli.storage.naming import parse_partition_dir_name
-from seglog_cli.storage.remote_layout import (
+from seglog_cli.storage.log.naming import parse_partition_dir_name
+from seglog_cli.storage.log.remote_layout import (
     group_filesets,
     parse_remote_file_name,
     parse_remote_partition_dir_name,
@@ -16,7 +16,7 @@ from seglog_cli.storage.remote_layout import (
     uuid_bytes,
     uuid_text,
 )
-from seglog_cli.storage.remote_segments import read_remote_segments
+from seglog_cli.storage.tiered.remote_segments import read_remote_segments
 
 
 def test_partition_dir_names():

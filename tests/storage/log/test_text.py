@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from seglog_cli.storage.text import java_utf8
+from seglog_cli.storage.log.text import java_utf8
 
 R = "\ufffd"
 

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from seglog_cli.storage.checkpoints import TopicPartition, read_offset_checkpoint
-from seglog_cli.storage.recover import apply_recover, plan_recover
-from seglog_cli.storage.journal import read_manifest
-from seglog_cli.storage.undo import undo
-from seglog_cli.storage.write_session import WriteSession
-from seglog_cli.storage.verify import verify
+from seglog_cli.storage.log.checkpoints import TopicPartition, read_offset_checkpoint
+from seglog_cli.storage.recovery.recover import apply_recover, plan_recover
+from seglog_cli.storage.write.journal import read_manifest
+from seglog_cli.storage.write.undo import undo
+from seglog_cli.storage.write.write_session import WriteSession
+from seglog_cli.storage.verify.verify import verify
 
 CASES = ["a-append-garbage-active-log", "c-delete-oldest-index", "c2-delete-active-index"]
 
@@ -108,7 +108,7 @@ def test_damage_in_an_older_segment_drops_every_later_one(corpus, tmp_path):
 APPLY = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from seglog_cli.storage.recover import apply_recover, plan_recover
+    from seglog_cli.storage.recovery.recover import apply_recover, plan_recover
     apply_recover(plan_recover([Path(sys.argv[1])]), backup_root=sys.argv[2])
 """)
 
@@ -147,8 +147,8 @@ def _damage_6225(data: Path) -> None:
 
 
 def _records(partition: Path) -> list[int]:
-    from seglog_cli.storage.partition_log import PartitionLog
-    from seglog_cli.storage.records import read_records
+    from seglog_cli.storage.log.partition_log import PartitionLog
+    from seglog_cli.storage.log.records import read_records
 
     offsets = []
     for segment in PartitionLog(partition).segments:
@@ -228,8 +228,8 @@ def test_a_partition_without_segments_gets_an_empty_one_at_its_log_start(tmp_pat
 def test_a_torn_last_batch_names_the_offsets_its_header_claims(corpus, tmp_path, mode):
     """A power loss in the middle of the last write: the batch's header survives, its end does
     not. Its offsets were perhaps acknowledged (acks=1): the plan names them as lost."""
-    from seglog_cli.storage.batches import LogScan
-    from seglog_cli.storage.files import MappedFile
+    from seglog_cli.storage.log.batches import LogScan
+    from seglog_cli.storage.log.files import MappedFile
 
     data = _copy(corpus, CASES[1], tmp_path / "data")
     log = data / "plain-0" / "00000000000000008203.log"
@@ -292,7 +292,7 @@ def test_an_overflowed_segment_is_split_as_kafka_splits_it(tmp_path):
     """KAFKA-6264: offsets past base + 2^31 - 1 in one segment. Kafka splits it at the batches
     whose offsets no longer fit, names each piece by its first batch, and recovers the pieces
     on its second load; nothing is lost, and a second run plans nothing."""
-    from seglog_cli.storage.builder import NewRecord, build_batch
+    from seglog_cli.storage.write.builder import NewRecord, build_batch
 
     high = 2**31 + 5
     batches = [build_batch([NewRecord(b"k%d" % i, b"v" * 200, timestamp=1_700_000_000_000 + i)], base_offset=i)
@@ -322,7 +322,7 @@ def test_a_legacy_piece_is_named_by_its_first_inner_message(tmp_path):
     """A compressed v1 wrapper carries its last inner offset; the piece it starts is named by
     its first (``AbstractLegacyRecordBatch.baseOffset``), and a clean shutdown keeps the split's
     own indexes (one entry per appended chunk) because no second recovery runs."""
-    from seglog_cli.storage.builder import NewRecord, build_legacy_entry, build_legacy_wrapper
+    from seglog_cli.storage.write.builder import NewRecord, build_legacy_entry, build_legacy_wrapper
 
     first = 2**31 + 10
     segment = b"".join(build_legacy_entry(i, b"k", b"v" * 100, timestamp=1_600_000_000_000 + i) for i in range(5))

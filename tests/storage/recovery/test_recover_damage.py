@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from seglog_cli.storage.recover import plan_recover
+from seglog_cli.storage.recovery.recover import plan_recover
 
 SEGMENTS = ["00000000000000000000", "00000000000000002071", "00000000000000004138", "00000000000000006225"]
 

@@ -17,14 +17,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from seglog_cli.storage import native
-from seglog_cli.storage.builder import NewRecord, build_batch, build_end_txn_marker
-from seglog_cli.storage.files import MappedFile
-from seglog_cli.storage.naming import format_offset
-from seglog_cli.storage.producer_state import ProducerStateManager, replay_positions, replay_segment
-from seglog_cli.storage.rebuild_index import RebuildError, recover_indexes
-from seglog_cli.storage.segments import LogSegment
-from seglog_cli.storage.topic_config import TopicConfig
+from seglog_cli.storage.log import native
+from seglog_cli.storage.write.builder import NewRecord, build_batch, build_end_txn_marker
+from seglog_cli.storage.log.files import MappedFile
+from seglog_cli.storage.log.naming import format_offset
+from seglog_cli.storage.log.producer_state import ProducerStateManager, replay_positions, replay_segment
+from seglog_cli.storage.write.rebuild_index import RebuildError, recover_indexes
+from seglog_cli.storage.log.segments import LogSegment
+from seglog_cli.storage.config.topic_config import TopicConfig
 from tests.conftest import CORPUS, requires_corpus
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="the compiled module is not built")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from seglog_cli.storage.builder import NewRecord, build_batch
+from seglog_cli.storage.write.builder import NewRecord, build_batch
 
 BATCHES = 2_000_000  # per replica: ~82 bytes each on disk, 41 bytes each in the old arrays
 PEAK_LIMIT_MB = 100  # holding 41 bytes per batch of both replicas would take 2 * 82 MB on its own
@@ -27,7 +27,7 @@ PIECE = 250_000
 
 CHILD = """
 import json, sys
-from seglog_cli.storage.replicas import diff_group
+from seglog_cli.storage.replicas.replicas import diff_group
 group = diff_group([(sys.argv[1], sys.argv[1]), (sys.argv[2], sys.argv[2])])
 (comparison,) = group.comparisons
 peak = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))

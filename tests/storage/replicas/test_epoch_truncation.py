@@ -3,8 +3,8 @@ AbstractFetcherThread.getOffsetTruncationState, Partition.readRecords' diverging
 
 from __future__ import annotations
 
-from seglog_cli.storage.checkpoints import EpochEntry
-from seglog_cli.storage.epoch_truncation import (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, end_offset_for,
+from seglog_cli.storage.log.checkpoints import EpochEntry
+from seglog_cli.storage.replicas.epoch_truncation import (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, end_offset_for,
                                                  loaded_epochs, truncate_from_end, truncate_from_start,
                                                  truncation_offset)
 

@@ -2,7 +2,7 @@
 is planned and repaired (``--apply``) in a child process whose peak RSS stays far below what one
 object per batch would take, and comes out byte for byte the healthy replica.
 
-The replica is the one tests/storage/test_diff_memory.py builds (real v2 batches of one record,
+The replica is the one tests/storage/replicas/test_diff_memory.py builds (real v2 batches of one record,
 CRC-32C computed by the builder). The damaged copy has a flipped bit in one batch near the
 middle and a zeroed stretch of a few batches further on, so the plan walks every batch of both
 segments and takes HEALTHY's bytes for two ranges.
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.storage.test_diff_memory import _write_replica
+from tests.storage.replicas.test_diff_memory import _write_replica
 
 BATCHES = 2_000_000  # ~82 bytes each on disk; one Python object per batch takes well over 100 bytes
 # holding one object per batch of both segments took 1278 MB here (plan and --apply); without:

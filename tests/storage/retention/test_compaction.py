@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from kafka.record import MemoryRecords
 
-from seglog_cli.storage.append import AppendOptions, ProducerOptions, apply_append, plan_append
-from seglog_cli.storage.builder import NewRecord
-from seglog_cli.storage.compaction import plan_compaction
-from seglog_cli.storage.retention import read_partition_state
-from seglog_cli.storage.topic_config import TopicConfig
+from seglog_cli.storage.write.append import AppendOptions, ProducerOptions, apply_append, plan_append
+from seglog_cli.storage.write.builder import NewRecord
+from seglog_cli.storage.retention.compaction import plan_compaction
+from seglog_cli.storage.retention.retention import read_partition_state
+from seglog_cli.storage.config.topic_config import TopicConfig
 
 COMPACT = TopicConfig(cleanup_policy="compact")
 DAY = 86_400_000

@@ -12,9 +12,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seglog_cli.storage.retention import PartitionState, SegmentFacts, plan_retention, read_partition_state
-from seglog_cli.storage.retention_timeline import DELETED, DUE, GONE, KEPT, build_timeline
-from seglog_cli.storage.topic_config import TopicConfig
+from seglog_cli.storage.retention.retention import PartitionState, SegmentFacts, plan_retention, read_partition_state
+from seglog_cli.storage.retention.retention_timeline import DELETED, DUE, GONE, KEPT, build_timeline
+from seglog_cli.storage.config.topic_config import TopicConfig
 
 NOW = 1_800_000_000_000
 
@@ -217,7 +217,7 @@ def test_timeline_phases_follow_check_interval_and_delete_delay():
 
 
 def test_every_corpus_partition_with_several_segments_matches_the_oracle(corpus):
-    from seglog_cli.storage.partition_log import partition_dirs_under
+    from seglog_cli.storage.log.partition_log import partition_dirs_under
 
     partitions = [p for p in partition_dirs_under(corpus) if len(list(p.glob("*.log"))) >= 3
                   and not p.name.startswith("__cluster_metadata")]

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seglog_cli.storage.append import AppendOptions, apply_append, plan_append
-from seglog_cli.storage.builder import NewRecord
-from seglog_cli.storage.partition_log import PartitionLog
-from seglog_cli.storage.retention_model import ModelError, Producer, model_retention, model_roll
-from seglog_cli.storage.topic_config import TopicConfig
+from seglog_cli.storage.write.append import AppendOptions, apply_append, plan_append
+from seglog_cli.storage.write.builder import NewRecord
+from seglog_cli.storage.log.partition_log import PartitionLog
+from seglog_cli.storage.retention.retention_model import ModelError, Producer, model_retention, model_roll
+from seglog_cli.storage.config.topic_config import TopicConfig
 
 MINUTE = 60_000
 STRIMZI = TopicConfig(segment_bytes=16384, retention_ms=600_000, file_delete_delay_ms=60_000)

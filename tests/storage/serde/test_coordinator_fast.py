@@ -1,4 +1,4 @@
-"""The hand-written offset-commit readers (seglog_cli/storage/coordinator_fast.py) against the
+"""The hand-written offset-commit readers (seglog_cli/storage/serde/coordinator_fast.py) against the
 declarative schemas: records built with the layer's build side decode identically through both,
 and bytes the fast readers are not sure of go to the schemas, so Kafka's error texts stay."""
 
@@ -11,10 +11,10 @@ from unittest import mock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from formats import group_coordinator as gc
+from seglog_cli.formats import group_coordinator as gc
 from seglog_cli.render.coordinator_json import CoordinatorRecordParser, offsets_parser
-from seglog_cli.storage import coordinator_records
-from seglog_cli.storage.coordinator_fast import (
+from seglog_cli.storage.serde import coordinator_records
+from seglog_cli.storage.serde.coordinator_fast import (
     read_consumer_assignment,
     read_consumer_subscription,
     read_group_key,
@@ -23,14 +23,14 @@ from seglog_cli.storage.coordinator_fast import (
     read_offset_commit_key,
     read_offset_commit_value,
 )
-from seglog_cli.storage.coordinator_records import (
+from seglog_cli.storage.serde.coordinator_records import (
     GROUP_RECORD_TYPES,
     CoordinatorRecordError,
     read_coordinator_record,
     read_message,
 )
-from seglog_cli.storage.coordinator_log import partition_entries
-from seglog_cli.storage.records import Record
+from seglog_cli.storage.coordinator.coordinator_log import partition_entries
+from seglog_cli.storage.log.records import Record
 from tests.conftest import requires_corpus
 
 # the same schemas in new (key, value) tuples: the fast readers serve only the table's own pairs

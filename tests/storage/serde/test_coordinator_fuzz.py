@@ -8,15 +8,15 @@ import struct
 
 from hypothesis import given, settings, strategies as st
 
-from formats import group_coordinator, transaction_log
+from seglog_cli.formats import group_coordinator, transaction_log
 from seglog_cli.render.coordinator_json import offsets_parser, transaction_log_parser
-from seglog_cli.storage.coordinator_records import (
+from seglog_cli.storage.serde.coordinator_records import (
     GROUP_RECORD_TYPES,
     TRANSACTION_RECORD_TYPES,
     CoordinatorRecordError,
     read_coordinator_record,
 )
-from seglog_cli.storage.records import Record
+from seglog_cli.storage.log.records import Record
 
 FUZZ = settings(max_examples=300, deadline=2000)
 TYPES = sorted(group_coordinator.RECORD_TYPES) + [-1, 17, 32767]
@@ -86,7 +86,7 @@ def test_every_value_schema_from_any_bytes(data, version):
        value=VALUES)
 def test_share_state_records_from_any_bytes(key, value):
     from seglog_cli.render.coordinator_json import share_group_state_fields, share_group_state_parser
-    from seglog_cli.storage.coordinator_records import SHARE_RECORD_TYPES
+    from seglog_cli.storage.serde.coordinator_records import SHARE_RECORD_TYPES
 
     _decode(key, value, SHARE_RECORD_TYPES)
     record = Record(7, 0, 0, key, value, (), 0, 0)
@@ -101,7 +101,7 @@ def test_share_state_records_from_any_bytes(key, value):
 
 
 def _rlmm_frames():
-    from formats.varint import encode_unsigned
+    from seglog_cli.formats.varint import encode_unsigned
 
     return st.builds(lambda api_key, version, tail: encode_unsigned(1) + encode_unsigned(api_key)
                      + encode_unsigned(version) + tail,

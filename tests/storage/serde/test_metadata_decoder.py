@@ -9,11 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from formats.metadata_records import RECORD_TYPES
-from seglog_cli.storage.batches import LogScan
-from seglog_cli.storage.files import MappedFile
-from seglog_cli.storage.metadata_decoder import MetadataRecord, MetadataRecordError, decode_metadata_record
-from seglog_cli.storage.records import read_records
+from seglog_cli.formats.metadata_records import RECORD_TYPES
+from seglog_cli.storage.log.batches import LogScan
+from seglog_cli.storage.log.files import MappedFile
+from seglog_cli.storage.serde.metadata_decoder import MetadataRecord, MetadataRecordError, decode_metadata_record
+from seglog_cli.storage.log.records import read_records
 from tests.conftest import CORPUS, requires_corpus
 
 TOPIC_ID = bytes(range(16))

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from seglog_cli.storage.coordinator_records import (
+from seglog_cli.storage.serde.coordinator_records import (
     GROUP_RECORD_TYPES,
     CoordinatorRecordError,
     read_coordinator_record,
 )
-from seglog_cli.storage.metadata_decoder import MetadataRecordError, decode_metadata_record
+from seglog_cli.storage.serde.metadata_decoder import MetadataRecordError, decode_metadata_record
 
 TOPIC_ID = bytes(range(16))
 TOPIC_ID_TEXT = "AAECAwQFBgcICQoLDA0ODw"

@@ -28,13 +28,13 @@ from typing import Callable
 import pytest
 from crc32c import crc32c
 
-from seglog_cli.storage import native
-from seglog_cli.storage.batches import LogScan
-from seglog_cli.storage.builder import NewRecord, build_batch
-from seglog_cli.storage.files import MappedFile
-from seglog_cli.storage.findings import Code, Severity
-from seglog_cli.storage.verify import CLEAN, VerifyOptions, verify
-from seglog_cli.storage.writer import PartitionWriter, SegmentConfig
+from seglog_cli.storage.log import native
+from seglog_cli.storage.log.batches import LogScan
+from seglog_cli.storage.write.builder import NewRecord, build_batch
+from seglog_cli.storage.log.files import MappedFile
+from seglog_cli.storage.log.findings import Code, Severity
+from seglog_cli.storage.verify.verify import CLEAN, VerifyOptions, verify
+from seglog_cli.storage.write.writer import PartitionWriter, SegmentConfig
 from tests.conftest import restore_preallocated
 
 E, W, I = "error", "warning", "info"

@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from seglog_cli.storage import native
-from seglog_cli.storage.verify import VerifyOptions, verify
+from seglog_cli.storage.log import native
+from seglog_cli.storage.verify.verify import VerifyOptions, verify
 from tests.fuzz_helpers import NAMES, damaged_logs, examples, offset_index_for, time_index_for, v2_batch
 
 FUZZ = settings(max_examples=examples(80), deadline=5000,

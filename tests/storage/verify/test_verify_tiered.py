@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from crc32c import crc32c
 
-from seglog_cli.storage.verify import CLEAN, DAMAGE, VerifyOptions, verify
+from seglog_cli.storage.verify.verify import CLEAN, DAMAGE, VerifyOptions, verify
 
 TIERED = "kafka-4.2.0/tiered"
 TOPIC_ID = "NgDFhHPYTFCyTgfmgOxB0w"

@@ -12,10 +12,10 @@ import struct
 
 import pytest
 
-from seglog_cli.storage.builder import NewRecord, build_batch, build_end_txn_marker
-from seglog_cli.storage.findings import Code, Severity
-from seglog_cli.storage.rebuild_index import plan_rebuild
-from seglog_cli.storage.verify import CLEAN, DAMAGE, verify
+from seglog_cli.storage.write.builder import NewRecord, build_batch, build_end_txn_marker
+from seglog_cli.storage.log.findings import Code, Severity
+from seglog_cli.storage.write.rebuild_index import plan_rebuild
+from seglog_cli.storage.verify.verify import CLEAN, DAMAGE, verify
 
 T = 1_700_000_000_000
 

@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 from kafka.record import MemoryRecords
 
-from seglog_cli.storage.append import AppendError, AppendOptions, ProducerOptions, apply_append, plan_append
-from seglog_cli.storage.builder import NewRecord
-from seglog_cli.storage.checkpoints import TopicPartition, read_leader_epoch_checkpoint, read_offset_checkpoint
-from seglog_cli.storage.partition_log import PartitionLog
-from seglog_cli.storage.rebuild_index import plan_rebuild
-from seglog_cli.storage.snapshots import read_snapshot
-from seglog_cli.storage.topic_config import TopicConfig
-from seglog_cli.storage.verify import verify
+from seglog_cli.storage.write.append import AppendError, AppendOptions, ProducerOptions, apply_append, plan_append
+from seglog_cli.storage.write.builder import NewRecord
+from seglog_cli.storage.log.checkpoints import TopicPartition, read_leader_epoch_checkpoint, read_offset_checkpoint
+from seglog_cli.storage.log.partition_log import PartitionLog
+from seglog_cli.storage.write.rebuild_index import plan_rebuild
+from seglog_cli.storage.log.snapshots import read_snapshot
+from seglog_cli.storage.config.topic_config import TopicConfig
+from seglog_cli.storage.verify.verify import verify
 
 T = 1_700_000_000_000
 STRIMZI = TopicConfig(segment_bytes=16384, index_interval_bytes=150, segment_index_bytes=300)
@@ -228,9 +228,9 @@ def test_log_append_time(tmp_path):
 APPLY = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from seglog_cli.storage.append import AppendOptions, ProducerOptions, apply_append, plan_append
-    from seglog_cli.storage.builder import NewRecord
-    from seglog_cli.storage.topic_config import TopicConfig
+    from seglog_cli.storage.write.append import AppendOptions, ProducerOptions, apply_append, plan_append
+    from seglog_cli.storage.write.builder import NewRecord
+    from seglog_cli.storage.config.topic_config import TopicConfig
     config = TopicConfig(segment_bytes=16384, index_interval_bytes=150, segment_index_bytes=300)
     batches = [[NewRecord(value=b"v" * 120, timestamp=1700000000000 + i)] for i in range(int(sys.argv[2]))]
     plan = plan_append(sys.argv[1], batches, config, AppendOptions(
@@ -264,7 +264,7 @@ def test_a_kill_at_any_write_step_leaves_a_clean_loadable_dir(corpus, tmp_path):
         if done.returncode == 0:
             assert (data / ".kafka_cleanshutdown").exists()
             break
-        from seglog_cli.storage.undo import undo
+        from seglog_cli.storage.write.undo import undo
 
         for manifest in backups.glob("*/manifest.json"):
             undo(manifest.parent)

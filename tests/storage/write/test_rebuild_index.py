@@ -19,16 +19,16 @@ from pathlib import Path
 
 import pytest
 
-from seglog_cli.storage.builder import NewRecord, build_batch
-from seglog_cli.storage.rebuild_index import (CREATE, IDENTICAL, REWRITE, TRIM, RebuildError, apply_rebuild,
+from seglog_cli.storage.write.builder import NewRecord, build_batch
+from seglog_cli.storage.write.rebuild_index import (CREATE, IDENTICAL, REWRITE, TRIM, RebuildError, apply_rebuild,
                                               plan_rebuild)
-from seglog_cli.storage.safety import LogDirLockedError
-from seglog_cli.storage.undo import undo
-from seglog_cli.storage.write_session import WriteSession
-from seglog_cli.storage.segments import LogSegment
-from seglog_cli.storage.topic_config import TopicConfig
-from seglog_cli.storage.verify import CLEAN, verify
-from seglog_cli.storage.writer import SegmentConfig, SegmentWriter
+from seglog_cli.storage.write.safety import LogDirLockedError
+from seglog_cli.storage.write.undo import undo
+from seglog_cli.storage.write.write_session import WriteSession
+from seglog_cli.storage.log.segments import LogSegment
+from seglog_cli.storage.config.topic_config import TopicConfig
+from seglog_cli.storage.verify.verify import CLEAN, verify
+from seglog_cli.storage.write.writer import SegmentConfig, SegmentWriter
 from tests.conftest import restore_preallocated
 
 CASE_C = "kafka-4.2.0/recovery-cases/c-delete-oldest-index"
@@ -218,7 +218,7 @@ def test_a_running_broker_lock_refuses(case_c):
 
 APPLY = textwrap.dedent("""
     import sys
-    from seglog_cli.storage.rebuild_index import apply_rebuild, plan_rebuild
+    from seglog_cli.storage.write.rebuild_index import apply_rebuild, plan_rebuild
     apply_rebuild(plan_rebuild([sys.argv[1]]), backup_root=sys.argv[2])
 """)
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from seglog_cli.storage.durable import CannotWriteError
-from seglog_cli.storage.journal import POINTER, FileStep, read_manifest
-from seglog_cli.storage.partition_log import LogDir
-from seglog_cli.storage.safety import BackupError, PlanOutdatedError, held_log_dir, is_locked
-from seglog_cli.storage.write_session import WriteSession
+from seglog_cli.storage.write.durable import CannotWriteError
+from seglog_cli.storage.write.journal import POINTER, FileStep, read_manifest
+from seglog_cli.storage.log.partition_log import LogDir
+from seglog_cli.storage.write.safety import BackupError, PlanOutdatedError, held_log_dir, is_locked
+from seglog_cli.storage.write.write_session import WriteSession
 from tests.conftest import run_seglog
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "logdir"
@@ -108,7 +108,7 @@ def test_a_symlinked_lock_file_is_refused(log_dir, tmp_path):
 def test_a_plan_made_before_another_write_is_refused(log_dir):
     """A library caller that planned without the lock: applying re-validates every directory the
     plan read, and refuses when anything changed (here: an append landed in between)."""
-    from seglog_cli.storage.recover import apply_recover, plan_recover
+    from seglog_cli.storage.recovery.recover import apply_recover, plan_recover
 
     (log_dir / ".kafka_cleanshutdown").unlink()
     active = sorted((log_dir / "orders-0").glob("*.log"))[-1]
@@ -213,7 +213,7 @@ def test_an_edited_manifest_is_refused(log_dir, tmp_path):
 
 
 def test_a_manifest_naming_paths_outside_its_log_dir_is_refused_even_with_a_good_checksum(log_dir, tmp_path):
-    from seglog_cli.storage.journal import manifest_checksum
+    from seglog_cli.storage.write.journal import manifest_checksum
 
     backup = _appended(log_dir, tmp_path)
     document = json.loads((backup / "manifest.json").read_text())

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from seglog_cli.storage.batches import LogScan
-from seglog_cli.storage.builder import NewRecord, build_batch
-from seglog_cli.storage.files import MappedFile
-from seglog_cli.storage.writer import SegmentConfig, SegmentWriter, WriterError
+from seglog_cli.storage.log.batches import LogScan
+from seglog_cli.storage.write.builder import NewRecord, build_batch
+from seglog_cli.storage.log.files import MappedFile
+from seglog_cli.storage.write.writer import SegmentConfig, SegmentWriter, WriterError
 from tests.conftest import CORPUS, requires_corpus
 
 
@@ -58,7 +58,7 @@ def test_index_entry_only_after_more_than_interval_bytes(tmp_path):
 def test_roll_conditions(tmp_path):
     writer = SegmentWriter(tmp_path, 0, SegmentConfig(segment_bytes=1000, index_interval_bytes=150,
                                                       segment_index_bytes=300))
-    from seglog_cli.storage.writer import describe_v2_message_set
+    from seglog_cli.storage.write.writer import describe_v2_message_set
     info = describe_v2_message_set(_batch(0))
     assert not writer.should_roll(info, now_ms=0)
     writer.size = 900

@@ -51,17 +51,27 @@ Topic configs are the partition's as the broker resolves them: Kafka's defaults 
 < the cluster metadata (__cluster_metadata-0 beside the partition, or --metadata-log) <
 --config-file/--config; the values not at their default are printed with their source.
 
-Example: seglog append --create --value hello --value world /var/lib/kafka/data/orders-0
+Examples:
+  seglog append --create --value hello --value world \\
+      /var/lib/kafka/data/orders-0
+  # a copy of a partition:
+  seglog dump --deep-iteration --format jsonl --payload-encoding base64 \\
+      orders-0 | seglog append --input - --input-format jsonl \\
+      --payload-encoding base64 --create --apply copy/orders-0
 
-Example (a copy of a partition): seglog dump --deep-iteration --format jsonl --payload-encoding base64 orders-0 | seglog append --input - --input-format jsonl --payload-encoding base64 --create --apply copy/orders-0
+A partition a broker would recover first (no clean shutdown, recovery point below the log end) is
+refused with 3: run seglog recover first.
 
-Exit status: 0 written (--apply); 1 planned, nothing written; 2 usage error (bad options,
-configs or input lines); 3 refused, as Kafka would refuse it (a torn tail, a fenced epoch, a
-sequence gap, a batch too large...), nothing written; 4 the input file or the partition
-directory could not be read; 5 a broker holds the log dir's .lock (nothing written); 6 cannot write
-here (read-only file system, permission, disk full, a symlink): the message says what, if anything,
-was changed. A partition a broker would recover first (no clean shutdown, recovery point below
-the log end) is refused with 3: run seglog recover first.
+Exit status:
+- 0: written (--apply)
+- 1: planned, nothing written
+- 2: usage error (bad options, configs or input lines)
+- 3: refused, as Kafka would refuse it (a torn tail, a fenced epoch, a sequence gap, a batch too
+  large...), nothing written
+- 4: the input file or the partition directory could not be read
+- 5: a broker holds the log dir's .lock (nothing written)
+- 6: cannot write here (read-only file system, permission, disk full, a symlink): the message says
+  what, if anything, was changed
 """
 
 

@@ -23,10 +23,15 @@ rejoins (Kafka 4.2's rule: the follower's latest epoch, the leader's end offset 
 records that truncation loses (by producer and time), and checkpoint or index disagreements.
 --export-lost writes the lost records as `seglog dump --deep-iteration --format jsonl` does.
 
-Example: seglog diff broker-1/events-0 broker-2/events-0 broker-3/events-0
+Example:
+  seglog diff broker-1/events-0 broker-2/events-0 broker-3/events-0
 
-Exit status: 0 all replicas agree; 1 only lagging prefixes; 2 usage error; 3 divergence, damage
-or another topic id; 4 an input could not be read.
+Exit status:
+- 0: all replicas agree
+- 1: only lagging prefixes
+- 2: usage error
+- 3: divergence, damage or another topic id
+- 4: an input could not be read
 """
 
 

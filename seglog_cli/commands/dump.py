@@ -21,10 +21,14 @@ directories and whole log dirs (directories expand to their .log segments; see -
 The text output is Kafka 4.2's, line for line; where kafka-dump-log stops at damage, seglog
 prints Kafka's message on stderr and carries on.
 
-Example: seglog dump --deep-iteration --print-data-log /var/lib/kafka/orders-0
+Example:
+  seglog dump --deep-iteration --print-data-log /var/lib/kafka/orders-0
 
-Exit status: 0 dumped; 1 some input is damaged where kafka-dump-log would stop (seglog went on);
-2 usage error; 4 an input could not be read.
+Exit status:
+- 0: dumped
+- 1: some input is damaged where kafka-dump-log would stop (seglog went on)
+- 2: usage error
+- 4: an input could not be read
 """
 
 

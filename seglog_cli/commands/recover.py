@@ -43,14 +43,20 @@ resolves them: Kafka's defaults < --server-config < the cluster metadata (__clus
 beside the partition, or --metadata-log) < --config; the values not at their default are printed
 with their source.
 
-Example: seglog recover --mode kafka /var/lib/kafka/data/orders-0
+Example:
+  seglog recover --mode kafka /var/lib/kafka/data/orders-0
 
-Exit status: 0 nothing to do, or applied; 1 a plan (not applied); 2 usage error; 3 a partition
-was refused (Kafka itself would not load it as recovery does: a damaged segment whose offsets
-overflow its base, an index the configured size cannot hold; the other partitions are planned
-and, with --apply, applied); 4 an input could not be read; 5 a broker holds the log dir's .lock;
-6 cannot write here (read-only file system, permission, disk full, a symlink): the message says
-what, if anything, was changed.
+Exit status:
+- 0: nothing to do, or applied
+- 1: a plan (not applied)
+- 2: usage error
+- 3: a partition was refused (Kafka itself would not load it as recovery does: a damaged segment
+  whose offsets overflow its base, an index the configured size cannot hold; the other partitions
+  are planned and, with --apply, applied)
+- 4: an input could not be read
+- 5: a broker holds the log dir's .lock
+- 6: cannot write here (read-only file system, permission, disk full, a symlink): the message says
+  what, if anything, was changed
 """
 
 

@@ -33,11 +33,17 @@ Without --apply it prints the plan; with --apply it takes DAMAGED's log dir .loc
 plans, journals every step and keeps every replaced byte in seglog-backups/ beside the log dir
 (undo with seglog undo --apply DIR).
 
-Example: seglog repair --from /data/b2/events-0 /data/b1/events-0 --apply
+Example:
+  seglog repair --from /data/b2/events-0 /data/b1/events-0 --apply
 
-Exit status: 0 nothing to repair, or applied; 1 a plan (not applied); 2 usage error; 3 refused
-(divergence, HEALTHY damaged too, another topic id; nothing changed); 4 an input could not be
-read; 5 a broker holds the log dir's .lock; 6 cannot write here.
+Exit status:
+- 0: nothing to repair, or applied
+- 1: a plan (not applied)
+- 2: usage error
+- 3: refused (divergence, HEALTHY damaged too, another topic id; nothing changed)
+- 4: an input could not be read
+- 5: a broker holds the log dir's .lock
+- 6: cannot write here
 """
 
 

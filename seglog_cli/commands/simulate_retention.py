@@ -54,14 +54,19 @@ backup directory with a manifest (undo with seglog undo), under the log dir's .l
 segment/retention configs it tells when segments roll and how long a record stays readable.
 
 Examples:
-  seglog simulate-retention --config retention.ms=600000 --at +10m --at +1h /var/lib/kafka/data/orders-0
+  seglog simulate-retention --config retention.ms=600000 --at +10m --at +1h \\
+      /var/lib/kafka/data/orders-0
   seglog simulate-retention --model --records-per-sec 0.2 --record-size 150 \\
       --config segment.bytes=16384 --config retention.ms=600000
 
-Exit status: 0 nothing would be deleted or removed (or --apply did it, or --model); 1 deletions
-or removals planned; 2 usage error; 3 --apply refused (nothing changed): it would delete by
-retention.ms or retention.bytes from a topic whose cleanup.policy (as the broker has it, without
---config) is compact only; 4 an input could not be read; 5 the log dir is locked.
+Exit status:
+- 0: nothing would be deleted or removed (or --apply did it, or --model)
+- 1: deletions or removals planned
+- 2: usage error
+- 3: --apply refused (nothing changed): it would delete by retention.ms or retention.bytes from a
+  topic whose cleanup.policy (as the broker has it, without --config) is compact only
+- 4: an input could not be read
+- 5: the log dir is locked
 """
 
 

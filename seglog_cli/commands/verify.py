@@ -22,10 +22,15 @@ the framing and CRC of every batch (and the indexes, snapshots and checkpoints a
 --level deep also decodes every record. Damage in the middle of a file does not stop it: it
 resumes at the next valid batch and reports what it skipped.
 
-Example: seglog verify --level deep --jobs 2 /var/lib/kafka/data
+Example:
+  seglog verify --level deep --jobs 2 /var/lib/kafka/data
 
-Exit status: 0 clean (informational findings only); 1 warnings only (what a broker repairs by
-itself, such as a torn tail); 2 usage error; 3 damage found; 4 an input could not be read.
+Exit status:
+- 0: clean (informational findings only)
+- 1: warnings only (what a broker repairs by itself, such as a torn tail)
+- 2: usage error
+- 3: damage found
+- 4: an input could not be read
 """
 
 

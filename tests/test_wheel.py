@@ -38,10 +38,8 @@ def run(*argv, **kwargs) -> subprocess.CompletedProcess:
     return done
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> tuple[Path, Path]:
+def build_and_install(tmp: Path) -> tuple[Path, Path]:
     """(the wheel, the venv it is installed in)."""
-    tmp = tmp_path_factory.mktemp("wheel")
     source = tmp / "src"
     shutil.copytree(REPO, source, ignore=LEFTOVERS, symlinks=True)
     run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", tmp / "dist", source)
@@ -52,8 +50,17 @@ def installed(tmp_path_factory) -> tuple[Path, Path]:
     return wheel, venv
 
 
-def test_the_wheel_holds_only_seglog_named_packages(installed):
-    wheel, _ = installed
+def test_the_installed_wheel(tmp_path):
+    """One test (one build) for the three checks, so that xdist's workers do not each build it."""
+    wheel, venv = build_and_install(tmp_path)
+    elsewhere = tmp_path / "elsewhere"  # an empty working directory: nothing to import from there
+    elsewhere.mkdir()
+    check_contents(wheel)
+    check_imports(venv, elsewhere)
+    check_dump(venv, elsewhere)
+
+
+def check_contents(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         (top_level,) = [n for n in names if n.endswith(".dist-info/top_level.txt")]
@@ -68,20 +75,18 @@ def test_the_wheel_holds_only_seglog_named_packages(installed):
     assert any(n.startswith("seglog_cli/storage/log/_native.") for n in names) == native.available()
 
 
-def test_the_installed_package_imports_from_the_venv(installed, tmp_path):
-    _, venv = installed
+def check_imports(venv: Path, cwd: Path) -> None:
     code = ("import importlib.util, seglog_cli, seglog_cli.api, seglog_cli.formats.record_batch; "
             "print(seglog_cli.__file__); print(seglog_cli.formats.record_batch.__file__); "
             "print(importlib.util.find_spec('formats'))")
-    lines = run(venv / "bin" / "python", "-c", code, cwd=tmp_path).stdout.splitlines()
+    lines = run(venv / "bin" / "python", "-c", code, cwd=cwd).stdout.splitlines()
     assert all(Path(line).is_relative_to(venv) for line in lines[:2]), lines
     assert lines[2] == "None"  # no top-level 'formats' to clash with the PyPI project of that name
 
 
-def test_seglog_dump_of_the_example_from_the_wheel(installed, tmp_path):
-    _, venv = installed
+def check_dump(venv: Path, cwd: Path) -> None:
     argv = ["dump", "--deep-iteration", "--print-data-log", str(EXAMPLE)]
-    from_wheel = run(venv / "bin" / "seglog", *argv, cwd=tmp_path).stdout
+    from_wheel = run(venv / "bin" / "seglog", *argv, cwd=cwd).stdout
     from_checkout = run(sys.executable, "-m", "seglog_cli", *argv, cwd=REPO).stdout
     assert "baseOffset: 0" in from_wheel and "payload:" in from_wheel
     assert from_wheel == from_checkout

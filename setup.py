@@ -1,4 +1,4 @@
-"""Build hook for the optional compiled hot loops (seglog_cli/storage/_native.c).
+"""Build hook for the optional compiled hot loops (seglog_cli/storage/log/_native.c).
 
 All metadata lives in pyproject.toml. The extension is optional: without a C compiler the
 install still succeeds and seglog runs its pure-Python engine (same results, slower).
@@ -9,8 +9,8 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            "seglog_cli.storage._native",
-            sources=["seglog_cli/storage/_native.c"],
+            "seglog_cli.storage.log._native",
+            sources=["seglog_cli/storage/log/_native.c"],
             extra_compile_args=["-O2"],
             optional=True,
         )

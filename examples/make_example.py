@@ -22,16 +22,16 @@ import shutil
 import sys
 from pathlib import Path
 
-from seglog_cli.storage.builder import NewRecord, build_batch
-from seglog_cli.storage.checkpoints import (
+from seglog_cli.storage.write.builder import NewRecord, build_batch
+from seglog_cli.storage.log.checkpoints import (
     PartitionMetadata,
     TopicPartition,
     write_offset_checkpoint,
     write_partition_metadata,
 )
-from seglog_cli.storage.codecs import GZIP, LZ4, NONE, SNAPPY, ZSTD
-from seglog_cli.storage.log_dir_files import write_clean_shutdown
-from seglog_cli.storage.writer import PartitionWriter, SegmentConfig
+from seglog_cli.storage.log.codecs import GZIP, LZ4, NONE, SNAPPY, ZSTD
+from seglog_cli.storage.log.log_dir_files import write_clean_shutdown
+from seglog_cli.storage.write.writer import PartitionWriter, SegmentConfig
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 TOPIC = "orders"

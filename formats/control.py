@@ -34,10 +34,10 @@ from __future__ import annotations
 
 from construct import GreedyBytes, Int16sb, Int32sb, Int64sb, Struct
 
-from formats.protocol import CompactArray, CompactString, TaggedFields, Uint16, Uuid
+from seglog_cli.formats.protocol import CompactArray, CompactString, TaggedFields, Uint16, Uuid
 
 # The type ids and sizes, in formats/layout.py: the engine reads keys and markers with struct
-from formats.layout import (  # noqa: F401 - part of this module's interface
+from seglog_cli.formats.layout import (  # noqa: F401 - part of this module's interface
     ABORT,
     COMMIT,
     CONTROL_KEY_SIZE,

@@ -77,7 +77,7 @@ tagged field seglog leaves out is skipped, as a 4.2 reader skips it.
 
 from __future__ import annotations
 
-from formats.kafka_message import ArrayOf, Field, Message
+from seglog_cli.formats.kafka_message import ArrayOf, Field, Message
 
 F = Field
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from construct import GreedyRange, Int32sb, Int64sb, Struct
 
-from formats import layout
+from seglog_cli.formats import layout
 
 OffsetIndexEntry = Struct(
     "relative_offset" / Int32sb,

@@ -1,8 +1,8 @@
 """Kafka's generated-message encoding, declared field by field (the ``*.json`` message specs).
 
 One layer for every message seglog reads this way: the ``__consumer_offsets`` and
-``__transaction_state`` records (:mod:`formats.group_coordinator`, :mod:`formats.transaction_log`)
-and the KRaft metadata records (:mod:`formats.metadata_records`). A message is a list of fields,
+``__transaction_state`` records (:mod:`seglog_cli.formats.group_coordinator`, :mod:`seglog_cli.formats.transaction_log`)
+and the KRaft metadata records (:mod:`seglog_cli.formats.metadata_records`). A message is a list of fields,
 each with a type and the versions it exists in. For one version the bytes are the present
 fields in declaration order; *flexible* versions (KIP-482) use the compact encodings and end
 every struct with a tagged-field section::
@@ -42,7 +42,7 @@ Absent tagged fields are simply missing from ``tagged_fields``; their default is
 Kafka does. Every construct also builds, writing what Kafka's generated writers write.
 
 This module holds the declarations (plain data); the constructs that read and write them are in
-:mod:`formats.message_constructs`, imported when a message is first parsed or built.
+:mod:`seglog_cli.formats.message_constructs`, imported when a message is first parsed or built.
 """
 
 from __future__ import annotations
@@ -151,21 +151,21 @@ class Message:
         return _in(version, versions(self.flexible))
 
     def struct(self, version: int):
-        """The construct of this message at ``version`` (:func:`formats.message_constructs.struct_for`)."""
-        from formats.message_constructs import struct_for
+        """The construct of this message at ``version`` (:func:`seglog_cli.formats.message_constructs.struct_for`)."""
+        from seglog_cli.formats.message_constructs import struct_for
 
         return struct_for(self.fields, version, self.is_flexible(version))
 
 
 # The readers and writers (construct classes) are in formats/message_constructs.py, imported on the
 # first Message.struct(): a command that holds declarations but parses nothing with them (the
-# offsets command's records are read by seglog_cli/storage/coordinator_fast.py) needs no construct.
+# offsets command's records are read by seglog_cli/storage/serde/coordinator_fast.py) needs no construct.
 _CONSTRUCT_NAMES = frozenset({"KafkaReadError", "PRIMITIVES", "read_unsigned_varint", "struct_for"})
 
 
 def __getattr__(name: str):
     if name in _CONSTRUCT_NAMES:
-        from formats import message_constructs
+        from seglog_cli.formats import message_constructs
 
         return getattr(message_constructs, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -42,8 +42,8 @@ from construct import (
     this,
 )
 
-from formats import layout
-from formats.fields import NullableBytes
+from seglog_cli.formats import layout
+from seglog_cli.formats.fields import NullableBytes
 
 MAGIC_V0 = 0
 MAGIC_V1 = 1

@@ -1,8 +1,8 @@
-"""The constructs that read and write :mod:`formats.kafka_message` declarations, as Kafka's
+"""The constructs that read and write :mod:`seglog_cli.formats.kafka_message` declarations, as Kafka's
 generated readers and writers do (the encoding and the reading rules are in that module's doc).
 
 Apart from the declarations so that holding a message spec does not import construct; a
-message's :meth:`~formats.kafka_message.Message.struct` imports this module.
+message's :meth:`~seglog_cli.formats.kafka_message.Message.struct` imports this module.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from construct import (
     stream_write,
 )
 
-from formats.kafka_message import MAX_STRING_LENGTH, TAGGED, ArrayOf, RawString, RawUuid, java_int
-from formats.varint import encode_unsigned
+from seglog_cli.formats.kafka_message import MAX_STRING_LENGTH, TAGGED, ArrayOf, RawString, RawUuid, java_int
+from seglog_cli.formats.varint import encode_unsigned
 
 
 class KafkaReadError(StreamError):

@@ -7,7 +7,7 @@ Record value frame (Kafka ``AbstractApiMessageSerde``)::
     version        unsigned varint   the record's schema version (at most 32767)
     message        the record's fields at that version (every version is *flexible*: compact
                    strings and arrays, a tagged-field section after each struct; see
-                   :mod:`formats.kafka_message`), and not one byte more
+                   :mod:`seglog_cli.formats.kafka_message`), and not one byte more
 
 Metadata records carry no key. The field lists below follow Kafka's
 ``metadata/src/main/resources/common/metadata/*.json`` (names in snake_case, in schema order,
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from formats.kafka_message import ArrayOf, Field as F, Message, versions
+from seglog_cli.formats.kafka_message import ArrayOf, Field as F, Message, versions
 
 FRAME_VERSION = 1
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from construct import Array, GreedyBytes, Int16sb, Int32sb, Int32ub, Int64sb, Rebuild, Struct, len_, this
 
-from formats import layout
+from seglog_cli.formats import layout
 
 SNAPSHOT_VERSION = 1
 CRC_OFFSET = 2

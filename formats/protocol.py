@@ -28,7 +28,7 @@ from construct import (
     this,
 )
 
-from formats.varint import UnsignedVarInt
+from seglog_cli.formats.varint import UnsignedVarInt
 
 Uuid = Bytes(16)
 Uint16 = Int16ub

@@ -66,9 +66,9 @@ from construct import (
     this,
 )
 
-from formats import layout
-from formats.fields import NullableBytes
-from formats.varint import ZigZagVarInt, ZigZagVarLong
+from seglog_cli.formats import layout
+from seglog_cli.formats.fields import NullableBytes
+from seglog_cli.formats.varint import ZigZagVarInt, ZigZagVarLong
 
 MAGIC_V2 = 2
 

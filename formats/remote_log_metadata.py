@@ -2,7 +2,7 @@
 ``__remote_log_metadata`` (KIP-405, ``TopicBasedRemoteLogMetadataManager``).
 
 Record value frame (Kafka ``RemoteLogMetadataSerde`` over ``BytesApiMessageSerde``, the same
-``AbstractApiMessageSerde`` frame as the KRaft metadata records, :mod:`formats.metadata_records`)::
+``AbstractApiMessageSerde`` frame as the KRaft metadata records, :mod:`seglog_cli.formats.metadata_records`)::
 
     frame_version  unsigned varint   must be 1
     api_key        unsigned varint   the record type, see RECORD_TYPES
@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from formats.kafka_message import ArrayOf, Field as F, Message
+from seglog_cli.formats.kafka_message import ArrayOf, Field as F, Message
 
 TOPIC_ID_PARTITION = (F("name", "string"), F("id", "uuid"), F("partition", "int32"))
 REMOTE_LOG_SEGMENT_ID = (F("topicIdPartition", TOPIC_ID_PARTITION), F("id", "uuid"))

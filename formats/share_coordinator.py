@@ -27,7 +27,7 @@ against the records a real Kafka 4.2.0 broker wrote (../shared/corpus/kafka-4.2.
 
 from __future__ import annotations
 
-from formats.kafka_message import ArrayOf, Field as F, Message
+from seglog_cli.formats.kafka_message import ArrayOf, Field as F, Message
 
 SHARE_PARTITION_KEY_FIELDS = (F("groupId", "string"), F("topicId", "uuid"), F("partition", "int32"))
 

@@ -23,7 +23,7 @@ From ``transaction-coordinator/src/main/resources/common/message/TransactionLog{
 
 from __future__ import annotations
 
-from formats.kafka_message import ArrayOf, Field as F, Message
+from seglog_cli.formats.kafka_message import ArrayOf, Field as F, Message
 
 TRANSACTION_LOG_KEY = Message("TransactionLogKey", (F("transactionalId", "string"),), valid="0")
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from construct import GreedyRange, Int16sb, Int64sb, Struct
 
-from formats import layout
+from seglog_cli.formats import layout
 
 AbortedTxnEntry = Struct(
     "version" / Int16sb,

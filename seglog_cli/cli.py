@@ -30,6 +30,31 @@ COMMANDS = {
 }
 
 
+def flow_help(text: str) -> str:
+    """A command's HELP, written hard-wrapped for the source, as one line per paragraph so that
+    rich wraps it at the terminal's width (typer keeps the line breaks it is given). Kept as
+    written: a block under a line ending in ':' whose lines are indented (examples), and list
+    items ('- '; their indented continuation lines are joined to them)."""
+    paragraphs = []
+    for paragraph in text.strip().split("\n\n"):
+        lines, out, state = paragraph.split("\n"), [], "text"
+        for index, line in enumerate(lines):
+            if line.startswith("- "):
+                out.append(line)  # a list item
+                state = "item"
+            elif line.startswith("  ") and state == "item":
+                out[-1] += " " + line.strip()  # the item goes on
+            elif line.startswith("  ") and (state == "example" or (index > 0 and lines[index - 1].endswith(":"))):
+                out.append(line)  # an example: as written
+                state = "example"
+            elif not out:
+                out.append(line)
+            else:
+                out[-1] += " " + line.strip()  # the same paragraph, flowing
+        paragraphs.append("\n".join(out))
+    return "\n\n".join(paragraphs)
+
+
 def _version(value: bool) -> None:
     import typer
 
@@ -55,7 +80,7 @@ def build_app(names=None):
     for name in names or COMMANDS:
         module_name, function = COMMANDS[name]
         module = importlib.import_module(f"seglog_cli.commands.{module_name}")
-        app.command(name, help=module.HELP, no_args_is_help=True)(getattr(module, function))
+        app.command(name, help=flow_help(module.HELP), no_args_is_help=True)(getattr(module, function))
 
     @app.callback()
     def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,

@@ -10,8 +10,8 @@ import sys
 from enum import IntEnum
 
 # the engine's light error module only: the write path (durable, safety) is imported by writing commands
-from seglog_cli.storage.errors import CannotWriteError, LogDirLockedError, SeglogError, UnreadableInputError
-from seglog_cli.storage.text import printable
+from seglog_cli.storage.log.errors import CannotWriteError, LogDirLockedError, SeglogError, UnreadableInputError
+from seglog_cli.storage.log.text import printable
 
 
 class ExitStatus(IntEnum):

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import struct
 
-from formats.varint import encode_unsigned
+from seglog_cli.formats.varint import encode_unsigned
 from seglog_cli.render.coordinator_json import offsets_parser
-from seglog_cli.storage.builder import NewRecord, build_batch, build_end_txn_marker
-from seglog_cli.storage.records import Record
+from seglog_cli.storage.write.builder import NewRecord, build_batch, build_end_txn_marker
+from seglog_cli.storage.log.records import Record
 
 
 def i8(v): return struct.pack(">b", v)

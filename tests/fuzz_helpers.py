@@ -25,14 +25,14 @@ from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
 from seglog_cli.render.jsonl import batch_object
 from seglog_cli.render.text import batch_line
-from seglog_cli.storage.batches import LogScan
-from seglog_cli.storage.control import parse_control_record
-from seglog_cli.storage.dump import DumpOptions, dump
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.files import MappedFile
-from seglog_cli.storage.indexes import OffsetIndex, TimeIndex, TransactionIndex
-from seglog_cli.storage.records import read_records
-from seglog_cli.storage.snapshots import read_snapshot
+from seglog_cli.storage.log.batches import LogScan
+from seglog_cli.storage.log.control import parse_control_record
+from seglog_cli.storage.dump.dump import DumpOptions, dump
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.files import MappedFile
+from seglog_cli.storage.log.indexes import OffsetIndex, TimeIndex, TransactionIndex
+from seglog_cli.storage.log.records import read_records
+from seglog_cli.storage.log.snapshots import read_snapshot
 
 SEGMENT = "00000000000000000000"
 NAMES = {
@@ -45,7 +45,7 @@ NAMES = {
 }
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
-# SEGLOG_FUZZ_SCALE=50 pytest tests/storage/test_fuzz_parsers.py: a long fuzzing session.
+# SEGLOG_FUZZ_SCALE=50 pytest tests/storage/log/test_fuzz_parsers.py: a long fuzzing session.
 FUZZ_SCALE = float(os.environ.get("SEGLOG_FUZZ_SCALE", "1"))
 
 

@@ -37,8 +37,8 @@ finally:
 """
 
 RICH = ("rich",)
-WRITE_PATH = tuple(f"seglog_cli.storage.{name}" for name in ("journal", "write_session", "durable", "rollback",
-                                                             "safety"))
+WRITE_PATH = tuple(f"seglog_cli.storage.write.{name}" for name in ("journal", "write_session", "durable",
+                                                                   "rollback", "safety"))
 SPARK = ("pyspark", "pyarrow", "pandas", "seglog_cli.spark")
 SCHEMAS = ("construct",)
 CODECS = ("cramjam", "zstandard", "lz4")
@@ -76,8 +76,8 @@ def test_version_loads_no_cli_framework(tmp_path):
     assert loaded_from(modules, ("typer", "click", "rich")) == []
     # the exit-status mapping and the engine's error classes it catches, nothing more
     assert loaded_from(modules, ("seglog_cli", "formats")) == [
-        "seglog_cli", "seglog_cli.cli", "seglog_cli.status", "seglog_cli.storage", "seglog_cli.storage.errors",
-        "seglog_cli.storage.text"]
+        "seglog_cli", "seglog_cli.cli", "seglog_cli.status", "seglog_cli.storage", "seglog_cli.storage.log",
+        "seglog_cli.storage.log.errors", "seglog_cli.storage.log.text"]
 
 
 @pytest.mark.parametrize("options", [[], ["--deep-iteration", "--print-data-log"], ["--format", "jsonl"],
@@ -85,7 +85,7 @@ def test_version_loads_no_cli_framework(tmp_path):
                          ids=["batches", "deep", "jsonl", "jsonl-deep"])
 def test_dump_of_a_data_segment(tmp_path, log_dir, options):
     modules = loaded_modules(tmp_path, "dump", *options, str(log_dir / SEGMENT))
-    assert "seglog_cli.storage.dump" in modules  # the wrapper saw the command run
+    assert "seglog_cli.storage.dump.dump" in modules  # the wrapper saw the command run
     assert loaded_from(modules, READ_ONLY_NEVER) == []
     other_commands = {f"seglog_cli.commands.{name}" for name in ("verify", "recover", "append", "offsets")}
     assert modules.isdisjoint(other_commands)
@@ -95,7 +95,7 @@ def test_dump_of_a_data_segment(tmp_path, log_dir, options):
                                      ["--level", "deep", "--format", "text"]], ids=["text", "json", "deep-text"])
 def test_verify_of_a_partition(tmp_path, log_dir, options):
     modules = loaded_modules(tmp_path, "verify", str(log_dir / "orders-0"), *options)
-    assert "seglog_cli.storage.verify" in modules
+    assert "seglog_cli.storage.verify.verify" in modules
     assert loaded_from(modules, READ_ONLY_NEVER + ("multiprocessing",)) == []
 
 
@@ -107,7 +107,7 @@ def test_verify_of_a_log_dir_with_two_jobs_forks_but_loads_nothing_else(tmp_path
 
 def test_offsets_of_a_log_dir(tmp_path, log_dir):
     modules = loaded_modules(tmp_path, "offsets", str(log_dir))
-    assert "seglog_cli.storage.coordinator_fast" in modules
+    assert "seglog_cli.storage.serde.coordinator_fast" in modules
     assert loaded_from(modules, READ_ONLY_NEVER) == []
 
 

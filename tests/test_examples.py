@@ -6,9 +6,9 @@ from __future__ import annotations
 import runpy
 from pathlib import Path
 
-from seglog_cli.storage.batches import LogScan
-from seglog_cli.storage.partition_log import LogDir
-from seglog_cli.storage.records import read_records
+from seglog_cli.storage.log.batches import LogScan
+from seglog_cli.storage.log.partition_log import LogDir
+from seglog_cli.storage.log.records import read_records
 from tests.conftest import REPO, run_seglog
 
 EXAMPLES = REPO / "examples"

@@ -576,7 +576,7 @@ def test_03_deep_damage_inside_a_batch_whose_crc_holds(tmp_path):
     batch's own offsets."""
     import struct
 
-    from seglog_cli.storage.checksums import crc32c
+    from seglog_cli.storage.log.checksums import crc32c
 
     batch = golden_batches("plain-0", "00000000000000006225")[5]
 

@@ -15,8 +15,8 @@ import hashlib
 import shutil
 from pathlib import Path
 
-from seglog_cli.storage.checkpoints import format_leader_epoch_checkpoint, read_leader_epoch_checkpoint
-from seglog_cli.storage.remote_layout import remote_file_name
+from seglog_cli.storage.log.checkpoints import format_leader_epoch_checkpoint, read_leader_epoch_checkpoint
+from seglog_cli.storage.log.remote_layout import remote_file_name
 
 
 def segment_id(seed: str) -> str:

@@ -2,7 +2,7 @@
 
 The command reads records (``--value`` options, text lines or JSON Lines), groups them into
 produce requests the way Kafka's producer fills ``batch.size``, and hands them to the engine
-(:func:`~seglog_cli.storage.append.plan_append`); only ``--apply`` writes the plan.
+(:func:`~seglog_cli.storage.write.append.plan_append`); only ``--apply`` writes the plan.
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ from seglog_cli.commands.options import (
 from seglog_cli.commands.record_input import DECODERS, read_input, value_records
 from seglog_cli.render import append_report, config_report
 from seglog_cli.status import ExitStatus, UsageError, guarded
-from seglog_cli.storage.append import AppendOptions, ProducerOptions, apply_append, plan_append
-from seglog_cli.storage.builder import group_batches
-from seglog_cli.storage.checkpoints import decode_uuid
-from seglog_cli.storage.durable import Tally
-from seglog_cli.storage.errors import UnreadableInputError
-from seglog_cli.storage.naming import parse_partition_dir_name
-from seglog_cli.storage.safety import log_dir_of
+from seglog_cli.storage.write.append import AppendOptions, ProducerOptions, apply_append, plan_append
+from seglog_cli.storage.write.builder import group_batches
+from seglog_cli.storage.log.checkpoints import decode_uuid
+from seglog_cli.storage.write.durable import Tally
+from seglog_cli.storage.log.errors import UnreadableInputError
+from seglog_cli.storage.log.naming import parse_partition_dir_name
+from seglog_cli.storage.write.safety import log_dir_of
 
 HELP = """Append records to a partition directory as a leader broker would (one produce request per batch).
 
@@ -51,17 +51,27 @@ Topic configs are the partition's as the broker resolves them: Kafka's defaults 
 < the cluster metadata (__cluster_metadata-0 beside the partition, or --metadata-log) <
 --config-file/--config; the values not at their default are printed with their source.
 
-Example: seglog append --create --value hello --value world /var/lib/kafka/data/orders-0
+Examples:
+  seglog append --create --value hello --value world \\
+      /var/lib/kafka/data/orders-0
+  # a copy of a partition:
+  seglog dump --deep-iteration --format jsonl --payload-encoding base64 \\
+      orders-0 | seglog append --input - --input-format jsonl \\
+      --payload-encoding base64 --create --apply copy/orders-0
 
-Example (a copy of a partition): seglog dump --deep-iteration --format jsonl --payload-encoding base64 orders-0 | seglog append --input - --input-format jsonl --payload-encoding base64 --create --apply copy/orders-0
+A partition a broker would recover first (no clean shutdown, recovery point below the log end) is
+refused with 3: run seglog recover first.
 
-Exit status: 0 written (--apply); 1 planned, nothing written; 2 usage error (bad options,
-configs or input lines); 3 refused, as Kafka would refuse it (a torn tail, a fenced epoch, a
-sequence gap, a batch too large...), nothing written; 4 the input file or the partition
-directory could not be read; 5 a broker holds the log dir's .lock (nothing written); 6 cannot write
-here (read-only file system, permission, disk full, a symlink): the message says what, if anything,
-was changed. A partition a broker would recover first (no clean shutdown, recovery point below
-the log end) is refused with 3: run seglog recover first.
+Exit status:
+- 0: written (--apply)
+- 1: planned, nothing written
+- 2: usage error (bad options, configs or input lines)
+- 3: refused, as Kafka would refuse it (a torn tail, a fenced epoch, a sequence gap, a batch too
+  large...), nothing written
+- 4: the input file or the partition directory could not be read
+- 5: a broker holds the log dir's .lock (nothing written)
+- 6: cannot write here (read-only file system, permission, disk full, a symlink): the message says
+  what, if anything, was changed
 """
 
 

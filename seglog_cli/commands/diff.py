@@ -23,10 +23,15 @@ rejoins (Kafka 4.2's rule: the follower's latest epoch, the leader's end offset 
 records that truncation loses (by producer and time), and checkpoint or index disagreements.
 --export-lost writes the lost records as `seglog dump --deep-iteration --format jsonl` does.
 
-Example: seglog diff broker-1/events-0 broker-2/events-0 broker-3/events-0
+Example:
+  seglog diff broker-1/events-0 broker-2/events-0 broker-3/events-0
 
-Exit status: 0 all replicas agree; 1 only lagging prefixes; 2 usage error; 3 divergence, damage
-or another topic id; 4 an input could not be read.
+Exit status:
+- 0: all replicas agree
+- 1: only lagging prefixes
+- 2: usage error
+- 3: divergence, damage or another topic id
+- 4: an input could not be read
 """
 
 
@@ -42,8 +47,8 @@ def diff_command(
 
 
 def _run(paths, leader, export_lost, jobs, output_format) -> int:
-    from seglog_cli.storage.parallel import parallel_map
-    from seglog_cli.storage.replicas import partition_groups
+    from seglog_cli.storage.log.parallel import parallel_map
+    from seglog_cli.storage.replicas.replicas import partition_groups
 
     inputs = command_paths(paths, "partition directory or log dir")
     if len(inputs) < 2:
@@ -87,7 +92,7 @@ def _leader_for(leader, group):
 
 
 def _diff_one(item):
-    from seglog_cli.storage.replicas import diff_group
+    from seglog_cli.storage.replicas.replicas import diff_group
     members, leader, describe = item
     return diff_group(members, leader, describe)
 
@@ -106,10 +111,10 @@ def _status(groups) -> int:
 def _export(groups, path) -> None:
     """The lost records of every replica, as dump --deep-iteration --format jsonl writes records."""
     from seglog_cli.render.jsonl import JsonLinesDumpRenderer
-    from seglog_cli.storage.control import parse_control_record
-    from seglog_cli.storage.dump_events import ControlRecordEntry, FileStart
-    from seglog_cli.storage.records import read_records
-    from seglog_cli.storage.replicas import describe_lost
+    from seglog_cli.storage.log.control import parse_control_record
+    from seglog_cli.storage.dump.dump_events import ControlRecordEntry, FileStart
+    from seglog_cli.storage.log.records import read_records
+    from seglog_cli.storage.replicas.replicas import describe_lost
 
     try:
         handle = open(path, "wb")

@@ -11,8 +11,8 @@ import typer
 from seglog_cli.commands.options import command_paths, parse_timestamp, show_progress
 from seglog_cli.render.text import DECODERS, TextDumpRenderer, decoder_for
 from seglog_cli.status import ExitStatus, UsageError, guarded
-from seglog_cli.storage.dump import INT32_MAX, DumpOptions, dump, expand_paths
-from seglog_cli.storage.dump_events import KIND_NAMES
+from seglog_cli.storage.dump.dump import INT32_MAX, DumpOptions, dump, expand_paths
+from seglog_cli.storage.dump.dump_events import KIND_NAMES
 
 HELP = """Print the content of Kafka log files, as kafka-dump-log.sh does.
 
@@ -21,10 +21,14 @@ directories and whole log dirs (directories expand to their .log segments; see -
 The text output is Kafka 4.2's, line for line; where kafka-dump-log stops at damage, seglog
 prints Kafka's message on stderr and carries on.
 
-Example: seglog dump --deep-iteration --print-data-log /var/lib/kafka/orders-0
+Example:
+  seglog dump --deep-iteration --print-data-log /var/lib/kafka/orders-0
 
-Exit status: 0 dumped; 1 some input is damaged where kafka-dump-log would stop (seglog went on);
-2 usage error; 4 an input could not be read.
+Exit status:
+- 0: dumped
+- 1: some input is damaged where kafka-dump-log would stop (seglog went on)
+- 2: usage error
+- 4: an input could not be read
 """
 
 

@@ -10,8 +10,8 @@ import typer
 
 from seglog_cli.render import offsets_report
 from seglog_cli.status import ExitStatus, guarded
-from seglog_cli.storage.consumer_lag import UNREADABLE
-from seglog_cli.storage.offsets import read_committed_offsets
+from seglog_cli.storage.coordinator.consumer_lag import UNREADABLE
+from seglog_cli.storage.coordinator.offsets import read_committed_offsets
 
 HELP = """Show the committed offset of every group, topic and partition, and its lag, offline.
 
@@ -27,12 +27,15 @@ another broker shows "-". Flags: BELOW-START (COMMITTED_BELOW_LOG_START: retenti
 records the group had not read) and BEYOND-END (COMMITTED_BEYOND_LOG_END): the group's next
 fetch is out of range and its auto.offset.reset decides where it resumes.
 
-Example: seglog offsets /var/lib/kafka/data --group orders-app --format csv
+Example:
+  seglog offsets /var/lib/kafka/data --group orders-app --format csv
 
-Exit status: 0 read cleanly, nothing flagged; 1 some records could not be decoded, a committed
-offset is flagged (below the log start or beyond the log end offset) or a topic partition could
-not be read; 3 a partition is damaged (read up to the damage); 4 no Kafka log dir or no
-__consumer_offsets partition found, or unreadable.
+Exit status:
+- 0: read cleanly, nothing flagged
+- 1: some records could not be decoded, a committed offset is flagged (below the log start or beyond
+  the log end offset) or a topic partition could not be read
+- 3: a partition is damaged (read up to the damage)
+- 4: no Kafka log dir or no __consumer_offsets partition found, or unreadable
 """
 
 

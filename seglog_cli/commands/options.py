@@ -77,8 +77,8 @@ def log_dirs_of(inputs: list[str]) -> list:
     trees of them) changes: the locks to take before planning."""
     from pathlib import Path
 
-    from seglog_cli.storage.partition_log import partition_dirs_under
-    from seglog_cli.storage.safety import log_dir_of
+    from seglog_cli.storage.log.partition_log import partition_dirs_under
+    from seglog_cli.storage.write.safety import log_dir_of
 
     out = []
     for raw in inputs:
@@ -105,7 +105,7 @@ def writing(apply: bool, log_dirs, command: str, backup_dir: str | None):
                 sys.stderr.write(f"seglog: {log_dir}: an interrupted seglog run is pending there; --apply (or any "
                                  "writing seglog command) rolls it back first, so the plan below may change\n")
         return contextlib.nullcontext(None)
-    from seglog_cli.storage.write_session import WriteSession
+    from seglog_cli.storage.write.write_session import WriteSession
 
     @contextlib.contextmanager
     def session():
@@ -128,10 +128,10 @@ def config_sources(pairs, config_file, server_config, metadata_log, lenient_file
     errors; a ``--config-file`` may be a broker's server.properties when ``lenient_file``."""
     from pathlib import Path
 
-    from seglog_cli.storage.broker_config import split_config
-    from seglog_cli.storage.effective_config import KNOWN_KEYS, METADATA_DIR, ConfigSources
-    from seglog_cli.storage.errors import UnreadableInputError
-    from seglog_cli.storage.log_dir_files import parse_java_properties
+    from seglog_cli.storage.config.broker_config import split_config
+    from seglog_cli.storage.config.effective_config import KNOWN_KEYS, METADATA_DIR, ConfigSources
+    from seglog_cli.storage.log.errors import UnreadableInputError
+    from seglog_cli.storage.log.log_dir_files import parse_java_properties
 
     sources = ConfigSources(None if server_config is None else Path(server_config),
                             None if metadata_log is None else Path(metadata_log))
@@ -159,8 +159,8 @@ def config_sources(pairs, config_file, server_config, metadata_log, lenient_file
 
 
 def _add(sources, split, label: str, lenient: bool) -> None:
-    from seglog_cli.storage.broker_config import BROKER_ONLY, CHECK_INTERVAL, PRODUCER_EXPIRATION
-    from seglog_cli.storage.effective_config import overrides_from
+    from seglog_cli.storage.config.broker_config import BROKER_ONLY, CHECK_INTERVAL, PRODUCER_EXPIRATION
+    from seglog_cli.storage.config.effective_config import overrides_from
 
     if split.unknown and not lenient:
         raise UsageError(f"unknown or unsupported config {split.unknown[0]!r} in {label} (topic configs, their "
@@ -171,8 +171,8 @@ def _add(sources, split, label: str, lenient: bool) -> None:
 
 def _check(sources) -> None:
     """A bad --config value is a usage error before anything is read."""
-    from seglog_cli.storage.effective_config import INTERNAL_SEGMENT_BYTES
-    from seglog_cli.storage.topic_config import ConfigError, TopicConfig
+    from seglog_cli.storage.config.effective_config import INTERNAL_SEGMENT_BYTES
+    from seglog_cli.storage.config.topic_config import ConfigError, TopicConfig
 
     try:
         TopicConfig().with_overrides({("segment.bytes" if key == INTERNAL_SEGMENT_BYTES else key): value
@@ -183,7 +183,7 @@ def _check(sources) -> None:
 
 def effective_configs(sources, partition_dirs) -> list:
     """Each partition's :class:`EffectiveConfig` (a config Kafka would refuse: a usage error)."""
-    from seglog_cli.storage.topic_config import ConfigError
+    from seglog_cli.storage.config.topic_config import ConfigError
 
     try:
         return [sources.resolve(partition) for partition in partition_dirs]

@@ -20,9 +20,9 @@ from seglog_cli.commands.options import (
 )
 from seglog_cli.render import config_report, rebuild_report
 from seglog_cli.status import ExitStatus, guarded
-from seglog_cli.storage.rebuild_index import apply_rebuild, plan_rebuild
-from seglog_cli.storage.effective_config import configs_by_partition
-from seglog_cli.storage.partition_log import partition_dirs_under
+from seglog_cli.storage.write.rebuild_index import apply_rebuild, plan_rebuild
+from seglog_cli.storage.config.effective_config import configs_by_partition
+from seglog_cli.storage.log.partition_log import partition_dirs_under
 
 HELP = """Rebuild .index, .timeindex and .txnindex files as Kafka's recovery does (batch by batch).
 
@@ -38,11 +38,17 @@ resolves them: Kafka's defaults < --server-config < the cluster metadata (__clus
 beside the partition, or --metadata-log) < --config-file/--config; the values not at their
 default are printed with their source.
 
-Example: seglog rebuild-index --config index.interval.bytes=4096 /var/lib/kafka/data/orders-0
+Example:
+  seglog rebuild-index --config index.interval.bytes=4096 \\
+      /var/lib/kafka/data/orders-0
 
-Exit status: 0 nothing to change, or all written (--apply); 1 changes planned (not applied);
-2 usage error; 3 a segment was refused (nothing written); 4 an input could not be read;
-5 a broker holds the log dir's .lock (nothing written).
+Exit status:
+- 0: nothing to change, or all written (--apply)
+- 1: changes planned (not applied)
+- 2: usage error
+- 3: a segment was refused (nothing written)
+- 4: an input could not be read
+- 5: a broker holds the log dir's .lock (nothing written)
 """
 
 

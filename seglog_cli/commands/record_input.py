@@ -12,8 +12,8 @@ from typing import Iterator
 
 from seglog_cli.commands.options import parse_timestamp
 from seglog_cli.status import UsageError
-from seglog_cli.storage.builder import NewRecord
-from seglog_cli.storage.errors import UnreadableInputError
+from seglog_cli.storage.write.builder import NewRecord
+from seglog_cli.storage.log.errors import UnreadableInputError
 
 
 def _utf8(text: str) -> bytes:

@@ -20,12 +20,12 @@ from seglog_cli.commands.options import (
 )
 from seglog_cli.render import config_report, recover_report
 from seglog_cli.status import ExitStatus, guarded
-from seglog_cli.storage.errors import UnreadableInputError
-from seglog_cli.storage.findings import Severity
-from seglog_cli.storage.partition_log import partition_dirs_under
-from seglog_cli.storage.recover import apply_recover, plan_recover
-from seglog_cli.storage.safety import log_dir_of
-from seglog_cli.storage.effective_config import configs_by_partition
+from seglog_cli.storage.log.errors import UnreadableInputError
+from seglog_cli.storage.log.findings import Severity
+from seglog_cli.storage.log.partition_log import partition_dirs_under
+from seglog_cli.storage.recovery.recover import apply_recover, plan_recover
+from seglog_cli.storage.write.safety import log_dir_of
+from seglog_cli.storage.config.effective_config import configs_by_partition
 
 HELP = """Run Kafka's start-up log recovery offline: plan it, then apply it with backups.
 
@@ -43,14 +43,20 @@ resolves them: Kafka's defaults < --server-config < the cluster metadata (__clus
 beside the partition, or --metadata-log) < --config; the values not at their default are printed
 with their source.
 
-Example: seglog recover --mode kafka /var/lib/kafka/data/orders-0
+Example:
+  seglog recover --mode kafka /var/lib/kafka/data/orders-0
 
-Exit status: 0 nothing to do, or applied; 1 a plan (not applied); 2 usage error; 3 a partition
-was refused (Kafka itself would not load it as recovery does: a damaged segment whose offsets
-overflow its base, an index the configured size cannot hold; the other partitions are planned
-and, with --apply, applied); 4 an input could not be read; 5 a broker holds the log dir's .lock;
-6 cannot write here (read-only file system, permission, disk full, a symlink): the message says
-what, if anything, was changed.
+Exit status:
+- 0: nothing to do, or applied
+- 1: a plan (not applied)
+- 2: usage error
+- 3: a partition was refused (Kafka itself would not load it as recovery does: a damaged segment
+  whose offsets overflow its base, an index the configured size cannot hold; the other partitions
+  are planned and, with --apply, applied)
+- 4: an input could not be read
+- 5: a broker holds the log dir's .lock
+- 6: cannot write here (read-only file system, permission, disk full, a symlink): the message says
+  what, if anything, was changed
 """
 
 

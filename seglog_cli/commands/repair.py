@@ -33,11 +33,17 @@ Without --apply it prints the plan; with --apply it takes DAMAGED's log dir .loc
 plans, journals every step and keeps every replaced byte in seglog-backups/ beside the log dir
 (undo with seglog undo --apply DIR).
 
-Example: seglog repair --from /data/b2/events-0 /data/b1/events-0 --apply
+Example:
+  seglog repair --from /data/b2/events-0 /data/b1/events-0 --apply
 
-Exit status: 0 nothing to repair, or applied; 1 a plan (not applied); 2 usage error; 3 refused
-(divergence, HEALTHY damaged too, another topic id; nothing changed); 4 an input could not be
-read; 5 a broker holds the log dir's .lock; 6 cannot write here.
+Exit status:
+- 0: nothing to repair, or applied
+- 1: a plan (not applied)
+- 2: usage error
+- 3: refused (divergence, HEALTHY damaged too, another topic id; nothing changed)
+- 4: an input could not be read
+- 5: a broker holds the log dir's .lock
+- 6: cannot write here
 """
 
 
@@ -65,10 +71,10 @@ def repair_command(
 def _run(damaged, healthy, apply, tail, config, config_file, server_config, metadata_log, backup_dir,
          output_format) -> int:
     from seglog_cli.render import config_report
-    from seglog_cli.storage.errors import UnreadableInputError
-    from seglog_cli.storage.partition_log import looks_like_partition_dir
-    from seglog_cli.storage.replica_repair import build_steps, plan_repair, staging_dir
-    from seglog_cli.storage.safety import default_backup_root, log_dir_of
+    from seglog_cli.storage.log.errors import UnreadableInputError
+    from seglog_cli.storage.log.partition_log import looks_like_partition_dir
+    from seglog_cli.storage.replicas.replica_repair import build_steps, plan_repair, staging_dir
+    from seglog_cli.storage.write.safety import default_backup_root, log_dir_of
 
     for path in (healthy, damaged):
         if not Path(path).is_dir() or not looks_like_partition_dir(Path(path)):

@@ -23,18 +23,18 @@ from seglog_cli.commands.options import (
 )
 from seglog_cli.render import config_report, retention_report
 from seglog_cli.status import ExitStatus, UsageError, guarded
-from seglog_cli.storage.compaction import plan_compaction
-from seglog_cli.storage.errors import UnreadableInputError
-from seglog_cli.storage.naming import METADATA_TOPIC
-from seglog_cli.storage.partition_log import partition_dirs_under
-from seglog_cli.storage.retention import DEFAULT_CHECK_INTERVAL_MS, plan_retention, read_partition_state
-from seglog_cli.storage.retention_apply import apply_retention
-from seglog_cli.storage.safety import log_dir_of
-from seglog_cli.storage.retention_model import ModelError, Producer, model_retention
-from seglog_cli.storage.retention_timeline import build_timeline
-from seglog_cli.storage.broker_config import CHECK_INTERVAL, CLEANER_BACKOFF, DEFAULT_CLEANER_BACKOFF_MS, PRODUCER_EXPIRATION
-from seglog_cli.storage.effective_config import RetentionRefusedError, compact_only_refusal
-from seglog_cli.storage.producer_state import PRODUCER_ID_EXPIRATION_MS
+from seglog_cli.storage.retention.compaction import plan_compaction
+from seglog_cli.storage.log.errors import UnreadableInputError
+from seglog_cli.storage.log.naming import METADATA_TOPIC
+from seglog_cli.storage.log.partition_log import partition_dirs_under
+from seglog_cli.storage.retention.retention import DEFAULT_CHECK_INTERVAL_MS, plan_retention, read_partition_state
+from seglog_cli.storage.retention.retention_apply import apply_retention
+from seglog_cli.storage.write.safety import log_dir_of
+from seglog_cli.storage.retention.retention_model import ModelError, Producer, model_retention
+from seglog_cli.storage.retention.retention_timeline import build_timeline
+from seglog_cli.storage.config.broker_config import CHECK_INTERVAL, CLEANER_BACKOFF, DEFAULT_CLEANER_BACKOFF_MS, PRODUCER_EXPIRATION
+from seglog_cli.storage.config.effective_config import RetentionRefusedError, compact_only_refusal
+from seglog_cli.storage.log.producer_state import PRODUCER_ID_EXPIRATION_MS
 
 HELP = """Show which segments retention deletes and which records compaction removes, when and why.
 
@@ -54,14 +54,19 @@ backup directory with a manifest (undo with seglog undo), under the log dir's .l
 segment/retention configs it tells when segments roll and how long a record stays readable.
 
 Examples:
-  seglog simulate-retention --config retention.ms=600000 --at +10m --at +1h /var/lib/kafka/data/orders-0
+  seglog simulate-retention --config retention.ms=600000 --at +10m --at +1h \\
+      /var/lib/kafka/data/orders-0
   seglog simulate-retention --model --records-per-sec 0.2 --record-size 150 \\
       --config segment.bytes=16384 --config retention.ms=600000
 
-Exit status: 0 nothing would be deleted or removed (or --apply did it, or --model); 1 deletions
-or removals planned; 2 usage error; 3 --apply refused (nothing changed): it would delete by
-retention.ms or retention.bytes from a topic whose cleanup.policy (as the broker has it, without
---config) is compact only; 4 an input could not be read; 5 the log dir is locked.
+Exit status:
+- 0: nothing would be deleted or removed (or --apply did it, or --model)
+- 1: deletions or removals planned
+- 2: usage error
+- 3: --apply refused (nothing changed): it would delete by retention.ms or retention.bytes from a
+  topic whose cleanup.policy (as the broker has it, without --config) is compact only
+- 4: an input could not be read
+- 5: the log dir is locked
 """
 
 

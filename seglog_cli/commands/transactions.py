@@ -12,7 +12,7 @@ import typer
 from seglog_cli.commands.options import TableFormat, parse_timestamp
 from seglog_cli.render import transactions_report
 from seglog_cli.status import ExitStatus, guarded
-from seglog_cli.storage.transactions import DEFAULT_TIMEOUT_MS, read_transactions
+from seglog_cli.storage.coordinator.transactions import DEFAULT_TIMEOUT_MS, read_transactions
 
 HELP = """List transactions: per data partition, each producer's committed, aborted and still-open
 transaction (producer id, epoch, first offset, marker, age), the coordinator's state from
@@ -21,11 +21,14 @@ __transaction_state, and .txnindex entries that match no ABORT marker.
 An open transaction older than its timeout, or with no ongoing coordinator transaction for its
 producer, is HANGING: it holds the partition's last stable offset back.
 
-Example: seglog transactions /var/lib/kafka/data --state open
+Example:
+  seglog transactions /var/lib/kafka/data --state open
 
-Exit status: 0 no hanging transaction; 1 a hanging transaction, a .txnindex mismatch or an
-undecodable record; 3 a partition is damaged (read up to the damage); 4 no Kafka log dir or
-partition dir under the path, or unreadable input.
+Exit status:
+- 0: no hanging transaction
+- 1: a hanging transaction, a .txnindex mismatch or an undecodable record
+- 3: a partition is damaged (read up to the damage)
+- 4: no Kafka log dir or partition dir under the path, or unreadable input
 """
 
 

@@ -7,7 +7,7 @@ import sys
 import typer
 
 from seglog_cli.status import ExitStatus, guarded
-from seglog_cli.storage.undo import undo
+from seglog_cli.storage.write.undo import undo
 
 HELP = """Undo what a seglog command wrote, from the backup directory it left (its manifest.json).
 
@@ -21,12 +21,19 @@ saving the current files in a new backup (so a forced undo loses nothing and can
 undone). Modification times come back too. Without --apply it only lists what it would do. An
 interrupted run in the log dir is rolled back first, as by every writing command.
 
-Example: seglog undo --apply /var/lib/kafka/seglog-backups/20261122T154500Z-rebuild-index-4242
+Example:
+  seglog undo --apply \\
+      /var/lib/kafka/seglog-backups/20261122T154500Z-rebuild-index-4242
 
-Exit status: 0 done (or nothing to do); 1 actions listed (not applied); 2 usage error; 3 refused
-(files changed since, or the backup is unusable: a bad checksum, paths outside its log dir);
-5 a broker holds the log dir's .lock; 6 cannot write here (read-only file system, permission,
-disk full): the message says what, if anything, was changed.
+Exit status:
+- 0: done (or nothing to do)
+- 1: actions listed (not applied)
+- 2: usage error
+- 3: refused (files changed since, or the backup is unusable: a bad checksum, paths outside its log
+  dir)
+- 5: a broker holds the log dir's .lock
+- 6: cannot write here (read-only file system, permission, disk full): the message says what, if
+  anything, was changed
 """
 
 

@@ -12,8 +12,8 @@ import typer
 from seglog_cli.commands.options import ReportFormat, command_paths, show_progress
 from seglog_cli.render import verify_report
 from seglog_cli.status import ExitStatus, UsageError, guarded
-from seglog_cli.storage.findings import Severity
-from seglog_cli.storage.verify import CLEAN, DAMAGE, UNREADABLE, VerifyOptions, verify
+from seglog_cli.storage.log.findings import Severity
+from seglog_cli.storage.verify.verify import CLEAN, DAMAGE, UNREADABLE, VerifyOptions, verify
 
 HELP = """Check Kafka log files for damage: CRCs, framing, offsets, indexes, snapshots, checkpoints.
 
@@ -22,10 +22,15 @@ the framing and CRC of every batch (and the indexes, snapshots and checkpoints a
 --level deep also decodes every record. Damage in the middle of a file does not stop it: it
 resumes at the next valid batch and reports what it skipped.
 
-Example: seglog verify --level deep --jobs 2 /var/lib/kafka/data
+Example:
+  seglog verify --level deep --jobs 2 /var/lib/kafka/data
 
-Exit status: 0 clean (informational findings only); 1 warnings only (what a broker repairs by
-itself, such as a torn tail); 2 usage error; 3 damage found; 4 an input could not be read.
+Exit status:
+- 0: clean (informational findings only)
+- 1: warnings only (what a broker repairs by itself, such as a torn tail)
+- 2: usage error
+- 3: damage found
+- 4: an input could not be read
 """
 
 

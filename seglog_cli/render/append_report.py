@@ -6,7 +6,7 @@ import json
 import os
 from typing import TextIO
 
-from seglog_cli.storage.append import AppendPlan, AppendResult
+from seglog_cli.storage.write.append import AppendPlan, AppendResult
 
 
 def _short(path, base) -> str:

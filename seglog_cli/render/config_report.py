@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from seglog_cli.storage.effective_config import EffectiveConfig
-from seglog_cli.storage.naming import parse_partition_dir_name
+from seglog_cli.storage.config.effective_config import EffectiveConfig
+from seglog_cli.storage.log.naming import parse_partition_dir_name
 
 
 def render_text(effective: EffectiveConfig, out: TextIO) -> None:

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import base64
 
-from formats import group_coordinator as gc
-from formats.kafka_message import ArrayOf, Message, RawUuid
+from seglog_cli.formats import group_coordinator as gc
+from seglog_cli.formats.kafka_message import ArrayOf, Message, RawUuid
 from seglog_cli.render.jackson import declares_floats, jackson_text
 from seglog_cli.render.kafka_json import uuid_text
-from seglog_cli.storage.coordinator_records import (
+from seglog_cli.storage.serde.coordinator_records import (
     GROUP_RECORD_TYPES,
     SHARE_RECORD_TYPES,
     TRANSACTION_RECORD_TYPES,
@@ -34,7 +34,7 @@ from seglog_cli.storage.coordinator_records import (
     read_coordinator_record,
     read_versioned,
 )
-from seglog_cli.storage.errors import DecodeError
+from seglog_cli.storage.log.errors import DecodeError
 
 
 def message_json(fields: tuple, version: int, flexible: bool, values: dict) -> dict:

@@ -147,9 +147,9 @@ def _nearest_two_digits(value: float, digit: int, first: int) -> tuple[str, int]
 
 @lru_cache(maxsize=None)
 def declares_floats(fields: tuple) -> bool:
-    """Whether message declarations (:mod:`formats.kafka_message` fields) have a ``float64``
+    """Whether message declarations (:mod:`seglog_cli.formats.kafka_message` fields) have a ``float64``
     anywhere, nested structs included: when not, their JSON tree holds no float."""
-    from formats.kafka_message import ArrayOf  # imported already by whoever holds the declarations
+    from seglog_cli.formats.kafka_message import ArrayOf  # imported already by whoever holds the declarations
 
     for spec in fields:
         kind = spec.kind

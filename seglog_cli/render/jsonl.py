@@ -21,8 +21,8 @@ from pathlib import Path
 from seglog_cli.render.kafka_json import to_kafka_json_value
 from seglog_cli.render.output import LineOutput
 from seglog_cli.render.text import codec_text
-from seglog_cli.storage.batches import TIMESTAMP_TYPE_NAMES, BatchHeader, BatchRun
-from seglog_cli.storage.dump_events import (
+from seglog_cli.storage.log.batches import TIMESTAMP_TYPE_NAMES, BatchHeader, BatchRun
+from seglog_cli.storage.dump.dump_events import (
     ControlRecordEntry,
     DumpReport,
     FileEnd,
@@ -34,10 +34,10 @@ from seglog_cli.storage.dump_events import (
     TrailingBytes,
     UnknownFile,
 )
-from seglog_cli.storage.indexes import AbortedTxn, OffsetPosition, TimestampOffset
-from seglog_cli.storage.records import Record, RecordRun
-from seglog_cli.storage.snapshots import ProducerStateEntry
-from seglog_cli.storage.text import java_utf8
+from seglog_cli.storage.log.indexes import AbortedTxn, OffsetPosition, TimestampOffset
+from seglog_cli.storage.log.records import Record, RecordRun
+from seglog_cli.storage.log.snapshots import ProducerStateEntry
+from seglog_cli.storage.log.text import java_utf8
 
 SCHEMA_VERSION = 1
 

@@ -8,7 +8,7 @@ as it is instead of styling the output or failing with a ``MarkupError``.
 
 from __future__ import annotations
 
-from seglog_cli.storage.text import printable
+from seglog_cli.storage.log.text import printable
 
 
 def markup_literal(text: object) -> str:

@@ -14,9 +14,9 @@ from __future__ import annotations
 import base64
 import math
 
-from formats.metadata_records import RECORD_TYPES
+from seglog_cli.formats.metadata_records import RECORD_TYPES
 from seglog_cli.render.jackson import declares_floats, jackson_text, java_double
-from seglog_cli.storage.metadata_decoder import MetadataRecord, MetadataRecordError, decode_metadata_record
+from seglog_cli.storage.serde.metadata_decoder import MetadataRecord, MetadataRecordError, decode_metadata_record
 
 
 def camel_case(name: str) -> str:

@@ -24,8 +24,8 @@ from typing import TextIO
 from seglog_cli.render.fit import terminal_width
 from seglog_cli.render.narrow_table import Column, fit_columns, fitted_lines, stacked_lines, table_lines
 from seglog_cli.render.tabular import iso_time, write_csv, write_json, write_jsonl
-from seglog_cli.storage.consumer_lag import BELOW_LOG_START, BEYOND_LOG_END, NOT_HERE
-from seglog_cli.storage.offsets import CommittedOffset, OffsetsReport
+from seglog_cli.storage.coordinator.consumer_lag import BELOW_LOG_START, BEYOND_LOG_END, NOT_HERE
+from seglog_cli.storage.coordinator.offsets import CommittedOffset, OffsetsReport
 
 FIELDS = ["group", "topic", "partition", "offset", "leaderEpoch", "metadata", "commitTimestamp",
           "expireTimestamp", "valueVersion", "coordinatorPartition", "recordOffset", "producerId",

@@ -4,7 +4,7 @@ in order). A "line" may be several lines already joined (the compiled formatter'
 
 from __future__ import annotations
 
-from seglog_cli.storage.text import printable
+from seglog_cli.storage.log.text import printable
 
 FLUSH_BYTES = 1 << 20
 

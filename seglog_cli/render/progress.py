@@ -10,9 +10,9 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
 from seglog_cli.render.literal import markup_literal
-from seglog_cli.storage.batches import BatchHeader, BatchRun
-from seglog_cli.storage.dump_events import FileEnd, FileStart
-from seglog_cli.storage.records import RecordRun
+from seglog_cli.storage.log.batches import BatchHeader, BatchRun
+from seglog_cli.storage.dump.dump_events import FileEnd, FileStart
+from seglog_cli.storage.log.records import RecordRun
 
 
 def dump_progress(events):

@@ -6,8 +6,8 @@ import json
 import os
 from typing import TextIO
 
-from seglog_cli.storage.rebuild_index import ApplyResult, RebuildPlan
-from seglog_cli.storage.text import printable
+from seglog_cli.storage.write.rebuild_index import ApplyResult, RebuildPlan
+from seglog_cli.storage.log.text import printable
 
 _WORDS = {"identical": "ok", "trim": "trim", "create": "create", "rewrite": "rewrite"}
 

@@ -7,8 +7,8 @@ import os
 from typing import TextIO
 
 from seglog_cli.render.fit import counted
-from seglog_cli.storage.recover import RecoveryPlan, RecoveryResult
-from seglog_cli.storage.text import printable
+from seglog_cli.storage.recovery.recover import RecoveryPlan, RecoveryResult
+from seglog_cli.storage.log.text import printable
 
 
 def quiet(partition) -> bool:

@@ -15,14 +15,14 @@ siblings, ``RemoteLogSegmentMetadataSnapshot.java``)::
       segmentLeaderEpochs=.., segmentSizeInBytes=.., customMetadata=.., state=.., txnIdxEmpty=..}
 
 (each on one line). A value Kafka cannot read prints ``Error at offset <offset>, skipping.
-<message>`` in its place (:mod:`seglog_cli.storage.remote_log_metadata` has the messages).
+<message>`` in its place (:mod:`seglog_cli.storage.serde.remote_log_metadata` has the messages).
 """
 
 from __future__ import annotations
 
 import base64
 
-from seglog_cli.storage.remote_log_metadata import (
+from seglog_cli.storage.serde.remote_log_metadata import (
     PARTITION_DELETE_METADATA,
     SEGMENT_METADATA,
     SEGMENT_METADATA_UPDATE,
@@ -108,7 +108,7 @@ def remote_log_metadata_fields(record) -> dict:
         decoded = decode_remote_log_metadata(record.value)
     except RemoteLogMetadataError as exc:
         return {"remoteLogMetadataError": exc.message, "remoteLogMetadataUnknown": exc.unknown}
-    from formats.remote_log_metadata import RECORD_TYPES
+    from seglog_cli.formats.remote_log_metadata import RECORD_TYPES
 
     fields = {"remoteLogMetadata": {"type": RECORD_TYPES[decoded.api_key].schema.name, "apiKey": decoded.api_key,
                                     "version": decoded.version, "data": _json_data(decoded.data),

@@ -6,11 +6,11 @@ import json
 from datetime import datetime, timezone
 from typing import TextIO
 
-from seglog_cli.storage.compaction_report import CompactionPlan
-from seglog_cli.storage.retention import RetentionPlan
-from seglog_cli.storage.retention_model import RetentionModel
-from seglog_cli.storage.retention_timeline import DELETED, DUE, GONE, KEPT, Timeline
-from seglog_cli.storage.text import printable
+from seglog_cli.storage.retention.compaction_report import CompactionPlan
+from seglog_cli.storage.retention.retention import RetentionPlan
+from seglog_cli.storage.retention.retention_model import RetentionModel
+from seglog_cli.storage.retention.retention_timeline import DELETED, DUE, GONE, KEPT, Timeline
+from seglog_cli.storage.log.text import printable
 
 CHART_WIDTH = 60
 _QUIET = ("RULE_OFF", "LOG_START_OFFSET_KEEPS", "WALK_STOPPED")  # shown in JSON, left out of the table

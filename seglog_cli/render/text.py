@@ -7,12 +7,12 @@ of Kafka's tool. Lines are buffered and written as UTF-8 bytes in large chunks.
 from __future__ import annotations
 
 from seglog_cli.render.output import LineOutput
-from seglog_cli.storage import native
-from seglog_cli.storage.batches import BatchHeader, BatchRun
-from seglog_cli.storage.codecs import codec_label as codec_text
-from seglog_cli.storage.control import ControlRecord
-from seglog_cli.storage.errors import DecodeError
-from seglog_cli.storage.dump_events import (
+from seglog_cli.storage.log import native
+from seglog_cli.storage.log.batches import BatchHeader, BatchRun
+from seglog_cli.storage.log.codecs import codec_label as codec_text
+from seglog_cli.storage.log.control import ControlRecord
+from seglog_cli.storage.log.errors import DecodeError
+from seglog_cli.storage.dump.dump_events import (
     CHECKPOINT,
     LOG,
     ControlRecordEntry,
@@ -26,10 +26,10 @@ from seglog_cli.storage.dump_events import (
     TrailingBytes,
     UnknownFile,
 )
-from seglog_cli.storage.indexes import AbortedTxn, OffsetPosition, TimestampOffset
-from seglog_cli.storage.records import Record, RecordRun
-from seglog_cli.storage.snapshots import ProducerStateEntry
-from seglog_cli.storage.text import java_utf8, printable
+from seglog_cli.storage.log.indexes import AbortedTxn, OffsetPosition, TimestampOffset
+from seglog_cli.storage.log.records import Record, RecordRun
+from seglog_cli.storage.log.snapshots import ProducerStateEntry
+from seglog_cli.storage.log.text import java_utf8, printable
 
 _TS_NAMES = {0: "CreateTime", 1: "LogAppendTime", -1: "NoTimestampType"}
 _BOOL = {True: "true", False: "false"}

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from seglog_cli.render.tabular import iso_time, write_csv, write_json, write_jsonl, write_table
-from seglog_cli.storage.transactions import Transaction, TransactionsReport
+from seglog_cli.storage.coordinator.transactions import Transaction, TransactionsReport
 
 FIELDS = ["partition", "producerId", "producerEpoch", "state", "firstOffset", "lastOffset", "markerOffset",
           "coordinatorEpoch", "firstTimestamp", "endTimestamp", "batches", "records", "transactionalId",

@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 
 from seglog_cli.render.fit import counted
-from seglog_cli.storage.findings import Finding, Severity
-from seglog_cli.storage.text import printable
-from seglog_cli.storage.verify import VerifyReport
+from seglog_cli.storage.log.findings import Finding, Severity
+from seglog_cli.storage.log.text import printable
+from seglog_cli.storage.verify.verify import VerifyReport
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 MAX_TABLE_FINDINGS = 200

@@ -39,14 +39,14 @@ import pyarrow.compute as pc
 
 from seglog_cli.spark.plan import FAIL, KEEP, ScanOptions, Split
 from seglog_cli.spark.record_buffers import RUN_CHUNK, RUN_END, RUN_FULL, RecordBuffers, compiled_columns, const
-from seglog_cli.storage.batches import LogScan
-from seglog_cli.storage.codecs import codec_label
-from seglog_cli.storage.control import parse_control_record
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.files import MappedFile
-from seglog_cli.storage.findings import Severity
-from seglog_cli.storage import native
-from seglog_cli.storage.records import Record, read_records
+from seglog_cli.storage.log.batches import LogScan
+from seglog_cli.storage.log.codecs import codec_label
+from seglog_cli.storage.log.control import parse_control_record
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.files import MappedFile
+from seglog_cli.storage.log.findings import Severity
+from seglog_cli.storage.log import native
+from seglog_cli.storage.log.records import Record, read_records
 
 HEADER = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
 RECORD_SCHEMA = pa.schema([
@@ -133,11 +133,11 @@ def _aborted(aborted: tuple, batch) -> bool:
 
 def _raise_damage(findings, split: Split) -> None:
     """failOnDamage: the first damage inside the split stops the read, with the severity
-    ``seglog verify`` gives it (:func:`~seglog_cli.storage.verify_segment.framing_severity`): a
+    ``seglog verify`` gives it (:func:`~seglog_cli.storage.verify.verify_segment.framing_severity`): a
     torn, zero-filled or garbage tail of the partition's active segment, which a broker
     truncates by itself at start-up, does not; the same tail in a rolled segment, a corrupt
     region, does."""
-    from seglog_cli.storage.verify_segment import framing_severity  # failOnDamage only: workers start fast
+    from seglog_cli.storage.verify.verify_segment import framing_severity  # failOnDamage only: workers start fast
 
     for finding in findings:
         if (framing_severity(finding, split.active) is Severity.ERROR

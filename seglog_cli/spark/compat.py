@@ -23,7 +23,7 @@ from functools import partial
 from pathlib import Path
 
 from seglog_cli.spark.plan import Split, parse_options, segment_splits
-from seglog_cli.storage.naming import parse_partition_dir_name, parse_segment_file_name
+from seglog_cli.storage.log.naming import parse_partition_dir_name, parse_segment_file_name
 
 SPLIT_SCHEMA = ("path string, topic string, partition int, base_offset bigint, start bigint, end bigint, "
                 "from_offset bigint, to_offset bigint, segment string, active boolean, log_dir string, "

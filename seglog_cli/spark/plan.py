@@ -15,7 +15,7 @@ hundred KiB.
 
 Ranges follow ``seglog dump``: ``from_offset``/``to_offset`` (inclusive) skip segments and
 splits that cannot hold them; timestamps are resolved to offsets over the whole partition
-(Kafka's ListOffsets semantics, :func:`seglog_cli.storage.dump.resolve_range`).
+(Kafka's ListOffsets semantics, :func:`seglog_cli.storage.dump.dump.resolve_range`).
 """
 
 from __future__ import annotations
@@ -31,15 +31,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from seglog_cli.storage import native
-from seglog_cli.storage.batches import LEGACY_HEADER, LOG_OVERHEAD, MIN_ENTRY_SIZE, OFFSET_AND_SIZE, V2_HEADER
-from seglog_cli.storage.checksums import crc32c
-from seglog_cli.storage.errors import SeglogError
-from seglog_cli.storage.files import MappedFile
-from seglog_cli.storage.indexes import OffsetIndex
-from seglog_cli.storage.naming import parse_partition_dir_name, parse_segment_file_name
-from seglog_cli.storage.partition_log import PartitionLog, partition_dirs_under
-from seglog_cli.storage.tiered import open_partition, ordered_partitions
+from seglog_cli.storage.log import native
+from seglog_cli.storage.log.batches import LEGACY_HEADER, LOG_OVERHEAD, MIN_ENTRY_SIZE, OFFSET_AND_SIZE, V2_HEADER
+from seglog_cli.storage.log.checksums import crc32c
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.files import MappedFile
+from seglog_cli.storage.log.indexes import OffsetIndex
+from seglog_cli.storage.log.naming import parse_partition_dir_name, parse_segment_file_name
+from seglog_cli.storage.log.partition_log import PartitionLog, partition_dirs_under
+from seglog_cli.storage.tiered.tiered import open_partition, ordered_partitions
 
 DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
 KEEP, SKIP, FAIL = "keep", "skip", "fail"
@@ -87,7 +87,7 @@ class ScanOptions:
 
     @property
     def dump_options(self):
-        from seglog_cli.storage.dump import DumpOptions  # imported when a range is given: planner processes start fast
+        from seglog_cli.storage.dump.dump import DumpOptions  # imported when a range is given: planner processes start fast
 
         return DumpOptions(from_offset=self.from_offset, to_offset=self.to_offset,
                            from_timestamp=self.from_timestamp, to_timestamp=self.to_timestamp)
@@ -291,10 +291,10 @@ def _log_dir_of(partition_dir: Path) -> str:
 
 def _committed_view(directory: Path, options: ScanOptions) -> tuple[tuple, int | None]:
     """read_committed: the partition's aborted transactions and last stable offset, from the
-    engine (:func:`seglog_cli.storage.transactions.read_committed_view`); nothing otherwise."""
+    engine (:func:`seglog_cli.storage.coordinator.transactions.read_committed_view`); nothing otherwise."""
     if not options.read_committed:
         return (), None
-    from seglog_cli.storage.transactions import read_committed_view
+    from seglog_cli.storage.coordinator.transactions import read_committed_view
 
     view = read_committed_view(directory)
     return tuple((t.producer_id, t.first_offset, t.last_offset) for t in view.aborted), view.last_stable_offset
@@ -328,13 +328,13 @@ def _offset_range(directory: Path, options: ScanOptions) -> tuple[int | None, in
     dump_options = options.dump_options
     if not dump_options.has_range:
         return None, None
-    from seglog_cli.storage.dump import resolve_range
+    from seglog_cli.storage.dump.dump import resolve_range
 
     return resolve_range(str(directory.absolute()), dump_options)
 
 
 def _is_last_segment(path: Path) -> bool:
-    from seglog_cli.storage.verify_segment import is_last_segment
+    from seglog_cli.storage.verify.verify_segment import is_last_segment
 
     return is_last_segment(path)
 

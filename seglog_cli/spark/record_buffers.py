@@ -3,12 +3,12 @@
 * The compiled ``columns_run`` (``_native.c``) walks a chunk of batch headers and appends each
   v2 data batch's records, with the batch's values repeated per record, so no Python object is
   made per batch, record, key, value or header. It takes the batches the plain decoder would
-  read cleanly (uncompressed, or decompressed by :func:`~seglog_cli.storage.codecs.decompress`,
+  read cleanly (uncompressed, or decompressed by :func:`~seglog_cli.storage.log.codecs.decompress`,
   v2 data batches whose records parse without complaint and whose header keys are UTF-8) and
   stops at anything else (legacy messages, control batches, damage, header keys Java would
   decode with replacement characters, a batch failing its CRC when those are skipped).
 * :meth:`RecordBuffers.add_records` appends the records the general decoder
-  (:func:`~seglog_cli.storage.records.read_records`) made of such a batch, and is the only way
+  (:func:`~seglog_cli.storage.log.records.read_records`) made of such a batch, and is the only way
   in without the compiled module.
 
 Both give the same values (``tests/spark/test_record_buffers.py`` compares them), and because
@@ -25,10 +25,10 @@ from struct import Struct
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from seglog_cli.storage import native
-from seglog_cli.storage.codecs import codec_label, decompress
-from seglog_cli.storage.errors import DecompressionError, SeglogError
-from seglog_cli.storage.text import java_utf8
+from seglog_cli.storage.log import native
+from seglog_cli.storage.log.codecs import codec_label, decompress
+from seglog_cli.storage.log.errors import DecompressionError, SeglogError
+from seglog_cli.storage.log.text import java_utf8
 
 BUFFERS = 21  # the order of columns_run's bytearrays
 (OFFSET, TIMESTAMP, KEY_END, KEY_DATA, KEY_VALID, VALUE_END, VALUE_DATA, VALUE_VALID, HEADERS_END, HKEY_END,

@@ -25,8 +25,8 @@ import pickle
 from functools import partial
 from pathlib import Path
 
-from seglog_cli.storage.verify import VerifyOptions, VerifyReport, verify
-from seglog_cli.storage.verify_partition import verify_partition
+from seglog_cli.storage.verify.verify import VerifyOptions, VerifyReport, verify
+from seglog_cli.storage.verify.verify_partition import verify_partition
 
 FINDING_SCHEMA = ("code string, severity string, path string, position bigint, length bigint, "
                   "offset bigint, message string, topic string, partition int")
@@ -60,7 +60,7 @@ def findings_frame(spark, report: VerifyReport):
 def _spark_partitions(spark, directories: list[Path], level: str) -> list:
     """One PartitionReport per directory, in order: the segments verified by Spark tasks, the
     rest of each partition's checks here."""
-    from seglog_cli.storage.verify_partition import finish_partition, open_partition_report
+    from seglog_cli.storage.verify.verify_partition import finish_partition, open_partition_report
 
     opened = [open_partition_report(d) for d in directories]
     # a relative path means the driver's working directory; an executor runs in its own
@@ -116,8 +116,8 @@ def _verify_segments(level: str, batches):
     verified, their (summary, findings) pickled in segment order."""
     import pyarrow as pa
 
-    from seglog_cli.storage.partition_log import PartitionLog
-    from seglog_cli.storage.verify_partition import verify_segment_at
+    from seglog_cli.storage.log.partition_log import PartitionLog
+    from seglog_cli.storage.verify.verify_partition import verify_segment_at
 
     for batch in batches:
         rows = batch.to_pydict()

@@ -71,7 +71,7 @@ def make_value(rng: random.Random, size: int) -> bytes:
 
 
 def make_records(value_size: int, count: int, seed: int) -> list:
-    from seglog_cli.storage.builder import NewRecord
+    from seglog_cli.storage.write.builder import NewRecord
 
     rng = random.Random(seed)
     timestamp = make_segment.START_TIMESTAMP
@@ -88,7 +88,7 @@ def variant_records(variant: dict) -> list:
 
 
 def variant_batches(variant: dict) -> list[list]:
-    from seglog_cli.storage.builder import group_batches
+    from seglog_cli.storage.write.builder import group_batches
 
     return list(group_batches(variant_records(variant), BATCH_SIZE, None))
 
@@ -106,8 +106,8 @@ def write_jsonl(variant: dict, path: Path) -> None:
 # -- the measured steps (each in its own process: ``--step NAME VARIANT_JSON``) ------------------------
 
 def _built(variant: dict, batches: list[list]) -> tuple[list[bytes], float]:
-    from seglog_cli.storage.append import CODECS
-    from seglog_cli.storage.builder import build_batch
+    from seglog_cli.storage.write.append import CODECS
+    from seglog_cli.storage.write.builder import build_batch
 
     codec = CODECS[variant["codec"]]
     started = time.perf_counter()
@@ -142,8 +142,8 @@ def step_write_fsync(variant: dict) -> dict:
 
 
 def step_engine(variant: dict) -> dict:
-    from seglog_cli.storage.append import AppendOptions, apply_append, plan_append
-    from seglog_cli.storage.topic_config import TopicConfig
+    from seglog_cli.storage.write.append import AppendOptions, apply_append, plan_append
+    from seglog_cli.storage.config.topic_config import TopicConfig
 
     batches = variant_batches(variant)
     options = AppendOptions(compression=variant["codec"], create=True, now_ms=NOW_MS)

@@ -1,6 +1,6 @@
 """Decompression speed of each candidate binding, per codec, at typical batch sizes.
 
-Justifies the bindings chosen in ``seglog_cli/storage/codecs.py``. The input is realistic
+Justifies the bindings chosen in ``seglog_cli/storage/log/codecs.py``. The input is realistic
 record-section bytes (records from ``make_segment``, encoded as in a v2 batch) cut to 200 B,
 16 KiB and 1 MiB, compressed in the framing Kafka's producers write:
 
@@ -45,8 +45,8 @@ import zstandard
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from seglog_cli.storage import codecs  # noqa: E402
-from seglog_cli.storage.builder import encode_record  # noqa: E402
+from seglog_cli.storage.log import codecs  # noqa: E402
+from seglog_cli.storage.write.builder import encode_record  # noqa: E402
 from tests.benchmarks.make_segment import random_record  # noqa: E402
 
 try:

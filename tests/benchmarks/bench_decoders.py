@@ -46,10 +46,10 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from seglog_cli.render.coordinator_json import CoordinatorRecordParser, offsets_parser  # noqa: E402
-from seglog_cli.storage import coordinator_records  # noqa: E402
-from seglog_cli.storage.builder import NewRecord, build_batch  # noqa: E402
-from seglog_cli.storage.coordinator_records import GROUP_RECORD_TYPES  # noqa: E402
-from seglog_cli.storage.records import Record  # noqa: E402
+from seglog_cli.storage.serde import coordinator_records  # noqa: E402
+from seglog_cli.storage.write.builder import NewRecord, build_batch  # noqa: E402
+from seglog_cli.storage.serde.coordinator_records import GROUP_RECORD_TYPES  # noqa: E402
+from seglog_cli.storage.log.records import Record  # noqa: E402
 from tests import coordinator_bytes as cb  # noqa: E402
 from tests.benchmarks import bench_dump  # noqa: E402
 

@@ -43,8 +43,8 @@ GOAL = 2.0
 
 FLOOR = """
 import sys
-from seglog_cli.storage.checksums import crc32c
-from seglog_cli.storage.files import MappedFile
+from seglog_cli.storage.log.checksums import crc32c
+from seglog_cli.storage.log.files import MappedFile
 total = 0
 for path in sys.argv[1:]:
     with MappedFile(path) as mapped:
@@ -58,7 +58,7 @@ print(total)
 
 def diverge_last(partition: Path) -> None:
     """The last batch of ``partition``'s segment in leader epoch 1 (the checkpoint says so)."""
-    from seglog_cli.storage.segments import LogSegment
+    from seglog_cli.storage.log.segments import LogSegment
 
     log = partition / "00000000000000000000.log"
     last = None
@@ -71,8 +71,8 @@ def diverge_last(partition: Path) -> None:
 
 
 def make_replicas(root: Path, size_mib: float, seed: int, batch_bytes: int) -> tuple[Path, Path, dict]:
-    from seglog_cli.storage.files import MappedFile
-    from seglog_cli.storage.rebuild_index import recover_indexes
+    from seglog_cli.storage.log.files import MappedFile
+    from seglog_cli.storage.write.rebuild_index import recover_indexes
 
     source = root / "source" / "00000000000000000000.log"
     meta_path = root / "source" / "segment.json"

@@ -93,8 +93,8 @@ def step_crc_all(path: str) -> dict:
 
 
 def _header_scan(path: str, check_crc: bool) -> dict:
-    from seglog_cli.storage.batches import LogScan
-    from seglog_cli.storage.files import MappedFile
+    from seglog_cli.storage.log.batches import LogScan
+    from seglog_cli.storage.log.files import MappedFile
 
     started = time.perf_counter()
     batches = 0
@@ -115,9 +115,9 @@ def step_header_scan_nocrc(path: str) -> dict:
 
 
 def step_engine_decode(path: str) -> dict:
-    from seglog_cli.storage.batches import LogScan
-    from seglog_cli.storage.files import MappedFile
-    from seglog_cli.storage.records import read_records
+    from seglog_cli.storage.log.batches import LogScan
+    from seglog_cli.storage.log.files import MappedFile
+    from seglog_cli.storage.log.records import read_records
 
     started = time.perf_counter()
     batches = records = payload = 0

@@ -135,8 +135,8 @@ def prepare_segment(directory: Path, size_mib: float, codec: str, seed: int) -> 
 
 
 def _prepare(directory: str, size_mib: float, codec: str, seed: int) -> dict:
-    from seglog_cli.storage.files import MappedFile
-    from seglog_cli.storage.rebuild_index import recover_indexes
+    from seglog_cli.storage.log.files import MappedFile
+    from seglog_cli.storage.write.rebuild_index import recover_indexes
 
     directory = Path(directory)
     shutil.rmtree(directory, ignore_errors=True)
@@ -177,7 +177,7 @@ def write_append_input(path: Path, records: int, value_bytes: int, seed: int) ->
 
 def _log_dir(run_dir: Path, log: Path, with_indexes: bool) -> tuple[Path, Path]:
     """(log dir, partition dir) of one partition whose ``.log`` is a hard link of ``log``."""
-    from seglog_cli.storage.checkpoints import TopicPartition, format_offset_checkpoint
+    from seglog_cli.storage.log.checkpoints import TopicPartition, format_offset_checkpoint
 
     log_dir = run_dir / "data"
     partition = log_dir / "bench-0"

@@ -34,9 +34,9 @@ def walked_cut_positions(log_path, index_path, base_offset, start, size, split_b
     """The cuts as planning found them before it bisected: every ``.index`` entry read one at
     a time, in file order (the reference the fast path must agree with, tests/spark/test_plan.py)."""
     from seglog_cli.spark.plan import _frames_valid_batch
-    from seglog_cli.storage.errors import SeglogError
-    from seglog_cli.storage.files import MappedFile
-    from seglog_cli.storage.indexes import OffsetIndex
+    from seglog_cli.storage.log.errors import SeglogError
+    from seglog_cli.storage.log.files import MappedFile
+    from seglog_cli.storage.log.indexes import OffsetIndex
 
     if split_bytes <= 0 or size - start <= split_bytes or index_path is None or not index_path.is_file():
         return []
@@ -61,8 +61,8 @@ def walked_cut_positions(log_path, index_path, base_offset, start, size, split_b
 
 def small_segments(root: Path, count: int) -> Path:
     """One partition of ``count`` rolled 64 KiB segments (10 records of ~400 B per batch)."""
-    from seglog_cli.storage.builder import NewRecord, build_batch
-    from seglog_cli.storage.writer import PartitionWriter, SegmentConfig
+    from seglog_cli.storage.write.builder import NewRecord, build_batch
+    from seglog_cli.storage.write.writer import PartitionWriter, SegmentConfig
 
     log_dir = root / f"small-{count}"
     if (log_dir / "done").is_file():
@@ -83,9 +83,9 @@ def small_segments(root: Path, count: int) -> Path:
 def big_segments(root: Path, partitions: int, size_mb: int) -> Path:
     """``partitions`` partitions of one ``size_mb`` segment each, with the indexes a broker
     writes (one generated ``.log``, hard-linked into each partition dir)."""
-    from seglog_cli.storage.batches import LogScan
-    from seglog_cli.storage.files import MappedFile
-    from seglog_cli.storage.writer import SegmentConfig, SegmentWriter
+    from seglog_cli.storage.log.batches import LogScan
+    from seglog_cli.storage.log.files import MappedFile
+    from seglog_cli.storage.write.writer import SegmentConfig, SegmentWriter
     from tests.benchmarks.make_segment import write_segment
 
     log_dir = root / f"big-{partitions}x{size_mb}"

@@ -35,7 +35,7 @@ TOPIC = "big"
 
 def query_bounds(log_dir: str, records: int, partition: int = 1) -> tuple[int, int]:
     """X and X + records - 1, X the offset of the middle ``.index`` entry of the partition."""
-    from seglog_cli.storage.indexes import OffsetIndex
+    from seglog_cli.storage.log.indexes import OffsetIndex
 
     index = Path(log_dir) / f"{TOPIC}-{partition}" / "00000000000000000000.index"
     with OffsetIndex(index, 0) as entries:

@@ -66,8 +66,8 @@ def step_scan_crc(path: str) -> dict:
 
 
 def step_walk(path: str) -> dict:
-    from seglog_cli.storage.files import MappedFile
-    from seglog_cli.storage.rebuild_index import recover_indexes
+    from seglog_cli.storage.log.files import MappedFile
+    from seglog_cli.storage.write.rebuild_index import recover_indexes
 
     started = time.perf_counter()
     with MappedFile(path) as mapped:
@@ -78,7 +78,7 @@ def step_walk(path: str) -> dict:
 
 
 def _plan(path: str, txn_index: bool) -> dict:
-    from seglog_cli.storage.rebuild_index import plan_rebuild
+    from seglog_cli.storage.write.rebuild_index import plan_rebuild
 
     started = time.perf_counter()
     plan = plan_rebuild([path], txn_index=txn_index)
@@ -102,7 +102,7 @@ def profile_plan(path: str, lines: int = PROFILE_LINES) -> dict:
     """cProfile of ``plan_rebuild([path])``: total time under the profiler and the top functions by
     own time (the profiler slows Python code more than compiled code: read the shares, not the
     seconds)."""
-    from seglog_cli.storage.rebuild_index import plan_rebuild
+    from seglog_cli.storage.write.rebuild_index import plan_rebuild
 
     profiler = cProfile.Profile()
     profiler.enable()

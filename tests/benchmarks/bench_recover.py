@@ -54,10 +54,10 @@ LAYOUT_VERSION = 1
 def build_log_dir(target: Path, variant: str, partitions: int, segments: int, segment_mib: float,
                   seed: int) -> dict:
     """Write the log dir (see the module docstring); returns its metadata."""
-    from seglog_cli.storage.checkpoints import TopicPartition, format_offset_checkpoint
-    from seglog_cli.storage.files import MappedFile
-    from seglog_cli.storage.naming import format_offset
-    from seglog_cli.storage.rebuild_index import recover_indexes
+    from seglog_cli.storage.log.checkpoints import TopicPartition, format_offset_checkpoint
+    from seglog_cli.storage.log.files import MappedFile
+    from seglog_cli.storage.log.naming import format_offset
+    from seglog_cli.storage.write.rebuild_index import recover_indexes
     from tests.benchmarks import make_segment
 
     params = bench_dump.variant_params(variant)
@@ -116,7 +116,7 @@ def step_crc_all(log_dir: str) -> dict:
 
 
 def step_verify(log_dir: str) -> dict:
-    from seglog_cli.storage.verify import VerifyOptions, verify
+    from seglog_cli.storage.verify.verify import VerifyOptions, verify
 
     started = time.perf_counter()
     report = verify([log_dir], VerifyOptions(level="shallow"))
@@ -127,8 +127,8 @@ def step_verify(log_dir: str) -> dict:
 
 
 def step_recover(log_dir: str) -> dict:
-    from seglog_cli.storage.partition_log import partition_dirs_under
-    from seglog_cli.storage.recover import plan_recover
+    from seglog_cli.storage.log.partition_log import partition_dirs_under
+    from seglog_cli.storage.recovery.recover import plan_recover
 
     started = time.perf_counter()
     plan = plan_recover(partition_dirs_under(Path(log_dir)))

@@ -73,9 +73,9 @@ def _cpu() -> float:
 
 def step_engine(log_dir: str) -> dict:
     from seglog_cli.spark.plan import ScanOptions, plan_splits
-    from seglog_cli.storage.batches import LogScan
-    from seglog_cli.storage.files import MappedFile
-    from seglog_cli.storage.records import read_records
+    from seglog_cli.storage.log.batches import LogScan
+    from seglog_cli.storage.log.files import MappedFile
+    from seglog_cli.storage.log.records import read_records
 
     paths = sorted({split.path for split in plan_splits([log_dir], ScanOptions(split_bytes=0))})
     cpu, started = _cpu(), time.perf_counter()

@@ -16,7 +16,7 @@ Steps, each a fresh process with stdout to /dev/null, the page cache warm:
                     snapshots, leader-epoch checkpoint)
     offsets         ``seglog offsets LOG_DIR`` (a generated ``__consumer_offsets-0``, about 200 records)
 
-Before measuring, the bytecode of ``seglog_cli`` and ``formats`` (where the interpreter imports
+Before measuring, the bytecode of ``seglog_cli`` and ``seglog_cli.formats`` (where the interpreter imports
 them from) is written with ``compileall``, as ``pip install`` does: an editable install run with
 ``PYTHONDONTWRITEBYTECODE=1`` would otherwise compile every imported module from source on
 every run (about 80 ms for ``dump``); ``--no-compile`` measures the tree as it is.
@@ -92,8 +92,9 @@ def step_commands(inputs: dict, seglog: list[str]) -> dict[str, list[str]]:
 
 def compile_bytecode() -> list[str]:
     """Write the ``__pycache__`` of the packages seglog runs from (as the steps import them)."""
-    where = subprocess.run([sys.executable, "-c", "import seglog_cli, formats; print(seglog_cli.__file__); "
-                            "print(formats.__file__)"], capture_output=True, text=True, check=True)
+    where = subprocess.run([sys.executable, "-c", "import seglog_cli, seglog_cli.formats as formats; "
+                            "print(seglog_cli.__file__); print(formats.__file__)"], capture_output=True, text=True,
+                           check=True)
     packages = [str(Path(line).parent) for line in where.stdout.split()]
     for package in packages:
         if not compileall.compile_dir(package, quiet=1):

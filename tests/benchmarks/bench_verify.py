@@ -90,7 +90,7 @@ def step_kafka_python_crc(path: str, window: int = MIB) -> dict:
 
 
 def _verify(path: str, level: str, jobs: int = 1) -> dict:
-    from seglog_cli.storage.verify import VerifyOptions, verify
+    from seglog_cli.storage.verify.verify import VerifyOptions, verify
 
     started = time.perf_counter()
     report = verify([path], VerifyOptions(level=level, jobs=jobs))
@@ -126,7 +126,7 @@ def step_jobs2_deep(path: str) -> dict:
 
 
 def _crc_logs(log_dir: str, jobs: int) -> dict:
-    from seglog_cli.storage.parallel import parallel_map
+    from seglog_cli.storage.log.parallel import parallel_map
 
     logs = sorted(str(p) for p in Path(log_dir).glob("*/*.log"))
     started = time.perf_counter()
@@ -202,9 +202,9 @@ def measure(plan: list[tuple[str, str]], repeat: int, once=None) -> dict:
 
 def partition_dirs(meta: dict) -> tuple[str, str]:
     """(partition dir, log dir of two partitions) for a cached segment, built once."""
-    from seglog_cli.storage.batches import LogScan
-    from seglog_cli.storage.files import MappedFile
-    from seglog_cli.storage.writer import SegmentConfig, SegmentWriter
+    from seglog_cli.storage.log.batches import LogScan
+    from seglog_cli.storage.log.files import MappedFile
+    from seglog_cli.storage.write.writer import SegmentConfig, SegmentWriter
 
     log = Path(meta["path"])
     log_dir = log.parent / "logdir"

@@ -50,8 +50,8 @@ from crc32c import crc32c
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from seglog_cli.storage.builder import NewRecord, build_batch  # noqa: E402
-from seglog_cli.storage.codecs import CODEC_NAMES  # noqa: E402
+from seglog_cli.storage.write.builder import NewRecord, build_batch  # noqa: E402
+from seglog_cli.storage.log.codecs import CODEC_NAMES  # noqa: E402
 
 GENERATOR_VERSION = 2
 CODECS = {name: codec for codec, name in CODEC_NAMES.items()}

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import subprocess
 
-from seglog_cli.storage.batches import LogScan
-from seglog_cli.storage.files import MappedFile
+from seglog_cli.storage.log.batches import LogScan
+from seglog_cli.storage.log.files import MappedFile
 from tests.benchmarks import bench_decoders, bench_dump
 
 

@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from seglog_cli.storage.batches import LogScan
-from seglog_cli.storage.files import MappedFile
+from seglog_cli.storage.log.batches import LogScan
+from seglog_cli.storage.log.files import MappedFile
 from tests.benchmarks import bench_codecs, bench_dump, make_segment
 
 TINY = 300 * 1024
@@ -140,7 +140,7 @@ def test_bench_append_main_on_a_tiny_input(tmp_path):
 
 
 def test_bench_append_batches_like_the_cli():
-    from seglog_cli.storage.builder import BATCH_OVERHEAD, record_size
+    from seglog_cli.storage.write.builder import BATCH_OVERHEAD, record_size
     from tests.benchmarks import bench_append
 
     variant = {"value_size": 1000, "codec": "none", "records": 100, "seed": 1}

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from seglog_cli.storage.builder import group_batches, record_size
-from seglog_cli.storage.builder import NewRecord, encode_record
+from seglog_cli.storage.write.builder import group_batches, record_size
+from seglog_cli.storage.write.builder import NewRecord, encode_record
 from tests.conftest import REPO, run_seglog
 
 OK, PLANNED, USAGE, REFUSED, UNREADABLE, LOCKED = 0, 1, 2, 3, 4, 5

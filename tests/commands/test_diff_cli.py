@@ -129,7 +129,7 @@ def test_new_leader_as_reference_explicitly(corpus):
 def test_old_leader_shorter_than_the_new_one(corpus, tmp_path):
     """broker 1's divergent tail cut to end before the new leader's log end (4600): still truncated
     to 3900 by the epoch rule, every record it holds past 3900 lost."""
-    from seglog_cli.storage.partition_log import PartitionLog
+    from seglog_cli.storage.log.partition_log import PartitionLog
 
     root, _ = _case(corpus, "unclean-election")
     copy = tmp_path / "broker-1"
@@ -142,7 +142,7 @@ def test_old_leader_shorter_than_the_new_one(corpus, tmp_path):
     end_offset = next(b.base_offset for s in log.segments for b in s.batches() if b.base_offset > 4150)
     log.close()
     segment = partition / "00000000000000002133.log"
-    from seglog_cli.storage.segments import LogSegment
+    from seglog_cli.storage.log.segments import LogSegment
     position = next(b.position for b in LogSegment(segment).batches() if b.base_offset == end_offset)
     with open(segment, "r+b") as handle:
         handle.truncate(position)

@@ -76,7 +76,7 @@ def _cases():
 def engine(request):
     """Both code paths must print Kafka's output: the compiled hot loops and the pure-Python
     reference (what runs where no C compiler was available at install time)."""
-    from seglog_cli.storage import native
+    from seglog_cli.storage.log import native
 
     if request.param == "compiled" and not native.available():
         pytest.skip("the compiled module is not built")

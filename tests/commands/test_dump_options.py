@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from seglog_cli.storage.builder import NewRecord, build_batch, build_end_txn_marker
-from seglog_cli.storage.writer import SegmentConfig, SegmentWriter
+from seglog_cli.storage.write.builder import NewRecord, build_batch, build_end_txn_marker
+from seglog_cli.storage.write.writer import SegmentConfig, SegmentWriter
 from tests.conftest import run_seglog
 
 T0 = 1_700_000_000_000

@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from tests.conftest import run_seglog
-from tests.storage.test_effective_config import _records_in_dump
+from tests.storage.config.test_effective_config import _records_in_dump
 
 REFUSED, UNREADABLE = 3, 4
 LATER = "2099-01-01"

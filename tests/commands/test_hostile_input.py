@@ -21,12 +21,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from seglog_cli.render import recover_report, verify_report
-from seglog_cli.storage.errors import SeglogError, UnreadableInputError
-from seglog_cli.storage.files import MappedFile, read_small_file
-from seglog_cli.storage.findings import Code, Finding, Severity
-from seglog_cli.storage.rebuild_index import MAX_SEGMENT_BYTES, plan_rebuild
-from seglog_cli.storage.recover import plan_recover
-from seglog_cli.storage.verify import verify
+from seglog_cli.storage.log.errors import SeglogError, UnreadableInputError
+from seglog_cli.storage.log.files import MappedFile, read_small_file
+from seglog_cli.storage.log.findings import Code, Finding, Severity
+from seglog_cli.storage.write.rebuild_index import MAX_SEGMENT_BYTES, plan_rebuild
+from seglog_cli.storage.recovery.recover import plan_recover
+from seglog_cli.storage.verify.verify import verify
 from tests import fuzz_hostile as hostile
 from tests.conftest import CORPUS, CORPUS_MISSING
 from tests.fuzz_helpers import SEEDS

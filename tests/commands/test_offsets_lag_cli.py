@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from seglog_cli.storage.writer import PartitionWriter
+from seglog_cli.storage.write.writer import PartitionWriter
 from tests.conftest import run_seglog
 from tests.coordinator_bytes import batch, offset_commit_key, offset_commit_value
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from seglog_cli.storage.writer import PartitionWriter
+from seglog_cli.storage.write.writer import PartitionWriter
 from tests.conftest import requires_corpus, run_seglog
 from tests.coordinator_bytes import batch, marker, offset_commit_key, offset_commit_value, txn_key, txn_value_v1
 
@@ -136,8 +136,8 @@ def test_transactions_without_a_log_dir_is_exit_4(tmp_path):
 def test_partition_dirs_found_as_the_other_commands_find_them(log_dir, tmp_path_factory):
     """A tree holding a log dir is searched as verify/recover/rebuild-index search it: the log
     dir's partitions are read; hidden directories and symlinks are not followed."""
-    from seglog_cli.storage.coordinator_log import partition_dirs
-    from seglog_cli.storage.partition_log import partition_dirs_under
+    from seglog_cli.storage.coordinator.coordinator_log import partition_dirs
+    from seglog_cli.storage.log.partition_log import partition_dirs_under
 
     tree = tmp_path_factory.mktemp("disk")
     (tree / "srv" / "kafka").mkdir(parents=True)

@@ -67,7 +67,7 @@ def test_an_overflowed_segment_seglog_cannot_split_is_refused_and_the_rest_plann
     """A segment holding an offset past base + 2^31 - 1 and a damaged batch: Kafka would split it
     (KAFKA-6264) and truncate a piece; seglog refuses that partition (exit 3, nothing written
     there) and still plans the others."""
-    from seglog_cli.storage.builder import NewRecord, build_batch
+    from seglog_cli.storage.write.builder import NewRecord, build_batch
 
     data = _data(corpus, tmp_path)
     odd = data / "odd-0"

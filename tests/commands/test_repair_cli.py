@@ -201,9 +201,9 @@ def test_segment_made_identical_takes_the_healthy_indexes(corpus, tmp_path):
 def test_rebuilt_indexes_follow_the_partitions_topic_config(corpus, tmp_path):
     """HEALTHY's indexes of the segment are gone, so the repaired segment's are rebuilt: with
     index.interval.bytes as the partition resolves it (--config here), not Kafka's default."""
-    from seglog_cli.storage.files import MappedFile
-    from seglog_cli.storage.rebuild_index import recover_indexes
-    from seglog_cli.storage.topic_config import TopicConfig
+    from seglog_cli.storage.log.files import MappedFile
+    from seglog_cli.storage.write.rebuild_index import recover_indexes
+    from seglog_cli.storage.config.topic_config import TopicConfig
 
     replicas = _copy(corpus, "in-sync", (1, 2), tmp_path)
     healthy, damaged = replicas[1], replicas[2]

@@ -17,8 +17,8 @@ import re
 import pytest
 from construct import GreedyRange, StreamError
 
-from formats import control
-from formats.control import (
+from seglog_cli.formats import control
+from seglog_cli.formats.control import (
     ControlRecordKey,
     EndTxnMarkerValue,
     KRaftVersionRecord,
@@ -27,8 +27,8 @@ from formats.control import (
     SnapshotHeaderRecord,
     VotersRecord,
 )
-from formats.protocol import EMPTY_TAGGED_FIELDS, CompactString, TaggedFields, Uint16
-from formats.record_batch import RecordBatch, UncompressedRecords
+from seglog_cli.formats.protocol import EMPTY_TAGGED_FIELDS, CompactString, TaggedFields, Uint16
+from seglog_cli.formats.record_batch import RecordBatch, UncompressedRecords
 from tests.conftest import CORPUS, requires_corpus
 
 NO_TAGS = {"count": 0, "fields": []}

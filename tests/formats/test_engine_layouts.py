@@ -17,15 +17,15 @@ from crc32c import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from formats import control as control_format
-from formats import legacy as legacy_format
-from formats import record_batch as v2_format
-from formats.indexes import OffsetIndexFile, TimeIndexFile
-from formats.legacy import LegacyEntry, LegacyMessage, LogOverhead
-from formats.producer_snapshot import ProducerSnapshot
-from formats.record_batch import Record, RecordBatch, RecordBatchHeader, UncompressedRecords
-from formats.txn_index import AbortedTxnEntry, TransactionIndexFile
-from seglog_cli.storage.batches import (
+from seglog_cli.formats import control as control_format
+from seglog_cli.formats import legacy as legacy_format
+from seglog_cli.formats import record_batch as v2_format
+from seglog_cli.formats.indexes import OffsetIndexFile, TimeIndexFile
+from seglog_cli.formats.legacy import LegacyEntry, LegacyMessage, LogOverhead
+from seglog_cli.formats.producer_snapshot import ProducerSnapshot
+from seglog_cli.formats.record_batch import Record, RecordBatch, RecordBatchHeader, UncompressedRecords
+from seglog_cli.formats.txn_index import AbortedTxnEntry, TransactionIndexFile
+from seglog_cli.storage.log.batches import (
     CREATE_TIME,
     LEGACY_HEADER,
     LOG_APPEND_TIME,
@@ -37,10 +37,10 @@ from seglog_cli.storage.batches import (
     LogScan,
     read_batch_header,
 )
-from seglog_cli.storage.control import parse_control_record
-from seglog_cli.storage.errors import DecodeError
-from seglog_cli.storage.files import MappedFile
-from seglog_cli.storage.indexes import (
+from seglog_cli.storage.log.control import parse_control_record
+from seglog_cli.storage.log.errors import DecodeError
+from seglog_cli.storage.log.files import MappedFile
+from seglog_cli.storage.log.indexes import (
     AbortedTxn,
     OffsetIndex,
     OffsetPosition,
@@ -48,8 +48,8 @@ from seglog_cli.storage.indexes import (
     TimestampOffset,
     TransactionIndex,
 )
-from seglog_cli.storage.records import read_records
-from seglog_cli.storage.snapshots import BatchMetadata, read_snapshot
+from seglog_cli.storage.log.records import read_records
+from seglog_cli.storage.log.snapshots import BatchMetadata, read_snapshot
 
 INT16 = st.integers(-(2**15), 2**15 - 1)
 INT32 = st.integers(-(2**31), 2**31 - 1)
@@ -326,9 +326,9 @@ def test_control_record_through_the_engine(tmp_path):
 def test_control_key_and_marker_layouts(key, value, commit):
     """The engine's struct reads of a control key and an end-transaction marker (any bytes) give
     the schemas' fields, or the error Kafka gives for a negative version."""
-    from seglog_cli.storage.control import parse_control_type
-    from seglog_cli.storage.errors import InvalidRecordError
-    from seglog_cli.storage.records import Record
+    from seglog_cli.storage.log.control import parse_control_type
+    from seglog_cli.storage.log.errors import InvalidRecordError
+    from seglog_cli.storage.log.records import Record
 
     schema_key = control_format.ControlRecordKey.parse(key)
     if schema_key.version < 0:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from formats import group_coordinator as gc
-from formats import transaction_log as tl
-from formats.kafka_message import RawString, RawUuid, versions
+from seglog_cli.formats import group_coordinator as gc
+from seglog_cli.formats import transaction_log as tl
+from seglog_cli.formats.kafka_message import RawString, RawUuid, versions
 
 
 def test_version_ranges():
@@ -88,7 +88,7 @@ def test_transaction_log_value_v0_and_v1():
 
 
 def test_non_nullable_null_string_is_refused_with_kafkas_message():
-    from formats.kafka_message import KafkaReadError
+    from seglog_cli.formats.kafka_message import KafkaReadError
 
     with pytest.raises(KafkaReadError, match="non-nullable field group was serialized as null"):
         gc.OFFSET_COMMIT_KEY.struct(0).parse(bytes.fromhex("ffff"))

@@ -7,10 +7,10 @@ import struct
 import pytest
 from crc32c import crc32c
 
-from formats import indexes, producer_snapshot, txn_index
-from formats.indexes import OffsetIndexEntry, OffsetIndexFile, TimeIndexEntry, TimeIndexFile
-from formats.producer_snapshot import ProducerEntry, ProducerSnapshot, ProducerSnapshotHeader
-from formats.txn_index import AbortedTxnEntry, TransactionIndexFile
+from seglog_cli.formats import indexes, producer_snapshot, txn_index
+from seglog_cli.formats.indexes import OffsetIndexEntry, OffsetIndexFile, TimeIndexEntry, TimeIndexFile
+from seglog_cli.formats.producer_snapshot import ProducerEntry, ProducerSnapshot, ProducerSnapshotHeader
+from seglog_cli.formats.txn_index import AbortedTxnEntry, TransactionIndexFile
 
 BASE_OFFSET = 400  # the segment of vector F
 

@@ -17,10 +17,10 @@ import pytest
 from construct import ConstructError, StreamError
 from hypothesis import given, settings, strategies as st
 
-from formats import group_coordinator as gc
-from formats import metadata_records as mr
-from formats import transaction_log as tl
-from formats.kafka_message import Field as F, KafkaReadError, Message, RawString, RawUuid
+from seglog_cli.formats import group_coordinator as gc
+from seglog_cli.formats import metadata_records as mr
+from seglog_cli.formats import transaction_log as tl
+from seglog_cli.formats.kafka_message import Field as F, KafkaReadError, Message, RawString, RawUuid
 
 TOPIC_ID = bytes(range(16))
 

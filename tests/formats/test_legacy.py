@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from formats import legacy, record_batch
-from formats.legacy import LegacyAttributes, LegacyEntry, LegacyMessage, LegacyMessageSet, LogOverhead
+from seglog_cli.formats import legacy, record_batch
+from seglog_cli.formats.legacy import LegacyAttributes, LegacyEntry, LegacyMessage, LegacyMessageSet, LogOverhead
 
 # §21 B: v1 message, uncompressed, offset 7 (36 bytes)
 VECTOR_B = bytes.fromhex(

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from construct import ConstructError
 
-from formats.kafka_message import KafkaReadError, java_int
-from formats.metadata_records import (
+from seglog_cli.formats.kafka_message import KafkaReadError, java_int
+from seglog_cli.formats.metadata_records import (
     BROKER_REGISTRATION_CHANGE,
     CLEAR_ELR,
     CONFIG,
@@ -79,7 +79,7 @@ def test_fields_of_later_versions_are_absent():
 
 
 def test_string_array_elements_are_never_null():
-    from formats.metadata_records import DELEGATION_TOKEN
+    from seglog_cli.formats.metadata_records import DELEGATION_TOKEN
 
     data = b"\x02o" b"\x02r" b"\x02\x00"  # owner, requester, renewers [null]
     with pytest.raises(KafkaReadError, match="non-nullable field renewers element was serialized as null"):

@@ -9,9 +9,9 @@ from crc32c import crc32c
 from hypothesis import given
 from hypothesis import strategies as st
 
-from formats import control
-from formats import record_batch as rb
-from formats.record_batch import (
+from seglog_cli.formats import control
+from seglog_cli.formats import record_batch as rb
+from seglog_cli.formats.record_batch import (
     BatchAttributes,
     Record,
     RecordBatch,
@@ -19,7 +19,7 @@ from formats.record_batch import (
     RecordBody,
     UncompressedRecords,
 )
-from formats.varint import MAX_VARINT_BYTES, MAX_VARLONG_BYTES, ZigZagVarInt
+from seglog_cli.formats.varint import MAX_VARINT_BYTES, MAX_VARLONG_BYTES, ZigZagVarInt
 
 # §21 A: v2 batch, 2 records, uncompressed, CreateTime (88 bytes)
 VECTOR_A = bytes.fromhex(

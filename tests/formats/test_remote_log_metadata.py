@@ -5,7 +5,7 @@ offsets 0 and 1), each parsed and written back by the layer's build side, after 
 
 from __future__ import annotations
 
-from formats import remote_log_metadata as rlm
+from seglog_cli.formats import remote_log_metadata as rlm
 from tests.coordinator_bytes import hex_bytes as _hex
 from tests.coordinator_bytes import round_trip as _round_trip
 

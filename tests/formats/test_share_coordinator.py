@@ -4,8 +4,8 @@ offsets 0, 1 and 13), each parsed and written back by the layer's build side."""
 
 from __future__ import annotations
 
-from formats import share_coordinator as sc
-from formats.kafka_message import RawString, RawUuid
+from seglog_cli.formats import share_coordinator as sc
+from seglog_cli.formats.kafka_message import RawString, RawUuid
 from tests.coordinator_bytes import hex_bytes as _hex
 from tests.coordinator_bytes import round_trip as _round_trip
 

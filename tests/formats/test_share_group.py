@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from construct import ConstructError
 
-from formats import group_coordinator as gc
-from formats.kafka_message import KafkaReadError, RawString, RawUuid
+from seglog_cli.formats import group_coordinator as gc
+from seglog_cli.formats.kafka_message import KafkaReadError, RawString, RawUuid
 from tests.coordinator_bytes import hex_bytes as _hex
 from tests.coordinator_bytes import round_trip as _round_trip
 

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kafka.record.util import encode_varint as kafka_python_encode_varint
 
-from formats.varint import (
+from seglog_cli.formats.varint import (
     MAX_VARINT_BYTES,
     MAX_VARLONG_BYTES,
     UnsignedVarInt,

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from seglog_cli.render.coordinator_json import jackson_text, offsets_parser, transaction_log_parser
-from seglog_cli.storage.errors import DecodeError
-from seglog_cli.storage.records import Record
+from seglog_cli.storage.log.errors import DecodeError
+from seglog_cli.storage.log.records import Record
 from tests.coordinator_bytes import (
     NO_TAGS, arr, b, carr, cb, cs, i16, i32, i64, offset_commit_key, offset_commit_value, s, tags, txn_key,
     txn_value_v1, uvar,

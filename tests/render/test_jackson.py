@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formats import group_coordinator as gc
-from formats import metadata_records as mr
-from formats import transaction_log as tl
+from seglog_cli.formats import group_coordinator as gc
+from seglog_cli.formats import metadata_records as mr
+from seglog_cli.formats import transaction_log as tl
 from seglog_cli.render.jackson import declares_floats, jackson_text, java_double
 from seglog_cli.render.kafka_json import to_kafka_json
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from formats.metadata_records import RECORD_TYPES
+from seglog_cli.formats.metadata_records import RECORD_TYPES
 from seglog_cli.render.metadata_json import (
     cluster_metadata_fields,
     cluster_metadata_parser,
@@ -18,8 +18,8 @@ from seglog_cli.render.metadata_json import (
     java_double,
     metadata_record_text,
 )
-from seglog_cli.storage.builder import NewRecord, build_batch
-from seglog_cli.storage.metadata_decoder import decode_metadata_record
+from seglog_cli.storage.write.builder import NewRecord, build_batch
+from seglog_cli.storage.serde.metadata_decoder import decode_metadata_record
 from tests.conftest import CORPUS, requires_corpus, run_seglog
 
 

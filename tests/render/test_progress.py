@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from seglog_cli.render.progress import dump_progress
-from seglog_cli.storage.dump import DumpOptions, dump, expand_paths
+from seglog_cli.storage.dump.dump import DumpOptions, dump, expand_paths
 from tests.conftest import REPO
 
 

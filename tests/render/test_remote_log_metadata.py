@@ -12,7 +12,7 @@ RemotePartitionDeleteMetadata.java, storage/.../RemoteLogSegmentMetadataSnapshot
 first one is the case of Kafka's own
 storage/src/test/java/org/apache/kafka/server/log/remote/metadata/storage/RemoteLogMetadataFormatterTest.java.
 The error messages are those of the transforms' constructors and of the serde (see
-seglog_cli/storage/remote_log_metadata.py). The real broker's output
+seglog_cli/storage/serde/remote_log_metadata.py). The real broker's output
 (../shared/corpus/kafka-4.2.0/tiered/golden) is replayed line for line by
 tests/commands/test_dump_golden.py; here its JSON Lines are checked against it.
 """
@@ -25,8 +25,8 @@ import json
 import pytest
 
 from seglog_cli.render.remote_log_metadata import remote_log_metadata_fields, remote_log_metadata_parser
-from seglog_cli.storage.builder import NewRecord, build_batch
-from seglog_cli.storage.records import Record
+from seglog_cli.storage.write.builder import NewRecord, build_batch
+from seglog_cli.storage.log.records import Record
 from tests.conftest import CORPUS, requires_corpus, run_seglog
 from tests.coordinator_bytes import NO_TAGS, carr, cb, cs, i8, i32, i64, tags, uvar
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from seglog_cli.render.coordinator_json import offsets_fields
-from seglog_cli.storage.records import Record
+from seglog_cli.storage.log.records import Record
 from tests.coordinator_bytes import NO_TAGS, carr, cs, i8, i16, i32, i64, tags
 from tests.coordinator_bytes import offsets_line as parse
 from tests.coordinator_bytes import type_key as key

@@ -21,9 +21,9 @@ import json
 import pytest
 
 from seglog_cli.render.coordinator_json import share_group_state_fields, share_group_state_parser
-from seglog_cli.storage.builder import NewRecord, build_batch
-from seglog_cli.storage.errors import DecodeError
-from seglog_cli.storage.records import Record
+from seglog_cli.storage.write.builder import NewRecord, build_batch
+from seglog_cli.storage.log.errors import DecodeError
+from seglog_cli.storage.log.records import Record
 from tests.conftest import CORPUS, requires_corpus, run_seglog
 from tests.coordinator_bytes import NO_TAGS, carr, i8, i16, i32, i64, s, tags
 

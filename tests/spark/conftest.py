@@ -125,7 +125,7 @@ def arrow_batches(table) -> list[tuple]:
 
 def log_partition_dirs(root: Path) -> list[Path]:
     """Partition directories under ``root`` that hold at least one ``.log`` segment."""
-    from seglog_cli.storage.partition_log import partition_dirs_under
+    from seglog_cli.storage.log.partition_log import partition_dirs_under
 
     return [d for d in partition_dirs_under(root) if any(p.suffix == ".log" for p in d.iterdir())]
 

@@ -15,7 +15,7 @@ pc = pytest.importorskip("pyarrow.compute")
 
 from seglog_cli.spark.columns import BATCH_SCHEMA, RECORD_SCHEMA, batch_batches, record_batches  # noqa: E402
 from seglog_cli.spark.plan import ScanOptions, plan_splits  # noqa: E402
-from seglog_cli.storage.errors import SeglogError  # noqa: E402
+from seglog_cli.storage.log.errors import SeglogError  # noqa: E402
 from tests.conftest import requires_corpus  # noqa: E402
 from tests.spark.conftest import (  # noqa: E402
     arrow_batches,
@@ -184,7 +184,7 @@ def test_reading_records_does_not_import_pandas_nor_unused_engine_modules(corpus
             "from seglog_cli.spark.columns import record_batches\n"
             "options = ScanOptions()\n"
             "rows = sum(b.num_rows for s in plan_splits(sys.argv[1:], options) for b in record_batches(s, options))\n"
-            "heavy = ('pandas', 'seglog_cli.storage.dump', 'seglog_cli.storage.verify_segment')\n"
+            "heavy = ('pandas', 'seglog_cli.storage.dump.dump', 'seglog_cli.storage.verify.verify_segment')\n"
             "print(rows, ','.join(m for m in heavy if m in sys.modules) or 'none')\n")
     paths = [str(corpus / "kafka-4.2.0" / "data"), str(corpus / "public")]
     done = subprocess.run([sys.executable, "-c", code, *paths], capture_output=True, text=True, cwd=REPO,

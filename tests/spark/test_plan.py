@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from seglog_cli.spark.plan import OptionError, ScanOptions, option_paths, parse_options, plan_splits
-from seglog_cli.storage.batches import LogScan
-from seglog_cli.storage.files import MappedFile
-from seglog_cli.storage.indexes import OffsetIndex
+from seglog_cli.storage.log.batches import LogScan
+from seglog_cli.storage.log.files import MappedFile
+from seglog_cli.storage.log.indexes import OffsetIndex
 from tests.conftest import requires_corpus
 from tests.spark.conftest import make_partition
 
@@ -158,7 +158,7 @@ def test_the_engine_and_the_cli_never_import_spark_or_arrow():
     import sys
 
     code = ("import sys, pkgutil, importlib, seglog_cli.storage as s, seglog_cli.cli, seglog_cli.spark.plan; "
-            "[importlib.import_module('seglog_cli.storage.' + m.name) for m in pkgutil.iter_modules(s.__path__)]; "
+            "[importlib.import_module(m.name) for m in pkgutil.walk_packages(s.__path__, 'seglog_cli.storage.')]; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'pyarrow', 'py4j', 'pandas')))")
     done = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, check=True, text=True,
                           cwd=Path(__file__).resolve().parents[2])

@@ -15,10 +15,10 @@ pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install 'se
 
 from seglog_cli.spark.columns import batch_batches, record_batches  # noqa: E402
 from seglog_cli.spark.plan import OptionError, ScanOptions, Split, parse_options  # noqa: E402
-from seglog_cli.storage.errors import SeglogError  # noqa: E402
+from seglog_cli.storage.log.errors import SeglogError  # noqa: E402
 from seglog_cli.spark.plan import _frames_valid_batch  # noqa: E402
-from seglog_cli.storage.batches import LogScan  # noqa: E402
-from seglog_cli.storage.files import MappedFile  # noqa: E402
+from seglog_cli.storage.log.batches import LogScan  # noqa: E402
+from seglog_cli.storage.log.files import MappedFile  # noqa: E402
 from tests.fuzz_helpers import damaged_logs, examples  # noqa: E402
 from tests.spark.conftest import arrow_records, dump_records  # noqa: E402
 

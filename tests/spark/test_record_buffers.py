@@ -18,9 +18,9 @@ pa = pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip instal
 
 from seglog_cli.spark import columns, record_buffers  # noqa: E402
 from seglog_cli.spark.plan import ScanOptions, plan_splits  # noqa: E402
-from seglog_cli.storage import native  # noqa: E402
-from seglog_cli.storage.builder import NewRecord, build_batch, build_end_txn_marker  # noqa: E402
-from seglog_cli.storage.codecs import GZIP, LZ4, NONE, SNAPPY, ZSTD  # noqa: E402
+from seglog_cli.storage.log import native  # noqa: E402
+from seglog_cli.storage.write.builder import NewRecord, build_batch, build_end_txn_marker  # noqa: E402
+from seglog_cli.storage.log.codecs import GZIP, LZ4, NONE, SNAPPY, ZSTD  # noqa: E402
 from tests.conftest import requires_corpus  # noqa: E402
 from tests.spark.conftest import log_partition_dirs  # noqa: E402
 

@@ -181,8 +181,8 @@ def test_verify_by_segment_equals_the_cli_with_damage_in_a_middle_segment(spark,
     a stray snapshot and orphan index in another: ``seglog verify --spark`` prints what the
     local run prints, byte for byte, with the same exit status, at both levels."""
     import seglog_cli.spark.verify as spark_verify
-    from seglog_cli.storage.builder import NewRecord, build_batch
-    from seglog_cli.storage.writer import PartitionWriter, SegmentConfig
+    from seglog_cli.storage.write.builder import NewRecord, build_batch
+    from seglog_cli.storage.write.writer import PartitionWriter, SegmentConfig
 
     log_dir = tmp_path / "logdir"
     for name in ("events-0", "events-1"):

@@ -113,7 +113,7 @@ def test_read_committed_stops_at_the_last_stable_offset(spark, corpus, tmp_path)
     """Cut txn-0 just before an ABORT marker: that transaction is open at the log end, so the
     last stable offset is its first offset and nothing from there on is returned (even other
     producers' committed records), as a read_committed fetch bounded by the LSO."""
-    from seglog_cli.storage.transactions import read_committed_view
+    from seglog_cli.storage.coordinator.transactions import read_committed_view
 
     source = corpus / TXN
     report = json.loads(run_seglog("transactions", "--format", "json", "--topic", "txn", str(source.parent)).out)
@@ -143,7 +143,7 @@ def test_read_committed_stops_at_the_high_watermark(spark, corpus, tmp_path):
     batch holding the last stable offset starts: LocalLog.read's maxPosition); cut before its
     last ABORT marker (a transaction open from F) with the high watermark below F, the read ends
     at the high watermark, not at F."""
-    from seglog_cli.storage.checkpoints import TopicPartition, write_offset_checkpoint
+    from seglog_cli.storage.log.checkpoints import TopicPartition, write_offset_checkpoint
 
     source = corpus / TXN
     report = json.loads(run_seglog("transactions", "--format", "json", "--topic", "txn", str(source.parent)).out)

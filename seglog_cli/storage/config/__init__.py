@@ -1,0 +1,5 @@
+"""Topic and broker configs: Kafka's defaults, ``server.properties``, and the effective
+topic config a KRaft broker resolves from its ``__cluster_metadata`` log.
+
+May import: ``seglog_cli.formats``, ``storage.log`` and ``storage.serde``.
+"""

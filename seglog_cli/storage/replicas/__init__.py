@@ -1,0 +1,5 @@
+"""Replicas of one partition: ``seglog diff`` (``replicas``), Kafka's follower truncation by
+leader epochs (``epoch_truncation``) and ``seglog repair`` (``replica_repair``).
+
+May import: ``seglog_cli.formats``, ``storage.log``, ``storage.config`` and ``storage.write``.
+"""

@@ -1,0 +1,687 @@
+"""Repairing a damaged replica from a healthy one, byte for byte (``seglog repair --from``).
+
+Followers append the leader's batches as they are, and segments roll at the same base offsets
+where replicas agree, so a damaged range of one replica (a batch failing its CRC, a corrupt
+region, a zeroed range, a torn tail) sits intact at the same positions of the same segment on
+another. For each damaged stretch of a segment of DAMAGED, :func:`plan_repair` finds the good
+batches either side of it and takes HEALTHY's batches for exactly the offsets in between: they
+must start where DAMAGED's damage starts (same position, the next expected offset), end where
+its next good batch starts (same position and offset), carry valid CRCs and the leader epochs
+DAMAGED's own ``leader-epoch-checkpoint`` gives those offsets. Anything else is refused
+(:class:`RepairRefused`): the replicas diverge there, or HEALTHY is damaged too. The repaired
+segment is written whole (assembled in a staging file beside the backups), its ``.index`` and
+``.timeindex`` rebuilt as Kafka's recovery builds them.
+
+A segment DAMAGED lacks in the middle of its log (``seglog diff`` reports the stretch as a
+hole: the batches either side are the same on both) is restored whole from HEALTHY when it is
+exactly HEALTHY's segments between two segments DAMAGED holds, every batch valid and in the
+leader epoch DAMAGED's checkpoint gives its offsets (:func:`_plan_missing`), with HEALTHY's producer
+snapshots for those offsets that DAMAGED lacks.
+
+``tail=True`` also appends what DAMAGED lacks at its end (a cut tail, a lost last segment) when
+its log is a prefix of HEALTHY's: the rest of its last segment, HEALTHY's later segments (their
+indexes rebuilt), the producer snapshots HEALTHY holds past DAMAGED's old end, and the leader
+epochs of the copied batches in its ``leader-epoch-checkpoint``.
+
+Planning holds nothing per batch: each segment is read once as chunks of batch header columns
+(the scan ``seglog diff`` reads, :func:`~seglog_cli.storage.replicas.replicas.column_chunks`) into its
+runs of valid batches (byte positions and offsets) and a few single batches, and HEALTHY's
+segment is walked forward once for the ranges taken; the repaired segment is assembled from
+byte ranges, a chunk at a time.
+
+HEALTHY is only read. Writing goes through :class:`~seglog_cli.storage.write.write_session.WriteSession`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from array import array
+from bisect import bisect_left
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from seglog_cli.storage.log.batches import LogScan
+from seglog_cli.storage.log.checkpoints import EpochEntry, format_leader_epoch_checkpoint
+from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.files import MappedFile
+from seglog_cli.storage.write.journal import FileStep
+from seglog_cli.storage.log.log_dir_files import LEADER_EPOCH_CHECKPOINT
+from seglog_cli.storage.log.naming import parse_segment_file_name
+from seglog_cli.storage.log.partition_log import PartitionLog
+from seglog_cli.storage.replicas.replicas import column_chunks, compare, scan_replica
+from seglog_cli.storage.config.topic_config import TopicConfig
+
+COPY_CHUNK = 8 << 20
+
+
+class RepairRefused(SeglogError):
+    """The repair would not restore the healthy replica's bytes (divergence, damage on both
+    sides, another topic): nothing is changed."""
+
+
+@dataclass
+class Piece:
+    """Bytes ``[start, end)`` of ``source`` (a ``.log`` of DAMAGED or HEALTHY)."""
+
+    source: Path
+    start: int
+    end: int
+    healthy: bool
+
+    def as_dict(self) -> dict:
+        return {"from": "healthy" if self.healthy else "damaged", "file": str(self.source), "start": self.start,
+                "end": self.end}
+
+
+@dataclass
+class SegmentRepair:
+    """One segment of DAMAGED written anew from ``pieces`` (``path`` may not exist yet)."""
+
+    base_offset: int
+    path: Path
+    pieces: list[Piece]
+    ranges: list[tuple[int, int]]  # offsets taken from HEALTHY
+    why: str
+    new: bool = False
+    txn_index: Path | None = None  # HEALTHY's .txnindex, copied when the segment gains offsets (aborts are by offset)
+    # HEALTHY's segment and its .index/.timeindex (trimmed, every entry pointing right): copied
+    # instead of rebuilt when the repaired segment comes out byte-identical to it
+    healthy_segment: Path | None = None
+    indexes: str | None = None  # what build_steps chose: "healthy" (HEALTHY's copied) or "rebuilt"
+
+    @property
+    def index_plan(self) -> str:
+        """``healthy`` (HEALTHY's .index and .timeindex copied), ``rebuilt``, or, before
+        :func:`build_steps` has compared the repaired segment with HEALTHY's,
+        ``healthy-if-identical``."""
+        if self.indexes is not None:
+            return self.indexes
+        if self.healthy_segment is None:
+            return "rebuilt"
+        piece = self.pieces[0] if len(self.pieces) == 1 else None
+        if piece is not None and piece.healthy and piece.source == self.healthy_segment and piece.start == 0 \
+                and piece.end == os.path.getsize(piece.source):
+            return "healthy"  # HEALTHY's segment whole
+        return "healthy-if-identical"
+
+    @property
+    def size(self) -> int:
+        return sum(p.end - p.start for p in self.pieces)
+
+    def as_dict(self) -> dict:
+        return {"segment": self.base_offset, "path": str(self.path), "new": self.new, "why": self.why,
+                "txnIndex": None if self.txn_index is None else str(self.txn_index),
+                "offsets": [list(r) for r in self.ranges], "size": self.size,
+                "pieces": [p.as_dict() for p in self.pieces]}
+
+
+@dataclass
+class RepairPlan:
+    healthy: Path
+    damaged: Path
+    segments: list[SegmentRepair] = field(default_factory=list)
+    snapshots: list[Path] = field(default_factory=list)  # HEALTHY's snapshots to copy
+    epoch_checkpoint: list[EpochEntry] | None = None  # DAMAGED's, extended (--tail)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.segments and not self.snapshots and self.epoch_checkpoint is None
+
+    def as_dict(self) -> dict:
+        return {"healthy": str(self.healthy), "damaged": str(self.damaged),
+                "segments": [s.as_dict() for s in self.segments], "snapshots": [str(s) for s in self.snapshots],
+                "leaderEpochCheckpoint": None if self.epoch_checkpoint is None
+                else [[e.epoch, e.start_offset] for e in self.epoch_checkpoint], "notes": self.notes}
+
+
+@dataclass
+class _Batch:
+    position: int
+    end: int
+    base: int
+    last: int
+    epoch: int
+    valid: bool
+
+
+def _row(columns, k: int) -> _Batch:
+    i = 8 * k
+    position = columns[i]
+    return _Batch(position, position + 12 + columns[i + 5], columns[i + 1], columns[i + 2], columns[i + 3],
+                  bool(columns[i + 6]))
+
+
+def _chunks(mapped: MappedFile):
+    """A resyncing scan of a ``.log`` (CRCs checked), as the diff reads it: chunks of header
+    columns (:func:`~seglog_cli.storage.replicas.replicas.column_chunks`), no object per batch."""
+    for columns, _ in column_chunks(LogScan(mapped, 0, resync=True, check_crc=True)):
+        if columns:
+            yield columns
+
+
+def _rows(path: Path):
+    """Every batch a resyncing scan finds in a ``.log`` (CRC checked), one at a time."""
+    with MappedFile(path) as mapped:
+        for columns in _chunks(mapped):
+            for k in range(len(columns) // 8):
+                yield _row(columns, k)
+
+
+@dataclass
+class _Segment:
+    """What a plan needs of one ``.log``, read in one pass without holding its batches: its
+    size, first and last batch, last valid batch, first failing one, and the runs of valid
+    batches each starting where the one before ends (``[start, end)`` positions, first base and
+    last offsets): one run from 0 to the size when the segment is whole."""
+
+    size: int
+    count: int = 0
+    first: _Batch | None = None
+    last: _Batch | None = None
+    last_good: _Batch | None = None
+    first_invalid: _Batch | None = None
+    runs: list = field(default_factory=list)  # [start, end, first base, last offset]
+
+    @property
+    def damaged(self) -> bool:
+        """A batch failing its checks, or bytes no valid batch covers."""
+        if self.first_invalid is not None:
+            return True
+        if not self.runs:
+            return self.size != 0
+        return len(self.runs) != 1 or self.runs[0][0] != 0 or self.runs[0][1] != self.size
+
+
+def _segment(path: Path) -> _Segment:
+    with MappedFile(path) as mapped:
+        summary = _Segment(mapped.size)
+        runs = summary.runs
+        for columns in _chunks(mapped):
+            count = len(columns) // 8
+            if summary.first is None:
+                summary.first = _row(columns, 0)
+            summary.last = _row(columns, count - 1)
+            summary.count += count
+            first, end = columns[0], summary.last.end
+            if 0 not in columns[6::8] and end - first == sum(columns[5::8]) + 12 * count:
+                # all valid and back to back: one stretch
+                if runs and runs[-1][1] == first:
+                    runs[-1][1], runs[-1][3] = end, columns[-6]
+                else:
+                    runs.append([first, end, columns[1], columns[-6]])
+                summary.last_good = summary.last
+                continue
+            for k in range(count):
+                batch = _row(columns, k)
+                if not batch.valid:
+                    if summary.first_invalid is None:
+                        summary.first_invalid = batch
+                    continue
+                if runs and runs[-1][1] == batch.position:
+                    runs[-1][1], runs[-1][3] = batch.end, batch.last
+                else:
+                    runs.append([batch.position, batch.end, batch.base, batch.last])
+                summary.last_good = batch
+        return summary
+
+
+class _Walk:
+    """HEALTHY's batches of one segment read forward once (as :func:`_rows` gives them), a chunk
+    of header columns at a time: :meth:`seek` passes over the batches before a position."""
+
+    def __init__(self, path: Path) -> None:
+        self.mapped = MappedFile(path)
+        self.size = self.mapped.size
+        self._chunks = _chunks(self.mapped)
+        self.columns, self.positions = array("q"), array("q")
+        self.k = self.n = 0
+
+    def current(self) -> _Batch | None:
+        while self.k >= self.n:
+            columns = next(self._chunks, None)
+            if columns is None:
+                return None
+            self.columns, self.positions = columns, columns[0::8]
+            self.k, self.n = 0, len(columns) // 8
+        return _row(self.columns, self.k)
+
+    def advance(self) -> None:
+        self.k += 1
+
+    def seek(self, position: int) -> _Batch | None:
+        """The first batch at ``position`` or after it."""
+        while self.current() is not None and self.positions[-1] < position:
+            self.k = self.n
+        if self.k < self.n:
+            self.k = bisect_left(self.positions, position, self.k)
+        return self.current()
+
+    def close(self) -> None:
+        self._chunks.close()
+        self.mapped.close()
+
+
+def _epoch_for(entries: list[EpochEntry], offset: int) -> int | None:
+    epoch = None
+    for entry in entries:
+        if entry.start_offset <= offset:
+            epoch = entry.epoch
+    return epoch
+
+
+def plan_repair(healthy_dir: str | Path, damaged_dir: str | Path, tail: bool = False) -> RepairPlan:
+    """What to write into ``damaged_dir`` (see the module doc); :class:`RepairRefused` when not safe."""
+    healthy_dir, damaged_dir = Path(healthy_dir), Path(damaged_dir)
+    healthy, damaged = scan_replica(healthy_dir), scan_replica(damaged_dir)
+    if healthy.topic_id and damaged.topic_id and healthy.topic_id != damaged.topic_id:
+        raise RepairRefused(f"topic id {damaged.topic_id} is not {healthy.topic_id} of {healthy_dir}: another topic "
+                            "of the same name, not a replica; nothing was changed", damaged_dir)
+    if healthy.topic is not None and damaged.topic is not None and \
+            (healthy.topic, healthy.partition) != (damaged.topic, damaged.partition):
+        raise RepairRefused(f"{damaged_dir.name} is not the partition {healthy_dir.name}; nothing was changed",
+                            damaged_dir)
+    comparison = compare(healthy, damaged)
+    divergence = comparison.divergence
+    if divergence is not None and divergence["cause"] == "longer-than-reference":
+        divergence = None if damaged.damage else divergence  # a torn batch can make the ends differ
+    plan = RepairPlan(healthy_dir, damaged_dir)
+    epochs = damaged.epoch_checkpoint
+    healthy_log = PartitionLog(healthy_dir)
+    damaged_log = PartitionLog(damaged_dir)
+    healthy_segments = {s.base_offset: s.log_path for s in healthy_log.segments}
+    damaged_segments = damaged_log.segments
+    for n, segment in enumerate(damaged_segments):
+        is_last = n == len(damaged_segments) - 1
+        summary = _segment(segment.log_path)
+        damaged_here = summary.damaged
+        if not damaged_here and not (tail and is_last):
+            continue
+        source = healthy_segments.get(segment.base_offset)
+        if source is None:
+            if not damaged_here:
+                continue
+            raise RepairRefused(f"segment {segment.base_offset} is damaged and {healthy_dir} has no segment at that "
+                                "base offset (the replicas' segments differ there); nothing was changed",
+                                segment.log_path)
+        repair = _repair_segment(segment.base_offset, segment.log_path, summary, source, epochs,
+                                 tail and is_last, damaged.log_end, divergence)
+        if repair is not None and repair.ranges and repair.ranges[-1][1] >= damaged.log_end:
+            repair.txn_index = _txn_index_of(source)
+        if repair is not None and _clean_indexes(healthy, segment.base_offset, source):
+            repair.healthy_segment = source
+        if repair is not None:
+            plan.segments.append(repair)
+    _plan_missing(plan, healthy, damaged, healthy_log, damaged_log, divergence)
+    if tail:
+        _plan_tail(plan, healthy, damaged, healthy_log, damaged_log, divergence)
+    plan.segments.sort(key=lambda repair: repair.base_offset)
+    healthy_log.close()
+    damaged_log.close()
+    return plan
+
+
+def _index_paths(log_path: Path) -> tuple[Path, Path]:
+    stem = log_path.name[:-len(".log")]
+    return log_path.with_name(stem + ".index"), log_path.with_name(stem + ".timeindex")
+
+
+def _clean_indexes(healthy, base: int, log_path: Path) -> bool:
+    """Whether HEALTHY's indexes of that segment can stand for the repaired one's: both there,
+    no entry pointing wrong (the diff scan's checks), no preallocated zero tail."""
+    if any(note.segment == base for note in healthy.index_notes):
+        return False
+    for path, entry in zip(_index_paths(log_path), (8, 12)):
+        if not path.is_file():
+            return False
+        size = path.stat().st_size
+        if size % entry:
+            return False
+        if size:
+            with open(path, "rb") as handle:
+                handle.seek(size - entry)
+                if not any(handle.read(entry)):
+                    return False
+    return True
+
+
+def _same_bytes(a: Path, b: Path) -> bool:
+    if os.path.getsize(a) != os.path.getsize(b):
+        return False
+    with open(a, "rb") as x, open(b, "rb") as y:
+        while True:
+            chunk = x.read(COPY_CHUNK)
+            if chunk != y.read(COPY_CHUNK):
+                return False
+            if not chunk:
+                return True
+
+
+def _txn_index_of(log_path: Path) -> Path | None:
+    path = log_path.with_name(log_path.name[:-len(".log")] + ".txnindex")
+    return path if path.is_file() else None
+
+
+def _repair_segment(base: int, path: Path, summary: _Segment, source: Path, epochs, extend: bool,
+                    log_end: int, divergence) -> SegmentRepair | None:
+    """The pieces of the repaired segment: DAMAGED's good runs, HEALTHY's bytes for each gap."""
+    walk = _Walk(source)
+    try:
+        return _repair_pieces(base, path, summary, source, walk, epochs, extend, log_end, divergence)
+    finally:
+        walk.close()
+
+
+def _repair_pieces(base: int, path: Path, summary: _Segment, source: Path, walk: _Walk, epochs, extend: bool,
+                   log_end: int, divergence) -> SegmentRepair | None:
+    size, healthy_size = summary.size, walk.size
+    pieces, ranges = [], []
+    position, expected = 0, base
+
+    def take(start_pos: int, start_offset: int, stop_pos: int | None, stop_offset: int | None) -> int:
+        """HEALTHY's batches from ``start_pos`` (offset ``start_offset``) to ``stop_pos`` (where
+        offset ``stop_offset`` starts); None: every batch overlapping DAMAGED's old extent (or all,
+        extending). Returns where the copied bytes end."""
+        if divergence is not None and start_offset >= divergence["offset"]:
+            raise RepairRefused(f"offset {start_offset} is damaged, but the replicas diverge from offset "
+                                f"{divergence['offset']} ({divergence['cause']}): HEALTHY's batches there are "
+                                "another history; nothing was changed", path)
+        batch = walk.seek(start_pos)
+        if batch is None or batch.position != start_pos or batch.base != start_offset:
+            _refuse_unaligned(path, start_pos, start_offset, source)
+        first_offset, end = start_offset, start_pos
+        while batch is not None:
+            if stop_pos is not None and batch.position >= stop_pos:
+                break
+            if stop_pos is None and not extend and batch.position >= size:
+                break
+            if batch.position != end:
+                raise RepairRefused(f"{source}: HEALTHY is damaged too at position {end} (no batch starts there); "
+                                    "nothing was changed", source)
+            if not batch.valid:
+                raise RepairRefused(f"{source}: HEALTHY's batch {batch.base}-{batch.last} at position "
+                                    f"{batch.position} fails its CRC too; nothing was changed", source)
+            want = _epoch_for(epochs, batch.base)
+            if want is not None and batch.epoch != want and batch.base < log_end:
+                raise RepairRefused(f"offset {batch.base}: HEALTHY's batch is in leader epoch {batch.epoch}, this "
+                                    f"replica's leader-epoch-checkpoint says {want}: the replicas diverge there; "
+                                    "nothing was changed", path)
+            if divergence is not None and batch.last >= divergence["offset"]:
+                raise RepairRefused(f"the replicas diverge from offset {divergence['offset']} "
+                                    f"({divergence['cause']}): repairing across it would mix two histories; "
+                                    "nothing was changed", path)
+            end = batch.end
+            last = batch.last
+            walk.advance()
+            batch = walk.current()
+        if stop_pos is not None and (end != stop_pos or (batch is not None and batch.base != stop_offset)):
+            _refuse_unaligned(path, stop_pos, stop_offset, source)
+        if end > start_pos:
+            pieces.append(Piece(source, start_pos, end, True))
+            ranges.append((first_offset, last))
+        return end
+
+    for start, end, first_base, last in summary.runs:
+        if start != position:
+            take(position, expected, start, first_base)
+        if pieces and pieces[-1].healthy is False and pieces[-1].end == start:
+            pieces[-1].end = end
+        else:
+            pieces.append(Piece(path, start, end, False))
+        position, expected = end, last + 1
+    if (position != size or extend) and position < healthy_size:
+        take(position, expected, None, None)  # the tail: what overlaps DAMAGED's old extent (all, extending)
+    if not ranges:
+        if position == size:
+            return None
+        why = f"cut {size - position} bytes after the last batch (HEALTHY holds nothing there)"
+    else:
+        why = "HEALTHY's batches for offsets " + ", ".join(f"{a}-{b}" for a, b in ranges)
+    return SegmentRepair(base, path, pieces, ranges, why)
+
+
+def _refuse_unaligned(path, position, offset, source) -> None:
+    raise RepairRefused(f"position {position} of {path.name}: HEALTHY ({source}) has no batch of offset {offset} "
+                        "there (its segment differs: the replicas diverge, or HEALTHY is damaged too); "
+                        "nothing was changed", path)
+
+
+def _plan_missing(plan: RepairPlan, healthy, damaged, healthy_log: PartitionLog, damaged_log: PartitionLog,
+                  divergence) -> None:
+    """Whole segments DAMAGED lacks in the middle of its log: HEALTHY's segments between two
+    segments DAMAGED holds whose offsets no segment of DAMAGED holds (``seglog diff`` reports the
+    stretch as a hole), restored byte for byte (see :func:`_check_missing`)."""
+    damaged_segments = {s.base_offset: s for s in damaged_log.segments}
+    bases = sorted(damaged_segments)
+    if len(bases) < 2:
+        return
+    segments = healthy_log.segments
+    k = 0
+    while k < len(segments):
+        base = segments[k].base_offset
+        if base in damaged_segments or not bases[0] < base < bases[-1]:
+            k += 1
+            continue
+        run = []
+        while k < len(segments) and segments[k].base_offset not in damaged_segments:
+            run.append(segments[k])
+            k += 1
+        before = damaged_segments[max(b for b in bases if b < base)]
+        last_good = _segment(before.log_path).last_good
+        if last_good is not None and last_good.last >= base:
+            continue  # DAMAGED holds these offsets in a segment of its own (rolled or cleaned otherwise)
+        after = segments[k] if k < len(segments) else None
+        _check_missing(plan, run, before, last_good, after, damaged_segments, healthy_log, damaged.epoch_checkpoint,
+                       divergence)
+        for segment in run:
+            whole = _segment(segment.log_path)
+            ranges = [(whole.first.base, whole.last.last)] if whole.count else []
+            plan.segments.append(SegmentRepair(
+                segment.base_offset, plan.damaged / segment.log_path.name,
+                [Piece(segment.log_path, 0, whole.size, True)],
+                ranges, "a segment this replica lacks in the middle of its log, from HEALTHY", new=True,
+                txn_index=_txn_index_of(segment.log_path),
+                healthy_segment=segment.log_path if _clean_indexes(healthy, segment.base_offset, segment.log_path)
+                else None))
+        first, last = run[0].base_offset, after.base_offset - 1
+        have = {p.name for p in plan.damaged.iterdir()}
+        for snapshot in healthy_log.files.snapshots:
+            parsed = parse_segment_file_name(snapshot.name)
+            if parsed is not None and first <= parsed.base_offset <= last + 1 and snapshot.name not in have:
+                plan.snapshots.append(snapshot)
+
+
+def _check_missing(plan: RepairPlan, run, before, before_good: _Batch | None, after, damaged_segments, healthy_log,
+                   epochs, divergence) -> None:
+    """HEALTHY's segments ``run`` may fill DAMAGED's gap when the segments either side agree
+    (DAMAGED's last batch before the gap and first batch after it are HEALTHY's, byte for byte,
+    and the segment after the gap starts at the same offset on both) and every batch of ``run``
+    is valid, contiguous, inside the gap and in the leader epoch DAMAGED's checkpoint gives it;
+    else :class:`RepairRefused`."""
+    first = run[0].base_offset
+    where = plan.damaged
+    if after is None or after.base_offset not in damaged_segments:
+        raise RepairRefused(f"this replica lacks offsets from {first} on in the middle of its log, but its next "
+                            "segment starts at no segment boundary of HEALTHY (the replicas' segments differ "
+                            "there); nothing was changed", where)
+    last = after.base_offset - 1
+    if divergence is not None and divergence["offset"] <= last:
+        raise RepairRefused(f"this replica lacks offsets {first}-{last}, but the replicas diverge from offset "
+                            f"{divergence['offset']} ({divergence['cause']}); nothing was changed", where)
+    healthy_before = next((s for s in healthy_log.segments if s.base_offset == before.base_offset), None)
+    agree = healthy_before is not None and before_good is not None
+    if agree:
+        healthy_last = _segment(healthy_before.log_path).last
+        agree = healthy_last is not None and _same_batch(before.log_path, before_good, healthy_before.log_path,
+                                                         healthy_last)
+    if agree:
+        mine = _segment(damaged_segments[after.base_offset].log_path).first
+        theirs = _segment(after.log_path).first
+        agree = mine is not None and theirs is not None and _same_batch(damaged_segments[after.base_offset].log_path,
+                                                                        mine, after.log_path, theirs)
+    if not agree:
+        raise RepairRefused(f"this replica lacks offsets {first}-{last}, but the segments either side of the gap "
+                            "are not HEALTHY's (the replicas differ there); nothing was changed", where)
+    expected = first
+    for segment in run:
+        size = os.path.getsize(segment.log_path)
+        position = 0
+        for batch in _rows(segment.log_path):
+            if not batch.valid or batch.position != position:
+                raise RepairRefused(f"{segment.log_path}: HEALTHY is damaged at position {position} of a segment "
+                                    "this replica lacks; nothing was changed", segment.log_path)
+            if batch.base < expected or batch.last > last:
+                raise RepairRefused(f"{segment.log_path}: HEALTHY's batch {batch.base}-{batch.last} lies outside "
+                                    f"the offsets {first}-{last} this replica lacks; nothing was changed",
+                                    segment.log_path)
+            want = _epoch_for(epochs, batch.base)
+            if want is not None and batch.epoch != want:
+                raise RepairRefused(f"offset {batch.base}: HEALTHY's batch is in leader epoch {batch.epoch}, this "
+                                    f"replica's leader-epoch-checkpoint says {want}: the replicas diverge there; "
+                                    "nothing was changed", where)
+            position, expected = batch.end, batch.last + 1
+        if position != size:
+            raise RepairRefused(f"{segment.log_path}: HEALTHY is damaged at position {position} of a segment this "
+                                "replica lacks; nothing was changed", segment.log_path)
+
+
+def _same_batch(path_a: Path, a: "_Batch", path_b: Path, b: "_Batch") -> bool:
+    if a.end - a.position != b.end - b.position:
+        return False
+    with open(path_a, "rb") as x, open(path_b, "rb") as y:
+        x.seek(a.position)
+        y.seek(b.position)
+        return x.read(a.end - a.position) == y.read(b.end - b.position)
+
+
+def _plan_tail(plan: RepairPlan, healthy, damaged, healthy_log: PartitionLog, damaged_log: PartitionLog,
+               divergence) -> None:
+    """Whole segments HEALTHY has past DAMAGED's last one, their snapshots and epochs."""
+    if divergence is not None:
+        raise RepairRefused(f"the replicas diverge from offset {divergence['offset']} ({divergence['cause']}): "
+                            "--tail copies only onto a prefix of HEALTHY's log; nothing was changed", plan.damaged)
+    last_base = damaged_log.segments[-1].base_offset if damaged_log.segments else None
+    repaired_last = next((s for s in plan.segments if s.base_offset == last_base), None)
+    if repaired_last is not None and repaired_last.ranges:
+        old_end = damaged.log_end
+        new_end = max(old_end, repaired_last.ranges[-1][1] + 1)
+    else:
+        old_end = new_end = damaged.log_end
+    later = [s for s in healthy_log.segments if last_base is None or s.base_offset > last_base]
+    for segment in later:
+        whole = _segment(segment.log_path)
+        size, batches = whole.size, whole.count
+        if batches and whole.first.base != new_end and not (segment.base_offset == new_end and not batches):
+            raise RepairRefused(f"{segment.log_path}: HEALTHY's next segment starts at offset "
+                                f"{whole.first.base}, this replica ends at {new_end}; nothing was changed",
+                                segment.log_path)
+        batch = whole.first_invalid
+        if batch is not None:
+            raise RepairRefused(f"{segment.log_path}: HEALTHY's batch {batch.base}-{batch.last} fails its CRC; "
+                                "nothing was changed", segment.log_path)
+        if batches and whole.last.end != size:
+            raise RepairRefused(f"{segment.log_path}: HEALTHY's segment is damaged at its end; nothing was changed",
+                                segment.log_path)
+        target = plan.damaged / segment.log_path.name
+        last = whole.last.last if batches else segment.base_offset - 1
+        plan.segments.append(SegmentRepair(segment.base_offset, target, [Piece(segment.log_path, 0, size, True)],
+                                           [(segment.base_offset, last)] if batches else [],
+                                           "a segment this replica lacks, from HEALTHY", new=True,
+                                           txn_index=_txn_index_of(segment.log_path),
+                                           healthy_segment=segment.log_path
+                                           if _clean_indexes(healthy, segment.base_offset, segment.log_path) else None))
+        new_end = last + 1 if batches else new_end
+    if new_end == old_end:
+        return
+    have = {p.name for p in plan.damaged.iterdir()}
+    for snapshot in healthy_log.files.snapshots:
+        parsed = parse_segment_file_name(snapshot.name)
+        if parsed is not None and old_end <= parsed.base_offset <= new_end and snapshot.name not in have:
+            plan.snapshots.append(snapshot)
+    entries = list(damaged.epoch_checkpoint)
+    latest = entries[-1].epoch if entries else -1
+    added = False
+    for entry in healthy.epoch_checkpoint:
+        if entry.epoch > latest and entry.start_offset < new_end:
+            entries.append(entry)
+            latest = entry.epoch
+            added = True
+    if added:
+        plan.epoch_checkpoint = entries
+
+
+# -- carrying out ----------------------------------------------------------------------------------
+
+def build_steps(plan: RepairPlan, staging: Path, config: TopicConfig = TopicConfig()) -> list[FileStep]:
+    """Assemble each repaired segment in ``staging`` (outside the log dir) and the file steps
+    that put it, its rebuilt indexes, copied snapshots and the epoch checkpoint in place."""
+    from seglog_cli.storage.write.rebuild_index import recover_indexes
+
+    steps = []
+    for n, repair in enumerate(plan.segments):
+        if len(repair.pieces) == 1 and repair.pieces[0].healthy and repair.pieces[0].start == 0:
+            assembled = repair.pieces[0].source
+            if repair.pieces[0].end != os.path.getsize(assembled):
+                assembled = _assemble(repair, staging / f"{n:04d}-{repair.path.name}")
+        else:
+            assembled = _assemble(repair, staging / f"{n:04d}-{repair.path.name}")
+        with MappedFile(assembled) as mapped:
+            indexes = recover_indexes(mapped, repair.base_offset, config)
+        if indexes.stop is not None:
+            raise RepairRefused(f"the repaired segment would still be damaged ({indexes.stop}); nothing was changed",
+                                repair.path)
+        offsets = (repair.ranges[0][0], repair.ranges[-1][1]) if repair.ranges else None
+        steps.append(FileStep("write", repair.path, repair.why, source=assembled, offsets=offsets))
+        index_path, time_index_path = _index_paths(repair.path)
+        if repair.healthy_segment is not None and _same_bytes(assembled, repair.healthy_segment):
+            # the segment is now HEALTHY's byte for byte: its indexes (checked) are right for it
+            healthy_index, healthy_time_index = _index_paths(repair.healthy_segment)
+            steps.append(FileStep("write", index_path, "HEALTHY's, for the same bytes", source=healthy_index))
+            steps.append(FileStep("write", time_index_path, "HEALTHY's, for the same bytes", source=healthy_time_index))
+            repair.indexes = "healthy"
+        else:
+            repair.indexes = "rebuilt"
+            steps.append(FileStep("write", index_path, "rebuilt for the repaired segment", data=indexes.offset_index))
+            steps.append(FileStep("write", time_index_path, "rebuilt for the repaired segment",
+                                  data=indexes.time_index))
+        if repair.txn_index is not None:
+            steps.append(FileStep("write", repair.path.with_name(repair.path.name[:-len(".log")] + ".txnindex"),
+                                  "HEALTHY's aborted transactions for the offsets copied", source=repair.txn_index))
+    for snapshot in plan.snapshots:
+        steps.append(FileStep("write", plan.damaged / snapshot.name, "HEALTHY's producer snapshot at that offset",
+                              source=snapshot))
+    if plan.epoch_checkpoint is not None:
+        steps.append(FileStep("write", plan.damaged / LEADER_EPOCH_CHECKPOINT,
+                              "the leader epochs of the batches copied from HEALTHY",
+                              data=format_leader_epoch_checkpoint(plan.epoch_checkpoint)))
+    return steps
+
+
+def _assemble(repair: SegmentRepair, target: Path) -> Path:
+    with open(target, "wb") as out:
+        for piece in repair.pieces:
+            with open(piece.source, "rb") as handle:
+                handle.seek(piece.start)
+                remaining = piece.end - piece.start
+                while remaining:
+                    chunk = handle.read(min(COPY_CHUNK, remaining))
+                    if not chunk:
+                        raise SeglogError(f"{piece.source} is shorter than planned; nothing was changed", piece.source)
+                    out.write(chunk)
+                    remaining -= len(chunk)
+        out.flush()
+        os.fsync(out.fileno())
+    return target
+
+
+def staging_dir(backup_root: Path) -> Path:
+    backup_root.mkdir(parents=True, exist_ok=True)
+    path = backup_root / f".repair-staging-{os.getpid()}"
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir()
+    return path
+
+
+__all__ = ["RepairPlan", "RepairRefused", "SegmentRepair", "build_steps", "plan_repair", "staging_dir"]

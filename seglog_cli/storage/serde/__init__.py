@@ -1,0 +1,9 @@
+"""Record values of Kafka's internal topics, decoded as Kafka's serdes read them.
+
+Owns the decoders behind ``seglog dump``'s ``--offsets-decoder`` / ``--transaction-log-decoder``
+(``coordinator_fast``, ``coordinator_records``), ``--cluster-metadata-decoder``
+(``metadata_decoder``) and ``--remote-log-metadata-decoder`` (``remote_log_metadata``): bytes in,
+values out, no files.
+
+May import: ``seglog_cli.formats`` and ``storage.log``.
+"""

@@ -1,0 +1,9 @@
+"""The write path: the one write protocol and the commands built on it.
+
+Owns the write protocol every writing command goes through (``durable``: directory-relative file
+operations; ``journal`` and ``rollback``: the kill-safe journal and its replay; ``safety``: lock
+and backups; ``write_session``: all of it for one command; ``undo``), the segment writer and batch
+builder (``writer``, ``builder``), ``append``, ``rebuild_index`` and ``segment_split``.
+
+May import: ``seglog_cli.formats``, ``storage.log`` and ``storage.config``.
+"""

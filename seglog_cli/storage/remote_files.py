@@ -402,15 +402,16 @@ class RemoteView:
         self._files: list[str] = []
         self._by_url: dict[str, Path] = {}
 
-    def add(self, url: str) -> Path:
-        """The local path of ``url`` in the view, listing it (once) on first use."""
+    def add(self, url: str, context: bool = True) -> Path:
+        """The local path of ``url`` in the view, listing it (once) on first use; without
+        ``context``, only ``url`` itself (a Spark executor's one file)."""
         if url in self._by_url:
             return self._by_url[url]
         fs, path = open_filesystem(url, self.storage_options)
         path = path.rstrip("/") or path
         base = self.root / str(len(self.prefixes))
         url_prefix = url[:len(url_scheme(url)) + 3] + self._url_host(url, path)
-        listing, is_dir = self._list(fs, url, path)
+        listing, is_dir = self._list(fs, url, path, context)
         for remote_path, (size, mtime) in listing.items():
             self._placeholder(fs, base, remote_path, size, mtime, url_prefix + remote_path.lstrip("/"))
         local = base / path.lstrip("/")
@@ -432,11 +433,11 @@ class RemoteView:
         at = rest.find(stripped) if stripped else len(rest)
         return rest[:at] if at > 0 else ""
 
-    def _list(self, fs, url: str, path: str) -> tuple[dict[str, tuple], bool]:
+    def _list(self, fs, url: str, path: str, context: bool = True) -> tuple[dict[str, tuple], bool]:
         """{remote path: (size, mtime)} of everything under ``path`` (or the file itself), and of
         the files directly in the two directories above it; whether ``path`` is a directory."""
         try:
-            fs.invalidate_cache()  # a long-lived process (a Spark executor) lists afresh
+            fs.invalidate_cache(path)  # a long-lived process (a Spark executor) lists afresh
             info = fs.info(path)
         except Exception as exc:  # noqa: BLE001
             raise UnreadableInputError(f"cannot read: {describe(exc)}", url) from None
@@ -449,6 +450,8 @@ class RemoteView:
                         listing[name] = _size_and_mtime(detail)
             else:
                 listing[path] = _size_and_mtime(info)
+            if not context:
+                return listing, is_dir
             parent = path.rsplit("/", 1)[0] if "/" in path.strip("/") else None
             for directory in (parent, parent.rsplit("/", 1)[0] if parent and "/" in parent.strip("/") else None):
                 if directory is None:

@@ -1,0 +1,193 @@
+"""Reading a log dir from S3 (issue 16): bytes fetched, scan speed against local, and which
+ranged-read layer to use. Ratios are measured in the same run; nothing is asserted.
+
+The S3 server is moto's (``ThreadedMotoServer``, S3 over HTTP on loopback) in its own process,
+so it does not share this process's GIL. The data is one partition of a generated segment
+(``make_segment.py``, uncompressed ~3 KB batches by default) with the indexes seglog's
+``rebuild-index`` writes (Kafka's).
+
+Steps:
+
+* ``from_offset``: ``seglog dump --print-data-log --from-offset X --to-offset X+9`` with X in the
+  middle of the segment: bytes the ranged reads returned (counted by seglog's fetch layer,
+  ``remote_files.STATS``) against the segment's size and against what is needed (the ``.index``
+  plus one read-ahead window).
+* ``deep_dump``: ``seglog dump --deep-iteration --print-data-log`` of the partition, whole
+  processes writing to /dev/null, from ``s3://`` and from the local files; wall time and ratio
+  (goal: within 1.3x).
+* ``layers``: sequential 8 MiB ranged reads of the whole segment through fsspec/s3fs
+  (``cat_file``) and through ``pyarrow.fs.S3FileSystem`` (``read_at``), MB/s each.
+
+    python tests/benchmarks/bench_remote.py --size-mb 256 --json bench-remote.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import redirect_stdout
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.benchmarks.make_segment import write_segment  # noqa: E402
+
+BUCKET = "seglog-bench"
+SERVER = """
+import sys, time
+from moto.server import ThreadedMotoServer
+server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+server.start()
+print(server.get_host_and_port()[1], flush=True)
+sys.stdin.read()  # until the benchmark closes the pipe
+"""
+
+
+def seglog_command() -> list[str]:
+    return [sys.executable, "-m", "seglog_cli"]
+
+
+def start_server() -> tuple[subprocess.Popen, str]:
+    process = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    port = int(process.stdout.readline())
+    return process, f"http://127.0.0.1:{port}"
+
+
+def make_partition(root: Path, size_mb: int, compression: str) -> dict:
+    directory = root / "data" / "orders-0"
+    meta = write_segment(directory / f"{0:020d}.log", size_mb * 1024 * 1024, compression=compression)
+    subprocess.run(seglog_command() + ["rebuild-index", "--apply", str(directory)], check=True,
+                   stdout=subprocess.DEVNULL)
+    shutil.rmtree(root / "seglog-backups", ignore_errors=True)
+    return meta
+
+
+def upload(root: Path) -> None:
+    import s3fs
+
+    fs = s3fs.S3FileSystem(skip_instance_cache=True)
+    fs.mkdir(BUCKET)
+    for path in sorted((root / "data").rglob("*")):
+        if path.is_file():
+            fs.put_file(str(path), f"{BUCKET}/{path.relative_to(root).as_posix()}")
+
+
+def step_from_offset(meta: dict, directory: Path) -> dict:
+    from seglog_cli.cli import main
+    from seglog_cli.storage import remote_files
+
+    middle = meta["next_offset"] // 2
+    remote_files.STATS.update(bytes=0, requests=0)
+    started = time.perf_counter()
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
+    with redirect_stdout(out):
+        status = main(["dump", "--print-data-log", "--from-offset", str(middle), "--to-offset", str(middle + 9),
+                       f"s3://{BUCKET}/data/orders-0"])
+    seconds = time.perf_counter() - started
+    shown = out.buffer.getvalue().decode().count("| offset: ")
+    index = sum(p.stat().st_size for p in directory.glob("*.index"))
+    fetched = remote_files.STATS["bytes"]
+    return {"status": status, "records_shown": shown, "seconds": seconds,
+            "fetched_bytes": fetched, "requests": remote_files.STATS["requests"], "segment_bytes": meta["size_bytes"],
+            "index_bytes": index, "window_bytes": remote_files.WINDOW,
+            "fetched_over_segment": fetched / meta["size_bytes"],
+            "fetched_over_index_plus_window": fetched / (index + remote_files.WINDOW)}
+
+
+def _timed(args: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(seglog_command() + args, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def step_deep_dump(root: Path, repeat: int) -> dict:
+    flags = ["dump", "--deep-iteration", "--print-data-log"]
+    local_times, remote_times = [], []
+    for _ in range(repeat):  # interleaved, best of each
+        local_times.append(_timed(flags + [str(root / "data" / "orders-0")]))
+        remote_times.append(_timed(flags + [f"s3://{BUCKET}/data/orders-0"]))
+    local, remote = min(local_times), min(remote_times)
+    return {"local_seconds": local, "s3_seconds": remote, "ratio": remote / local, "goal": 1.3}
+
+
+def step_layers(endpoint: str, meta: dict, chunk: int = 8 * 1024 * 1024) -> dict:
+    import s3fs
+    from pyarrow import fs as pafs
+
+    key, size = f"{BUCKET}/data/orders-0/{0:020d}.log", meta["size_bytes"]
+    fsspec_fs = s3fs.S3FileSystem(skip_instance_cache=True)
+    arrow = pafs.S3FileSystem(endpoint_override=endpoint.split("://", 1)[1], scheme="http", region="us-east-1",
+                              access_key=os.environ["AWS_ACCESS_KEY_ID"], secret_key=os.environ["AWS_SECRET_ACCESS_KEY"])
+
+    def with_fsspec():
+        return sum(len(fsspec_fs.cat_file(key, start=pos, end=min(size, pos + chunk))) for pos in range(0, size, chunk))
+
+    def with_arrow():
+        with arrow.open_input_file(key) as handle:
+            return sum(len(handle.read_at(min(chunk, size - pos), pos)) for pos in range(0, size, chunk))
+
+    fsspec_fs.cat_file(key, start=0, end=1)  # connections and credentials set up before timing
+    with arrow.open_input_file(key) as handle:
+        handle.read_at(1, 0)
+    best = {"fsspec_s3fs_mb_s": 0.0, "pyarrow_s3_mb_s": 0.0}
+    for _ in range(2):  # interleaved, best of two
+        for name, read in (("fsspec_s3fs_mb_s", with_fsspec), ("pyarrow_s3_mb_s", with_arrow)):
+            started = time.perf_counter()
+            total = read()
+            best[name] = max(best[name], total / (time.perf_counter() - started) / 1e6)
+    return {**best, "chunk_bytes": chunk}
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size-mb", type=int, default=256, help="segment size (default 256)")
+    parser.add_argument("--compression", default="none", help="codec of the generated batches (default none)")
+    parser.add_argument("--repeat", type=int, default=2, help="runs of each deep dump (best kept; default 2)")
+    parser.add_argument("--skip-layers", action="store_true", help="no fsspec/pyarrow comparison")
+    parser.add_argument("--json", help="also write the results to this file")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    root = Path(tempfile.mkdtemp(prefix="remote-bench-"))
+    server, endpoint = start_server()
+    saved = {key: os.environ.get(key) for key in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                                                  "AWS_DEFAULT_REGION")}
+    os.environ.update({"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
+                       "AWS_DEFAULT_REGION": "us-east-1"})
+    try:
+        meta = make_partition(root, args.size_mb, args.compression)
+        upload(root)
+        results = {"segment": {k: meta[k] for k in ("size_bytes", "batches", "records", "compression")},
+                   "from_offset": step_from_offset(meta, root / "data" / "orders-0"),
+                   "deep_dump": step_deep_dump(root, args.repeat)}
+        if not args.skip_layers:
+            results["layers"] = step_layers(endpoint, meta)
+    finally:
+        server.stdin.close()
+        server.terminate()
+        server.wait()
+        shutil.rmtree(root, ignore_errors=True)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    print(json.dumps(results, indent=1))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
+    return results
+
+
+if __name__ == "__main__":
+    main()

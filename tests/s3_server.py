@@ -29,14 +29,24 @@ def s3_environment(endpoint: str):
     saved = {key: os.environ.get(key) for key in ENV_KEYS}
     os.environ.update({"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing",
                        "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"})
+    _forget_clients()
     try:
         yield
     finally:
+        _forget_clients()
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+def _forget_clients() -> None:
+    """fsspec keeps one s3fs client per storage options for the process: one made for another
+    endpoint (an earlier server of the same test run) must not be reused."""
+    import s3fs
+
+    s3fs.S3FileSystem.clear_instance_cache()
 
 
 @contextmanager
@@ -58,6 +68,12 @@ def s3_filesystem():
     import s3fs
 
     return s3fs.S3FileSystem(skip_instance_cache=True)
+
+
+def make_bucket(fs) -> None:
+    """The test bucket (moto's backends live as long as the process: it may be there already)."""
+    if not fs.exists(BUCKET):
+        fs.mkdir(BUCKET)
 
 
 def upload(fs, local: Path, key: str) -> None:

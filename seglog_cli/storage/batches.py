@@ -355,7 +355,7 @@ class LogScan:
         compiled = native.module
         limit = end - HEADER_SIZE_UP_TO_MAGIC
         pos = self.start
-        avail = mapped.scan_window(pos, end) if pos < end else end
+        avail = mapped.scan_window(pos, end, ahead=False) if pos < end else end
         last_good_next_offset = None
         while True:
             if pos >= limit:

@@ -80,9 +80,10 @@ class MappedFile:
     def ensure(self, start: int, end: int) -> None:
         """Make ``[start, end)`` readable through ``data``: a no-op for a local file."""
 
-    def scan_window(self, position: int, end: int) -> int:
+    def scan_window(self, position: int, end: int, ahead: bool = True) -> int:
         """How far a sequential scan at ``position`` may read ``data`` before calling again
-        (``end`` for a local file; the end of the fetched read-ahead window for a remote one)."""
+        (``end`` for a local file; the end of the fetched window for a remote one, whose next
+        window is fetched in the background when ``ahead``)."""
         return end
 
     def release_behind(self, position: int) -> None:

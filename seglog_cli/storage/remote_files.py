@@ -170,12 +170,14 @@ def hadoop_storage_options(conf) -> dict:
 class RemoteFile:
     """The remote object a placeholder stands for, and which of its bytes the placeholder holds."""
 
-    def __init__(self, fs, remote_path: str, size: int, placeholder: str):
+    def __init__(self, fs, remote_path: str, size: int, placeholder: str, reader=None):
         self.fs, self.remote_path, self.size, self.placeholder = fs, remote_path, size, placeholder
+        self._reader = reader  # a RangeReader, shared by the files of one filesystem
         self._present: list[list[int]] = []  # sorted, disjoint [start, end) runs fetched
         self._lock = threading.Lock()
         self._ahead = None  # (start, end, Future) of the window being fetched in the background
         self._punched_to = 0
+        self._whole = False
         self.url = remote_path
 
     mapping_class = None  # set below: RemoteMappedFile
@@ -219,9 +221,26 @@ class RemoteFile:
             self._present = kept
 
     def _fetch(self, start: int, end: int) -> None:
-        """Read ``[start, end)`` from the store and write it into the placeholder."""
+        """Read ``[start, end)`` from the store into the placeholder, at most :data:`WINDOW`
+        bytes per ranged read (a whole-file fetch of a 1 GiB segment holds 8 MiB at a time)."""
+        fd = os.open(self.placeholder, os.O_WRONLY | os.O_CLOEXEC)
         try:
-            data = self.fs.cat_file(self.remote_path, start=start, end=end)
+            for piece in range(start, end, WINDOW):
+                piece_end = min(end, piece + WINDOW)
+                view, pos = memoryview(self._read(piece, piece_end)), piece
+                while view:
+                    written = os.pwrite(fd, view, pos)
+                    view, pos = view[written:], pos + written
+                self._mark(piece, piece_end)
+        finally:
+            os.close(fd)
+
+    def _read(self, start: int, end: int) -> bytes:
+        try:
+            if self._reader is not None:
+                data = self._reader.read(self.remote_path, start, end)
+            else:
+                data = self.fs.cat_file(self.remote_path, start=start, end=end)
         except Exception as exc:  # noqa: BLE001 - the store's errors, as one line
             raise UnreadableInputError(f"cannot read bytes {start}-{end}: {describe(exc)}", self.placeholder,
                                        start) from None
@@ -230,15 +249,7 @@ class RemoteFile:
                                        "being read?)", self.placeholder, start)
         STATS["requests"] += 1
         STATS["bytes"] += len(data)
-        fd = os.open(self.placeholder, os.O_WRONLY | os.O_CLOEXEC)
-        try:
-            view, pos = memoryview(data), start
-            while view:
-                written = os.pwrite(fd, view, pos)
-                view, pos = view[written:], pos + written
-        finally:
-            os.close(fd)
-        self._mark(start, end)
+        return data
 
     def _wait_ahead(self) -> None:
         ahead, self._ahead = self._ahead, None
@@ -256,15 +267,24 @@ class RemoteFile:
             self._fetch(gap_start, gap_end)
 
     def fetch_all(self) -> None:
+        """The whole file: from now on nothing of it is punched out (a reader that wants all of
+        it at random would otherwise fetch it again after every scan that punched)."""
+        self._whole = True
         self.ensure(0, self.size)
 
-    def window(self, position: int, end: int) -> int:
+    def window(self, position: int, end: int, ahead: bool = True) -> int:
         """A sequential scan is at ``position``: make ``[position, position + WINDOW)`` present,
-        start fetching the window after it in the background, punch out what lies two windows
-        behind; returns where the present window ends."""
+        start fetching the window after it in the background (``ahead``: not for a scan's first
+        window, so a seek that reads a few batches costs one window), punch out what lies two
+        windows behind; returns where the present window ends."""
         stop = min(end, self.size, position + WINDOW)
-        self.ensure(position, stop)
-        if stop < min(end, self.size):
+        if self._ahead is not None:
+            self._wait_ahead()
+        gaps = self._gaps(position, stop)
+        if gaps:  # fetch whole windows: scans that start often (one per index entry) cost one read per window
+            self._fetch(gaps[0][0], max(gaps[-1][1], min(self.size, gaps[0][0] + WINDOW)))
+            self.ensure(position, stop)
+        if ahead and stop < min(end, self.size):
             gaps = self._gaps(stop, min(end, self.size, stop + WINDOW))
             if gaps:
                 self._ahead = (*gaps[0], _executor().submit(self._fetch_gaps, gaps))
@@ -277,7 +297,7 @@ class RemoteFile:
 
     def _punch_below(self, position: int) -> None:
         end = position - position % mmap.PAGESIZE
-        if end - self._punched_to < PUNCH_STEP:
+        if self._whole or end - self._punched_to < PUNCH_STEP:
             return
         if punch_hole(self.placeholder, self._punched_to, end - self._punched_to):
             self._unmark_below(end)
@@ -305,6 +325,60 @@ def _size_and_mtime(detail: dict) -> tuple[int, float | None]:
         except ValueError:
             when = None
     return int(detail.get("size") or 0), None if when is None else float(when)
+
+
+class ArrowRanges:
+    """Ranged reads of S3 objects through ``pyarrow.fs.S3FileSystem``, set up with what s3fs
+    resolved (its client's endpoint and region, the credentials of botocore's chain or the
+    storage options). Not the default: measured against s3fs's ``cat_file`` on the same server
+    (``tests/benchmarks/bench_remote.py``), it reads no faster and its import and buffers add
+    ~55 MB to the process; ``SEGLOG_REMOTE_READER=arrow`` selects it for that comparison."""
+
+    def __init__(self, s3fs_filesystem):
+        import pyarrow.fs as pafs
+        from fsspec.asyn import sync
+
+        fs = s3fs_filesystem
+        fs.connect() if getattr(fs, "_s3", None) is None else None
+        client = fs.s3
+        options = {"region": client.meta.region_name or "us-east-1"}
+        endpoint = client.meta.endpoint_url
+        if endpoint and not re.match(r"^https://s3[.-]([a-z0-9-]+[.])?amazonaws[.]com", endpoint):
+            options["endpoint_override"] = endpoint
+        credentials = client._request_signer._credentials
+        if credentials is None or fs.anon:
+            options["anonymous"] = True
+        else:
+            frozen = sync(fs.loop, credentials.get_frozen_credentials)
+            options.update(access_key=frozen.access_key, secret_key=frozen.secret_key)
+            if frozen.token:
+                options["session_token"] = frozen.token
+        self._fs = pafs.S3FileSystem(**options)
+        self._files: dict = {}
+        self._lock = threading.Lock()
+
+    def read(self, path: str, start: int, end: int) -> bytes:
+        with self._lock:
+            handle = self._files.get(path)
+            if handle is None:
+                handle = self._files[path] = self._fs.open_input_file(path)
+        return handle.read_at(end - start, start)
+
+    def close(self) -> None:
+        for handle in self._files.values():
+            handle.close()
+        self._files.clear()
+
+
+def range_reader(fs, protocol: str):
+    """The ranged-read layer for ``fs``: None, fsspec's own ``cat_file`` (see
+    :class:`ArrowRanges` for why), or with ``SEGLOG_REMOTE_READER=arrow`` pyarrow's S3 client."""
+    if protocol != "s3" or os.environ.get("SEGLOG_REMOTE_READER", "fsspec") != "arrow":
+        return None
+    try:
+        return ArrowRanges(fs)
+    except ImportError:
+        return None
 
 
 _FALLOC_FL_KEEP_SIZE, _FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
@@ -381,8 +455,8 @@ class RemoteMappedFile(files.MappedFile):
     def ensure(self, start: int, end: int) -> None:
         self.remote.ensure(start, end)
 
-    def scan_window(self, position: int, end: int) -> int:
-        return self.remote.window(position, end)
+    def scan_window(self, position: int, end: int, ahead: bool = True) -> int:
+        return self.remote.window(position, end, ahead)
 
 
 RemoteFile.mapping_class = RemoteMappedFile
@@ -401,6 +475,7 @@ class RemoteView:
         self.prefixes: list[tuple[str, str]] = []  # (view prefix, URL prefix), longest first
         self._files: list[str] = []
         self._by_url: dict[str, Path] = {}
+        self._readers: dict = {}  # id(filesystem) -> its range reader (or None: fsspec's)
 
     def add(self, url: str, context: bool = True) -> Path:
         """The local path of ``url`` in the view, listing it (once) on first use; without
@@ -409,11 +484,14 @@ class RemoteView:
             return self._by_url[url]
         fs, path = open_filesystem(url, self.storage_options)
         path = path.rstrip("/") or path
+        protocol = PROTOCOLS[url_scheme(url)]
         base = self.root / str(len(self.prefixes))
         url_prefix = url[:len(url_scheme(url)) + 3] + self._url_host(url, path)
         listing, is_dir = self._list(fs, url, path, context)
+        reader = self._readers.get(id(fs)) if id(fs) in self._readers else self._readers.setdefault(
+            id(fs), range_reader(fs, protocol))
         for remote_path, (size, mtime) in listing.items():
-            self._placeholder(fs, base, remote_path, size, mtime, url_prefix + remote_path.lstrip("/"))
+            self._placeholder(fs, base, remote_path, size, mtime, url_prefix + remote_path.lstrip("/"), reader)
         local = base / path.lstrip("/")
         if is_dir:
             local.mkdir(parents=True, exist_ok=True)
@@ -467,7 +545,8 @@ class RemoteView:
             raise UnreadableInputError(f"cannot list: {describe(exc)}", url) from None
         return listing, is_dir
 
-    def _placeholder(self, fs, base: Path, remote_path: str, size: int, mtime: float | None, url: str) -> None:
+    def _placeholder(self, fs, base: Path, remote_path: str, size: int, mtime: float | None, url: str,
+                     reader=None) -> None:
         local = base / remote_path.lstrip("/")
         local.parent.mkdir(parents=True, exist_ok=True)
         with open(local, "wb"):
@@ -475,7 +554,7 @@ class RemoteView:
         os.truncate(local, size)
         if mtime is not None:  # retention falls back on a segment's mtime: the object's
             os.utime(local, (mtime, mtime))
-        remote = RemoteFile(fs, remote_path, size, str(local))
+        remote = RemoteFile(fs, remote_path, size, str(local), reader)
         remote.url = url
         files.PLACEHOLDERS[str(local)] = remote
         self._files.append(str(local))
@@ -503,6 +582,10 @@ class RemoteView:
                 except Exception:  # noqa: BLE001 - a read-ahead nobody needs any more
                     pass
         self._files.clear()
+        for reader in self._readers.values():
+            if reader is not None:
+                reader.close()
+        self._readers.clear()
         shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self) -> "RemoteView":

@@ -103,20 +103,43 @@ def step_from_offset(meta: dict, directory: Path) -> dict:
             "fetched_over_index_plus_window": fetched / (index + remote_files.WINDOW)}
 
 
-def _timed(args: list[str]) -> float:
+# seglog's CLI in a fresh process that reports its own peak RSS (ru_maxrss) on stderr's last line
+RSS_WRAPPER = """
+import resource, sys
+from seglog_cli.cli import main
+status = main(sys.argv[1:])
+sys.stdout.flush()
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
+sys.exit(status)
+"""
+
+
+def _timed(args: list[str], reader: str = "fsspec", rss: dict | None = None, name: str = "") -> float:
     started = time.perf_counter()
-    subprocess.run(seglog_command() + args, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - started
+    done = subprocess.run([sys.executable, "-c", RSS_WRAPPER, *args], check=True, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True, env={**os.environ, "SEGLOG_REMOTE_READER": reader})
+    seconds = time.perf_counter() - started
+    if rss is not None:
+        rss[name] = max(rss.get(name, 0), int(done.stderr.split()[-1]) // 1024)
+    return seconds
 
 
 def step_deep_dump(root: Path, repeat: int) -> dict:
+    """Whole processes; the S3 runs with seglog's ranged-read layer (fsspec/s3fs ``cat_file``)
+    and with pyarrow's S3 client (``SEGLOG_REMOTE_READER=arrow``)."""
     flags = ["dump", "--deep-iteration", "--print-data-log"]
-    local_times, remote_times = [], []
+    times: dict[str, list] = {"local": [], "s3": [], "s3_arrow_reads": []}
+    rss: dict[str, int] = {}
     for _ in range(repeat):  # interleaved, best of each
-        local_times.append(_timed(flags + [str(root / "data" / "orders-0")]))
-        remote_times.append(_timed(flags + [f"s3://{BUCKET}/data/orders-0"]))
-    local, remote = min(local_times), min(remote_times)
-    return {"local_seconds": local, "s3_seconds": remote, "ratio": remote / local, "goal": 1.3}
+        times["local"].append(_timed(flags + [str(root / "data" / "orders-0")], rss=rss, name="local"))
+        times["s3"].append(_timed(flags + [f"s3://{BUCKET}/data/orders-0"], rss=rss, name="s3"))
+        times["s3_arrow_reads"].append(_timed(flags + [f"s3://{BUCKET}/data/orders-0"], reader="arrow", rss=rss,
+                                              name="s3_arrow_reads"))
+    best = {name: min(values) for name, values in times.items()}
+    return {"local_seconds": best["local"], "s3_seconds": best["s3"], "ratio": best["s3"] / best["local"],
+            "s3_arrow_reads_seconds": best["s3_arrow_reads"],
+            "ratio_arrow_reads": best["s3_arrow_reads"] / best["local"], "goal": 1.3,
+            "peak_rss_mb": rss}
 
 
 def step_layers(endpoint: str, meta: dict, chunk: int = 8 * 1024 * 1024) -> dict:
@@ -172,7 +195,11 @@ def main(argv=None) -> dict:
                    "from_offset": step_from_offset(meta, root / "data" / "orders-0"),
                    "deep_dump": step_deep_dump(root, args.repeat)}
         if not args.skip_layers:
-            results["layers"] = step_layers(endpoint, meta)
+            results["layers"] = layers = step_layers(endpoint, meta)
+            # the time the server needs to hand over the segment's bytes, one ranged read after another
+            floor = meta["size_bytes"] / 1e6 / layers["fsspec_s3fs_mb_s"]
+            results["deep_dump"]["transfer_floor_seconds"] = floor
+            results["deep_dump"]["s3_over_transfer_floor"] = results["deep_dump"]["s3_seconds"] / floor
     finally:
         server.stdin.close()
         server.terminate()

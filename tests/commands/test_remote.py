@@ -14,7 +14,7 @@ import tempfile
 import pytest
 
 from tests.conftest import CORPUS, CORPUS_MISSING, run_seglog
-from tests.s3_server import BUCKET, missing_packages, moto_server, s3_environment, s3_filesystem, upload
+from tests.s3_server import BUCKET, make_bucket, missing_packages, moto_server, s3_environment, s3_filesystem, upload
 
 pytestmark = pytest.mark.skipif(missing_packages() is not None, reason=str(missing_packages()))
 
@@ -34,7 +34,7 @@ def s3(tmp_path_factory):
     _make_partition(generated / "orders-0")
     with moto_server() as endpoint, s3_environment(endpoint):
         fs = s3_filesystem()
-        fs.mkdir(BUCKET)
+        make_bucket(fs)
         for rel in UPLOADED:
             upload(fs, CORPUS / rel, rel)
         upload(fs, generated, "generated")

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from tests.conftest import CORPUS, CORPUS_MISSING
-from tests.s3_server import BUCKET, missing_packages, moto_server, s3_environment, s3_filesystem, upload
+from tests.s3_server import BUCKET, make_bucket, missing_packages, moto_server, s3_environment, s3_filesystem, upload
 from tests.spark.conftest import arrow_records, dump_records, requires_spark
 
 pytestmark = [requires_spark, pytest.mark.spark,
@@ -26,7 +26,7 @@ def s3_data():
         pytest.skip(CORPUS_MISSING)
     with moto_server() as endpoint, s3_environment(endpoint):
         fs = s3_filesystem()
-        fs.mkdir(BUCKET)
+        make_bucket(fs)
         for name in ("txn-0", "codecs-0", "meta.properties", "log-start-offset-checkpoint"):
             upload(fs, CORPUS / DATA / name, f"data/{name}")
         yield {"endpoint_url": endpoint, "key": "testing", "secret": "testing",

@@ -20,7 +20,8 @@ pytestmark = pytest.mark.skipif(missing_packages() is not None, reason=str(missi
 
 K = "kafka-4.2.0"
 UPLOADED = (f"{K}/data", f"{K}/recovery-cases/a-append-garbage-active-log/before", f"{K}/tiered/data",
-            f"{K}/tiered/remote", f"{K}/replicas/transactional/broker-1")
+            f"{K}/tiered/remote", f"{K}/replicas/transactional/broker-1", f"{K}/replicas/unclean-election/broker-1",
+            f"{K}/replicas/unclean-election/broker-2")
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +100,8 @@ READS = [
     ("offsets", "--format", "json", "{}/" + f"{K}/data"),
     ("transactions", "--format", "json", "{}/" + f"{K}/data"),
     ("transactions", "--format", "json", "{}/" + f"{K}/replicas/transactional/broker-1"),
+    ("diff", "--format", "json", "{}/" + f"{K}/replicas/unclean-election/broker-1/events-0",
+     "{}/" + f"{K}/replicas/unclean-election/broker-2/events-0"),
     ("simulate-retention", "--now", "1795644906633", "--config", "retention.ms=1000", "{}/" + f"{K}/data/smallseg-0"),
 ]
 

@@ -355,7 +355,9 @@ class LogScan:
         compiled = native.module
         limit = end - HEADER_SIZE_UP_TO_MAGIC
         pos = self.start
-        avail = mapped.scan_window(pos, end, ahead=False) if pos < end else end
+        # a scan from the start reads on (read ahead at once); one from an index position is
+        # often a seek for a few batches (its second window is read ahead)
+        avail = mapped.scan_window(pos, end, ahead=pos == 0) if pos < end else end
         last_good_next_offset = None
         while True:
             if pos >= limit:

@@ -236,7 +236,7 @@ def test_file_url_is_a_local_path(tmp_path):
 
 
 def test_hadoop_storage_options():
-    from seglog_cli.storage.remote_files import hadoop_storage_options
+    from seglog_cli.storage.remote_urls import hadoop_storage_options
 
     conf = {"fs.s3a.endpoint": "minio:9000", "fs.s3a.connection.ssl.enabled": "false", "fs.s3a.access.key": "AK",
             "fs.s3a.secret.key": "SK", "fs.s3a.path.style.access": "true", "fs.s3a.endpoint.region": "eu-west-1"}

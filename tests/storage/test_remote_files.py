@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from seglog_cli.storage import remote_files
+from seglog_cli.storage import remote_files, remote_urls, remote_view
 from seglog_cli.storage.batches import LogScan
 from seglog_cli.storage.files import PLACEHOLDERS, MappedFile, read_small_file
 from tests.benchmarks.make_segment import write_segment
@@ -30,7 +30,7 @@ def segment(tmp_path, monkeypatch):
 def test_a_scan_fetches_each_byte_once_in_windows_and_punches_behind(segment):
     remote_files.STATS.update(bytes=0, requests=0)
     url = "file://" + os.path.dirname(segment["path"])
-    with remote_files.RemoteView() as view:
+    with remote_view.RemoteView() as view:
         local = view.add(url)
         log = local / f"{0:020d}.log"
         assert (local.parent / "meta.properties").is_file()  # the log dir's files come with a partition
@@ -51,7 +51,7 @@ def test_a_scan_fetches_each_byte_once_in_windows_and_punches_behind(segment):
 
 
 def test_whole_reads_fetch_everything_and_stop_punching(segment):
-    with remote_files.RemoteView() as view:
+    with remote_view.RemoteView() as view:
         log = view.add("file://" + os.path.dirname(segment["path"])) / f"{0:020d}.log"
         with open(segment["path"], "rb") as original:
             expected = original.read()
@@ -81,7 +81,7 @@ def test_scheme_errors_are_one_line():
     from seglog_cli.storage.errors import UnreadableInputError
 
     with pytest.raises(UnreadableInputError, match="not a scheme seglog reads"):
-        remote_files.open_filesystem("ftp://host/x")
-    assert remote_files.local_path("file:///var/lib/kafka") == "/var/lib/kafka"
-    assert remote_files.is_remote("s3a://b/k") and not remote_files.is_remote("file:///x")
-    assert not remote_files.is_remote("/var/lib/kafka")
+        remote_urls.open_filesystem("ftp://host/x")
+    assert remote_urls.local_path("file:///var/lib/kafka") == "/var/lib/kafka"
+    assert remote_urls.is_remote("s3a://b/k") and not remote_urls.is_remote("file:///x")
+    assert not remote_urls.is_remote("/var/lib/kafka")

@@ -79,10 +79,11 @@ def main(argv: list[str] | None = None) -> int:
     if argv == ["--version"]:  # answered before anything else is imported
         print(f"seglog {__version__}")
         return ExitStatus.OK
-    if any("://" in word for word in argv):  # s3://, gs://, file://...: read through a local view
+    name = _command_named(argv)
+    if name is not None and any("://" in word for word in argv):  # s3://, gs://, file://...: a local view
         from seglog_cli.commands.remote_inputs import run_with_views
 
-        return run_with_views(argv, _command_named(argv), lambda local: guarded(lambda: _run_app(local)))
+        return run_with_views(argv, name, lambda local: guarded(lambda: _run_app(local)))
     return _run_app(argv)
 
 

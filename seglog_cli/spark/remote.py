@@ -43,6 +43,29 @@ def storage_options(options: Mapping[str, str]) -> dict | None:
     return parsed
 
 
+S3A_KEYS = ("fs.s3a.endpoint", "fs.s3a.access.key", "fs.s3a.secret.key", "fs.s3a.session.token",
+            "fs.s3a.path.style.access", "fs.s3a.endpoint.region", "fs.s3a.region", "fs.s3a.connection.ssl.enabled")
+
+
+def session_storage_options(spark) -> dict | None:
+    """fsspec storage options from a session's Hadoop ``fs.s3a.*`` settings (``spark.hadoop.fs.s3a.*``
+    in the Spark conf, else the classic session's Hadoop configuration), or None when none is
+    set: what ``register(spark)`` can pass as the sources' ``storageOptions``."""
+    from seglog_cli.storage.remote_urls import hadoop_storage_options
+
+    conf = {}
+    for key in S3A_KEYS:
+        value = spark.conf.get(f"spark.hadoop.{key}", None)
+        if value is None:
+            try:
+                value = spark.sparkContext._jsc.hadoopConfiguration().get(key)
+            except Exception:  # noqa: BLE001 - Spark Connect: no JVM handle, the Spark conf only
+                value = None
+        if value is not None:
+            conf[key] = value
+    return hadoop_storage_options(conf) or None
+
+
 def _is_url(path: str) -> bool:
     from seglog_cli.storage.remote_urls import is_remote
 

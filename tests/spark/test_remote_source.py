@@ -67,3 +67,18 @@ def test_bad_storage_options_is_one_error():
     assert storage_options({}) is None
     with pytest.raises(OptionError, match="storageOptions"):
         storage_options({"storageoptions": "[1, 2]"})
+
+
+def test_session_storage_options_from_the_hadoop_conf(spark):
+    from seglog_cli.spark.remote import session_storage_options
+
+    spark.conf.set("spark.hadoop.fs.s3a.endpoint", "minio.local:9000")
+    spark.conf.set("spark.hadoop.fs.s3a.connection.ssl.enabled", "false")
+    spark.conf.set("spark.hadoop.fs.s3a.path.style.access", "true")
+    try:
+        assert session_storage_options(spark) == {"endpoint_url": "http://minio.local:9000",
+                                                  "config_kwargs": {"s3": {"addressing_style": "path"}}}
+    finally:
+        for key in ("endpoint", "connection.ssl.enabled", "path.style.access"):
+            spark.conf.unset(f"spark.hadoop.fs.s3a.{key}")
+    assert session_storage_options(spark) is None

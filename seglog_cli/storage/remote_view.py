@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 from seglog_cli.storage import files
@@ -25,6 +26,8 @@ SMALL_FILE = 1 << 20  # a URL naming one file this small is fetched whole when i
 # a log dir's KRaft metadata partition: topic configs of a partition are read from it, so a view
 # of a partition (or of a file) holds it too when its log dir has one
 METADATA_DIR = "__cluster_metadata-0"
+VIEW_PREFIX = "seglog-view-"  # then the pid of the process that made it
+STALE_SECONDS = 600  # a view this old whose process is gone (killed: no cleanup ran) is removed
 
 
 class RemoteView:
@@ -34,7 +37,8 @@ class RemoteView:
 
     def __init__(self, storage_options: dict | None = None):
         self.storage_options = storage_options
-        self.root = Path(os.path.realpath(tempfile.mkdtemp(prefix="seglog-view-")))
+        _remove_stale_views()
+        self.root = Path(os.path.realpath(tempfile.mkdtemp(prefix=f"{VIEW_PREFIX}{os.getpid()}-")))
         self.prefixes: list[tuple[str, str]] = []  # (view prefix, URL prefix), longest first
         self._files: list[str] = []
         self._by_url: dict[str, Path] = {}
@@ -156,6 +160,36 @@ class RemoteView:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _remove_stale_views() -> None:
+    """Remove the views of seglog processes that were killed before they could (``kill -9``):
+    ``seglog-view-<pid>-*`` directories whose process is gone, untouched for ten minutes."""
+    directory = tempfile.gettempdir()
+    try:
+        names = [name for name in os.listdir(directory) if name.startswith(VIEW_PREFIX)]
+    except OSError:
+        return
+    now = time.time()
+    for name in names:
+        pid = name[len(VIEW_PREFIX):].split("-", 1)[0]
+        path = os.path.join(directory, name)
+        try:
+            if not pid.isdigit() or now - os.stat(path).st_mtime < STALE_SECONDS or _alive(int(pid)):
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 def is_dir_below(directory: str, path: str) -> bool:

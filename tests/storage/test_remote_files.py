@@ -85,3 +85,25 @@ def test_scheme_errors_are_one_line():
     assert remote_urls.local_path("file:///var/lib/kafka") == "/var/lib/kafka"
     assert remote_urls.is_remote("s3a://b/k") and not remote_urls.is_remote("file:///x")
     assert not remote_urls.is_remote("/var/lib/kafka")
+
+
+def test_a_killed_runs_view_is_removed_by_the_next_one(tmp_path, monkeypatch):
+    import subprocess
+    import tempfile
+
+    from seglog_cli.storage import remote_view
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = tmp_path / f"seglog-view-{dead.pid}-abc"
+    fresh = tmp_path / f"seglog-view-{dead.pid}-new"
+    alive = tmp_path / f"seglog-view-{os.getpid()}-old"
+    for directory in (stale, fresh, alive):
+        (directory / "0").mkdir(parents=True)
+    old = __import__("time").time() - 3600
+    os.utime(stale, (old, old))
+    os.utime(alive, (old, old))
+    with remote_view.RemoteView():
+        pass
+    assert not stale.exists() and fresh.exists() and alive.exists()

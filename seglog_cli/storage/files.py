@@ -39,11 +39,28 @@ MAX_EXTENTS = 4096
 PLACEHOLDERS: dict = {}
 
 
+VIEW_MARK = "/seglog-view-"  # in every placeholder's path (remote_view.VIEW_PREFIX)
+
+
 def remote_file_of(path) -> object | None:
-    """The remote file a placeholder stands for, or None for an ordinary local file."""
-    if not PLACEHOLDERS:
+    """The remote file a placeholder stands for, or None for an ordinary local file. A
+    placeholder of a view this process did not make (another process's, handed over by path)
+    would read as zeros where nothing was fetched: it is refused."""
+    if not PLACEHOLDERS and VIEW_MARK not in str(path):
         return None
-    return PLACEHOLDERS.get(os.path.abspath(path))
+    remote = PLACEHOLDERS.get(os.path.abspath(path))
+    if remote is None and VIEW_MARK in str(path):
+        _refuse_foreign_placeholder(path)
+    return remote
+
+
+def _refuse_foreign_placeholder(path) -> None:
+    """``<tmp>/seglog-view-<pid>-<x>/<n>/...`` is a view's file: not one of this process."""
+    parts = os.path.abspath(path).split(os.sep)
+    inside = next((i for i, part in enumerate(parts) if part.startswith(VIEW_MARK.strip("/"))), None)
+    if inside is not None and inside + 2 < len(parts) and parts[inside + 1].isdigit():
+        raise UnreadableInputError("is a placeholder of another process's view of a remote log dir (its bytes are "
+                                   "fetched only by the seglog process that listed it); give the URL instead", path)
 
 
 class MappedFile:

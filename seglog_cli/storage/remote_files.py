@@ -262,6 +262,19 @@ def punch_hole(path: str, offset: int, length: int) -> bool:
 _EXECUTOR = None
 
 
+def _after_fork_in_child() -> None:
+    """A forked child (``verify --jobs N``) has none of its parent's threads: its read-ahead
+    starts afresh, and what the parent was still fetching is fetched again when needed."""
+    global _EXECUTOR
+    _EXECUTOR = None
+    for remote in files.PLACEHOLDERS.values():
+        remote._ahead = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _executor():
     global _EXECUTOR
     if _EXECUTOR is None:

@@ -189,6 +189,11 @@ def test_writing_commands_refuse_urls(args):
     assert len(lines) == 1 and "is remote storage" in lines[0] and "nothing was changed" in lines[0]
 
 
+def test_verify_spark_refuses_urls():
+    result = run_seglog("verify", "--spark", "local[2]", "s3://bucket/data")
+    assert result.exit_code == 2 and result.err.count("\n") == 1 and "verify --spark reads local paths" in result.err
+
+
 def test_unknown_command_with_a_url_is_a_usage_error():
     result = run_seglog("dumpp", "s3://bucket/data")
     assert result.exit_code == 2 and result.err.startswith("seglog: usage error")

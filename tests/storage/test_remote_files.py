@@ -107,3 +107,22 @@ def test_a_killed_runs_view_is_removed_by_the_next_one(tmp_path, monkeypatch):
     with remote_view.RemoteView():
         pass
     assert not stale.exists() and fresh.exists() and alive.exists()
+
+
+def test_a_placeholder_read_outside_its_process_is_refused(segment):
+    """What a Spark worker or any other process would see given a view path: a refusal, never
+    the zeros of bytes it cannot fetch."""
+    from seglog_cli.storage.errors import UnreadableInputError
+    from seglog_cli.storage.files import PLACEHOLDERS
+
+    with remote_view.RemoteView() as view:
+        log = view.add("file://" + os.path.dirname(segment["path"])) / f"{0:020d}.log"
+        saved = dict(PLACEHOLDERS)
+        PLACEHOLDERS.clear()  # as in a process that did not list it
+        try:
+            with pytest.raises(UnreadableInputError, match="another process's view"):
+                MappedFile(log)
+            with pytest.raises(UnreadableInputError, match="another process's view"):
+                read_small_file(log)
+        finally:
+            PLACEHOLDERS.update(saved)

@@ -49,6 +49,7 @@ class RemoteFile:
     def __init__(self, fs, remote_path: str, size: int, placeholder: str, reader=None):
         self.fs, self.remote_path, self.size, self.placeholder = fs, remote_path, size, placeholder
         self._reader = reader  # a RangeReader, shared by the files of one filesystem
+        self._pid = os.getpid()  # the process whose client fs is
         self._present: list[list[int]] = []  # sorted, disjoint [start, end) runs fetched
         self._lock = threading.Lock()
         self._ahead = None  # (start, end, Future) of the window being fetched in the background
@@ -112,6 +113,8 @@ class RemoteFile:
             os.close(fd)
 
     def _read(self, start: int, end: int) -> bytes:
+        if self._pid != os.getpid():  # a forked child: the parent's client is not fork-safe (s3fs)
+            self.fs, self._reader, self._pid = type(self.fs)(**self.fs.storage_options), None, os.getpid()
         try:
             if self._reader is not None:
                 data = self._reader.read(self.remote_path, start, end)

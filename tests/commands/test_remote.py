@@ -95,6 +95,7 @@ def test_dump_remote_equals_local(s3, args):
 READS = [
     ("verify", "{}/" + f"{K}/data"),
     ("verify", "--format", "json", "--level", "deep", "{}/" + f"{K}/data/txn-0"),
+    ("verify", "--jobs", "2", "--format", "json", "--level", "deep", "{}/" + f"{K}/data"),  # forked children read too
     ("verify", "--format", "jsonl", "{}/" + f"{K}/recovery-cases/a-append-garbage-active-log/before"),
     ("verify", "--format", "json", "{}/" + f"{K}/tiered/remote/kafka-tiered-storage", "{}/" + f"{K}/tiered/data"),
     ("offsets", "--format", "json", "{}/" + f"{K}/data"),

@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import CORPUS, CORPUS_MISSING, run_seglog
 from tests.s3_server import BUCKET, make_bucket, missing_packages, moto_server, s3_environment, s3_filesystem, upload
 
-pytestmark = pytest.mark.skipif(missing_packages() is not None, reason=str(missing_packages()))
+needs_s3 = pytest.mark.skipif(missing_packages() is not None, reason=str(missing_packages()))
 
 K = "kafka-4.2.0"
 UPLOADED = (f"{K}/data", f"{K}/recovery-cases/a-append-garbage-active-log/before", f"{K}/tiered/data",
@@ -29,6 +29,8 @@ def s3(tmp_path_factory):
     """The server with a bucket holding corpus dirs (``<corpus path>`` keys) and a generated
     multi-segment partition (``generated/orders-0``); yields ``(local root, URL root)`` pairs
     to compare: {"corpus": ..., "generated": ...}."""
+    if missing_packages() is not None:
+        pytest.skip(missing_packages())
     if not CORPUS.is_dir():
         pytest.skip(CORPUS_MISSING)
     generated = tmp_path_factory.mktemp("remote") / "generated"
@@ -230,6 +232,7 @@ def test_missing_backend_is_named():
     assert (result.exit_code, result.err) == (4, "seglog: gs://bucket/data/orders-0: install gcsfs to read gs:// paths\n")
 
 
+@needs_s3
 def test_unreachable_endpoint_is_one_line(monkeypatch):
     with s3_environment("http://127.0.0.1:9"):  # the discard port: connection refused
         monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")

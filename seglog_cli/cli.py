@@ -104,6 +104,15 @@ def main(argv: list[str] | None = None) -> int:
     if argv == ["--version"]:  # answered before anything else is imported
         print(f"seglog {__version__}")
         return ExitStatus.OK
+    name = _command_named(argv)
+    if name is not None and any("://" in word for word in argv):  # s3://, gs://, file://...: a local view
+        from seglog_cli.commands.remote_inputs import run_with_views
+
+        return run_with_views(argv, name, lambda local: guarded(lambda: _run_app(local)))
+    return _run_app(argv)
+
+
+def _run_app(argv: list[str]) -> int:
     import typer
 
     usage_error = typer.BadParameter.__mro__[1]  # click's UsageError, whether typer vendors click or not

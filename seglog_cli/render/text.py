@@ -117,7 +117,7 @@ class TextDumpRenderer(LineOutput):
 
     def _batch_run(self, run: BatchRun, compiled) -> None:
         if compiled is not None:
-            self.emit(compiled.batch_lines(run.mapped.buffer, run.start, run.end, run.check_crc))
+            self.emit(compiled.batch_lines(run.mapped.data, run.start, run.end, run.check_crc))
         else:
             for batch in run:
                 self.emit(batch_line(batch).encode("ascii"))

@@ -193,7 +193,7 @@ def record_batches(split: Split, options: ScanOptions) -> Iterator[pa.RecordBatc
 
 def _fill(rows: RecordBuffers, mapped: MappedFile, split: Split, options: ScanOptions) -> Iterator[pa.RecordBatch]:
     """Read the split into ``rows``, yielding an Arrow batch whenever they hold one."""
-    buf = mapped.buffer
+    buf = mapped.data  # remote files: only the chunks LogScan yields are read, inside its present window
     limit = options.max_records_per_batch
     decode = native.module.decode_v2_batch if native.module is not None else None
     for chunk in _split_chunks(mapped, split, options):

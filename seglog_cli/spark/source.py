@@ -13,7 +13,9 @@ Options (all optional): ``checkCrc`` (true), ``onCrcMismatch`` (keep | skip | fa
 (epoch ms or ISO-8601), ``topics`` (comma-separated), ``topicPattern`` (a regular expression
 the whole topic name matches), ``splitBytes`` (134217728; 0: one partition per segment),
 ``maxRecordsPerBatch`` (8192), ``isolationLevel`` (read_uncommitted | read_committed),
-``paths`` (more paths, comma-separated; ``load([a, b])`` passes them as a JSON list).
+``paths`` (more paths, comma-separated; ``load([a, b])`` passes them as a JSON list),
+``storageOptions`` (a JSON object of fsspec storage options for ``s3a://``, ``gs://``,
+``abfss://``, ``hdfs://`` paths; see :mod:`seglog_cli.spark.remote`).
 
 With ``register(spark, pushdown=True)``, filters on ``topic``, ``partition``, ``offset``
 (=, IN, <, <=, >, >=) and a lower bound on ``timestamp`` are pushed down (``pushFilters``) and become the seeks the options make:
@@ -31,6 +33,7 @@ from typing import Iterator
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from seglog_cli.spark import remote
 from seglog_cli.spark.plan import Split, option_paths, parse_options, plan_splits
 
 
@@ -48,9 +51,10 @@ class _Reader(DataSourceReader):
     def __init__(self, options):
         self.paths = option_paths(options)
         self.options = parse_options(options)
+        self.storage = remote.storage_options(options)  # remote log dirs: see seglog_cli.spark.remote
 
     def partitions(self) -> list[SplitPartition]:
-        splits = plan_splits(self.paths, self.options)
+        splits = remote.plan(self.paths, self.options, plan_splits, self.storage)
         return [SplitPartition(split) for split in splits]
 
     def read(self, partition: SplitPartition) -> Iterator:
@@ -59,7 +63,11 @@ class _Reader(DataSourceReader):
         if not isinstance(partition, SplitPartition):  # no split planned: Spark reads one empty partition
             return iter(())
         reader = columns.record_batches if self.kind == "records" else columns.batch_batches
-        return iter(reader(partition.split, self.options))
+        return self._read(reader, partition.split)
+
+    def _read(self, reader, split: Split) -> Iterator:
+        with remote.local_split(split, self.storage) as local:  # a URL: a one-file view on this executor
+            yield from reader(local, self.options)
 
 
 class _BatchReader(_Reader):

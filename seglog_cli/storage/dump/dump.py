@@ -227,7 +227,7 @@ def _log_body(path, mapped, scan, options, report, from_offset, to_offset) -> It
     if from_offset is None and to_offset is None and native.module is not None:
         yield from _log_deep_runs(path, mapped, scan, report) if deep else _log_runs(scan)
         return
-    buf = mapped.buffer
+    buf = mapped.data  # the batches LogScan yields lie in its present window
     offsets = _Offsets(path, report)
     reported = 0
     run = []
@@ -264,7 +264,7 @@ def _log_deep_runs(path, mapped, scan: LogScan, report: DumpReport) -> Iterator[
     cleanly pass as RecordRun (records built only if a renderer asks); any other batch takes
     the Python path (``_batch_records``), which reports Kafka's exact errors."""
     check_run = native.module.check_run
-    buf = mapped.buffer
+    buf = mapped.data  # the chunks LogScan yields lie in its present window
     offsets = _Offsets(path, report)
     gaps: list = []
     reported = 0

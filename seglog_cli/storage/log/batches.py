@@ -346,34 +346,41 @@ class LogScan:
     def _walk(self, mode: int):
         runs = mode == RUNS
         mapped = self.mapped
-        buf, view, end = mapped.buffer, mapped.view, self.end
+        # data, not buffer: a remote file's bytes are read only inside the windows made present
+        # here (scan_window: the whole file for a local one, so ``avail == end`` throughout)
+        buf, view, end = mapped.data, mapped.data_view, self.end
         check_crc = self.check_crc
         unpack_size = OFFSET_AND_SIZE.unpack_from
         unpack_v2 = V2_HEADER.unpack_from
         compiled = native.module
         limit = end - HEADER_SIZE_UP_TO_MAGIC
         pos = self.start
+        # a scan from the start reads on (read ahead at once); one from an index position is
+        # often a seek for a few batches (its second window is read ahead)
+        avail = mapped.scan_window(pos, end, ahead=pos == 0) if pos < end else end
         last_good_next_offset = None
         while True:
             if pos >= limit:
                 self._finish(pos, last_good_next_offset)
                 return
+            if avail < end and pos + HEADER_SIZE_UP_TO_MAGIC > avail:
+                avail = mapped.scan_window(pos, end)
             if compiled is not None:  # a stretch of well-framed entries in one call
                 if mode == VERIFY:
                     order = self._order
                     next_pos, count, order.state, packed, anomalies, txn, epochs = compiled.verify_walk(
-                        buf, pos, end, check_crc, NATIVE_RUN, order.state, *self._verify_args)
+                        buf, pos, avail, check_crc, NATIVE_RUN, order.state, *self._verify_args)
                     if count:
                         run = VerifyRun(pos, next_pos, count, packed, anomalies, txn, epochs)
                         last_next = order.expected_offset
                 elif mode == COLUMNS:
-                    next_pos, count, chunk, last_next = compiled.columns(buf, pos, end, check_crc, NATIVE_RUN)
+                    next_pos, count, chunk, last_next = compiled.columns(buf, pos, avail, check_crc, NATIVE_RUN)
                 elif runs:
-                    next_pos, count, last_next = compiled.walk(buf, pos, end, NATIVE_RUN)
+                    next_pos, count, last_next = compiled.walk(buf, pos, avail, NATIVE_RUN)
                     if count:
                         run = BatchRun(mapped, pos, next_pos, count, check_crc)
                 else:
-                    chunk, next_pos = compiled.scan(BatchHeader, buf, pos, end, check_crc, NATIVE_CHUNK)
+                    chunk, next_pos = compiled.scan(BatchHeader, buf, pos, avail, check_crc, NATIVE_CHUNK)
                     count = len(chunk)
                     if count:
                         last_next = chunk[-1].next_offset
@@ -395,6 +402,11 @@ class LogScan:
                     continue
             size = unpack_size(buf, pos)[1]
             next_pos = pos + LOG_OVERHEAD + size
+            if avail < next_pos <= end and size >= MIN_ENTRY_SIZE:  # an entry past the present window
+                avail = max(mapped.scan_window(pos, end), next_pos)
+                mapped.ensure(pos, next_pos)
+                if compiled is not None:
+                    continue
             if size < MIN_ENTRY_SIZE or next_pos > end:
                 if self.bounded and size >= MIN_ENTRY_SIZE:
                     self.end_position = pos
@@ -403,7 +415,10 @@ class LogScan:
                 if resume is None:
                     return
                 pos = resume
+                avail = mapped.scan_window(pos, end) if avail < end and pos < end else avail
                 continue
+            if avail < end and pos + RECORD_BATCH_OVERHEAD > avail:  # a short entry's header is read padded
+                mapped.ensure(pos, pos + RECORD_BATCH_OVERHEAD)
             magic = buf[pos + 16]
             if 2 <= magic < 0x80 and size >= 49:
                 fields = unpack_v2(buf, pos)

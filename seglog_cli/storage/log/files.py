@@ -4,6 +4,14 @@ Every binary file the engine reads goes through :class:`MappedFile`: one ``mmap`
 file (an empty file maps to ``b""``), a ``memoryview`` over it for zero-copy slices, and
 ``release_behind`` to drop already-scanned pages from this process's resident set so a scan
 of a 2 GiB segment keeps a flat memory footprint (the pages stay in the kernel page cache).
+
+A file of a remote log dir (``s3://``, ``gs://``, ...) is a sparse *placeholder* of the remote
+size in a local view of the tree (:mod:`seglog_cli.storage.remote_files`); ``MappedFile`` on a
+placeholder is that module's remote-backed mapping. ``buffer`` and ``view`` of it fetch the whole
+file first; ``data``/``data_view`` do not, and are read only after :meth:`MappedFile.ensure` (or
+:meth:`MappedFile.scan_window`) made the range present: the batch scan, the record decode of the
+batches it yielded and :meth:`MappedFile.find_non_zero`. Every other read (``read_small_file``,
+``open_regular``) fetches the whole file.
 """
 
 from __future__ import annotations
@@ -26,11 +34,43 @@ _NON_ZERO = re.compile(rb"[^\x00]")
 SPARSE_CHECK_BYTES = 1 << 20  # files from this size on have their holes listed at open
 MAX_EXTENTS = 4096
 
+# placeholder path (absolute) -> its remote file (remote_files.RemoteFile); empty unless a remote
+# URL is being read, so a local run pays one dict test per open
+PLACEHOLDERS: dict = {}
+
+
+VIEW_MARK = "/seglog-view-"  # in every placeholder's path (remote_view.VIEW_PREFIX)
+
+
+def remote_file_of(path) -> object | None:
+    """The remote file a placeholder stands for, or None for an ordinary local file. A
+    placeholder of a view this process did not make (another process's, handed over by path)
+    would read as zeros where nothing was fetched: it is refused."""
+    if not PLACEHOLDERS and VIEW_MARK not in str(path):
+        return None
+    remote = PLACEHOLDERS.get(os.path.abspath(path))
+    if remote is None and VIEW_MARK in str(path):
+        _refuse_foreign_placeholder(path)
+    return remote
+
+
+def _refuse_foreign_placeholder(path) -> None:
+    """``<tmp>/seglog-view-<pid>-<x>/<n>/...`` is a view's file: not one of this process."""
+    parts = os.path.abspath(path).split(os.sep)
+    inside = next((i for i, part in enumerate(parts) if part.startswith(VIEW_MARK.strip("/"))), None)
+    if inside is not None and inside + 2 < len(parts) and parts[inside + 1].isdigit():
+        raise UnreadableInputError("is a placeholder of another process's view of a remote log dir (its bytes are "
+                                   "fetched only by the seglog process that listed it); give the URL instead", path)
+
 
 class MappedFile:
     """A whole file mapped read-only. Use as a context manager or call :meth:`close`."""
 
-    __slots__ = ("path", "size", "buffer", "view", "_mmap", "_released_to", "_extents")
+    __slots__ = ("path", "size", "buffer", "view", "data", "data_view", "_mmap", "_released_to", "_extents")
+
+    def __new__(cls, path: str | Path):
+        remote = remote_file_of(path) if cls is MappedFile else None
+        return object.__new__(cls if remote is None else remote.mapping_class)
 
     def __init__(self, path: str | Path):
         self.path = str(path)
@@ -52,6 +92,16 @@ class MappedFile:
         finally:
             os.close(fd)
         self.view = memoryview(self.buffer)
+        self.data, self.data_view = self.buffer, self.view
+
+    def ensure(self, start: int, end: int) -> None:
+        """Make ``[start, end)`` readable through ``data``: a no-op for a local file."""
+
+    def scan_window(self, position: int, end: int, ahead: bool = True) -> int:
+        """How far a sequential scan at ``position`` may read ``data`` before calling again
+        (``end`` for a local file; the end of the fetched window for a remote one, whose next
+        window is fetched in the background when ``ahead``)."""
+        return end
 
     def release_behind(self, position: int) -> None:
         """Tell the kernel the pages before ``position`` are no longer needed by this process."""
@@ -81,14 +131,15 @@ class MappedFile:
         chunk at a time, and the pages behind are dropped as the search goes, so a 2 GiB run
         of zeros costs a few seconds at most and no memory."""
         end = self.size if end is None else min(end, self.size)
-        view, pos = self.view, max(0, start)
+        view, pos = self.data_view, max(0, start)
         while pos < end:
             pos = self._next_data(pos)
             if pos >= end:
                 return None
             stop = min(end, pos + ZERO_CHUNK)
+            self.ensure(pos, stop)
             if view[pos:stop] != _ZEROS[:stop - pos]:
-                return _NON_ZERO.search(self.buffer, pos, stop).start()
+                return _NON_ZERO.search(self.data, pos, stop).start()
             pos = stop
             self.release_behind(pos)
         return None
@@ -105,7 +156,7 @@ class MappedFile:
 
     def close(self) -> None:
         try:
-            self.view.release()
+            self.data_view.release()
         except BufferError:
             pass
         if self._mmap is not None:
@@ -171,12 +222,17 @@ def _reason(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
-def open_regular(path: str | Path) -> tuple[int, os.stat_result]:
+def open_regular(path: str | Path, whole: bool = True) -> tuple[int, os.stat_result]:
     """Open ``path`` read-only if it is a regular file (after symlinks): the descriptor and its
     ``fstat``. Anything else (a FIFO, a device such as ``/dev/zero``, a socket, a directory, a
     symlink loop, a missing file, permission denied) raises a one-line
     :class:`UnreadableInputError` at once: ``O_NONBLOCK`` keeps a FIFO without a writer from
-    blocking the open, and the ``fstat`` decides before a byte is read."""
+    blocking the open, and the ``fstat`` decides before a byte is read. A remote file's
+    placeholder is fetched whole first (unless ``whole=False``: the remote mapping fetches its
+    own ranges)."""
+    remote = remote_file_of(path) if whole else None
+    if remote is not None:
+        remote.fetch_all()
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:

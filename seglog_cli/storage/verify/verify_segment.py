@@ -232,8 +232,8 @@ class SegmentVerifier:
         if self.want_txn:
             for event in run.txn_events:
                 self.summary.txn_events.append(TxnEvent(*event))
-        if self.level == DEEP:
-            anomalies, python_positions, records = native.module.verify_records(mapped.buffer, run.packed, decompress)
+        if self.level == DEEP:  # data: the run lies in the scan's present window (remote files)
+            anomalies, python_positions, records = native.module.verify_records(mapped.data, run.packed, decompress)
             self.summary.records += records
             for kind, position, a, b, c in anomalies:
                 self._record_anomaly(kind, position, a, b, c)

@@ -2,7 +2,7 @@
 
 Before a command runs, every argument that is a URL (``s3://``, ``s3a://``, ``gs://``,
 ``abfs://``, ``abfss://``, ``hdfs://``; also ``--opt=URL`` and ``--files a,b`` lists) is replaced
-by its path in a :class:`~seglog_cli.storage.remote_view.RemoteView`, and ``file://`` URLs by
+by its path in a :class:`~seglog_cli.storage.objectstore.remote_view.RemoteView`, and ``file://`` URLs by
 their local path. While the command runs, stdout and stderr go through a writer that puts the URL
 back wherever a view path is written (file lines, JSON ``path`` fields, findings, errors), so no
 output ever shows the temporary view. A command that writes refuses a remote URL before
@@ -15,7 +15,7 @@ import io
 import sys
 
 from seglog_cli.status import ExitStatus
-from seglog_cli.storage.remote_urls import is_remote, local_path, url_scheme
+from seglog_cli.storage.objectstore.remote_urls import is_remote, local_path, url_scheme
 
 # the commands that read only; the others write (simulate-retention writes with --apply)
 READ_COMMANDS = {"dump", "verify", "offsets", "transactions", "simulate-retention", "diff"}
@@ -71,8 +71,8 @@ def run_with_views(argv: list[str], command: str | None, run) -> int:
         return ExitStatus.USAGE
     if not any(is_remote(part) for word in argv for part in _parts(word)[1]):
         return run([_local_word(word) for word in argv])
-    from seglog_cli.storage.errors import SeglogError
-    from seglog_cli.storage.remote_view import RemoteView
+    from seglog_cli.storage.log.errors import SeglogError
+    from seglog_cli.storage.objectstore.remote_view import RemoteView
 
     view = RemoteView()
     stdout, stderr = sys.stdout, sys.stderr

@@ -2,7 +2,7 @@
 relative paths.
 
 On the driver, :func:`plan` lists the remote paths once into a
-:class:`~seglog_cli.storage.remote_view.RemoteView`, plans the splits on it as on local files,
+:class:`~seglog_cli.storage.objectstore.remote_view.RemoteView`, plans the splits on it as on local files,
 and gives every split its URL back (``path`` and ``logDir``): the driver's temporary view never
 reaches an executor. Relative local paths are made absolute here, on the driver (an executor
 runs in its own work directory). On an executor, :func:`read` opens a one-file view of a
@@ -12,7 +12,7 @@ ranged reads of the split's range only.
 Credentials and endpoints come from the filesystem layer's standard places, or from the
 ``storageOptions`` option: a JSON object of fsspec storage options (``register(spark)`` may
 fill it from the session's Hadoop ``fs.s3a.*`` conf with
-:func:`seglog_cli.storage.remote_urls.hadoop_storage_options`).
+:func:`seglog_cli.storage.objectstore.remote_urls.hadoop_storage_options`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from typing import Iterable, Iterator, Mapping
 
 from seglog_cli.spark.plan import OptionError, Split
-from seglog_cli.storage.errors import SeglogError
+from seglog_cli.storage.log.errors import SeglogError
 
 STORAGE_OPTIONS = "storageoptions"  # the option's name as parse_options sees it (lower case)
 
@@ -51,7 +51,7 @@ def session_storage_options(spark) -> dict | None:
     """fsspec storage options from a session's Hadoop ``fs.s3a.*`` settings (``spark.hadoop.fs.s3a.*``
     in the Spark conf, else the classic session's Hadoop configuration), or None when none is
     set: what ``register(spark)`` can pass as the sources' ``storageOptions``."""
-    from seglog_cli.storage.remote_urls import hadoop_storage_options
+    from seglog_cli.storage.objectstore.remote_urls import hadoop_storage_options
 
     conf = {}
     for key in S3A_KEYS:
@@ -67,7 +67,7 @@ def session_storage_options(spark) -> dict | None:
 
 
 def _is_url(path: str) -> bool:
-    from seglog_cli.storage.remote_urls import is_remote
+    from seglog_cli.storage.objectstore.remote_urls import is_remote
 
     return "://" in path and is_remote(path)
 
@@ -78,7 +78,7 @@ def plan(paths: Iterable[str], options, planner, storage: dict | None = None) ->
     paths = list(paths)
     if not any(_is_url(path) for path in paths):
         return planner([_absolute(path) for path in paths], options)
-    from seglog_cli.storage.remote_view import RemoteView
+    from seglog_cli.storage.objectstore.remote_view import RemoteView
 
     with RemoteView(storage) as view:
         try:
@@ -93,7 +93,7 @@ def plan(paths: Iterable[str], options, planner, storage: dict | None = None) ->
 
 def _absolute(path: str) -> str:
     """A local path (``file:///x``, ``file:/x`` or a path) made absolute, on the driver."""
-    from seglog_cli.storage.remote_urls import file_url_path, url_scheme
+    from seglog_cli.storage.objectstore.remote_urls import file_url_path, url_scheme
 
     if url_scheme(path) == "file":
         return file_url_path(path)
@@ -107,7 +107,7 @@ def local_split(split: Split, storage: dict | None = None) -> Iterator[Split]:
     if not _is_url(split.path):
         yield split
         return
-    from seglog_cli.storage.remote_view import RemoteView
+    from seglog_cli.storage.objectstore.remote_view import RemoteView
 
     with RemoteView(storage) as view:
         try:

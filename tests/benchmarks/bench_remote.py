@@ -85,7 +85,7 @@ def upload(root: Path) -> None:
 
 def step_from_offset(meta: dict, directory: Path) -> dict:
     from seglog_cli.cli import main
-    from seglog_cli.storage import remote_files
+    from seglog_cli.storage.objectstore import remote_files
 
     middle = meta["next_offset"] // 2
     remote_files.STATS.update(bytes=0, requests=0)

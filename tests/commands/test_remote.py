@@ -142,7 +142,7 @@ def test_s3a_and_generated_segments(s3, monkeypatch):
     """Several segments of every codec, deep and in JSON Lines, through ``s3a://``, with
     read-ahead windows of 64 KiB (many windows per segment, batches across their ends, holes
     punched behind the scan)."""
-    from seglog_cli.storage import remote_files
+    from seglog_cli.storage.objectstore import remote_files
 
     monkeypatch.setattr(remote_files, "WINDOW", 64 * 1024)
     monkeypatch.setattr(remote_files, "PUNCH_STEP", 64 * 1024)
@@ -156,7 +156,8 @@ def test_from_offset_fetches_the_index_and_a_window(s3, monkeypatch):
     """A small range in the middle of a 3 MB segment fetches its index, the small files and
     about two 64 KiB windows (the one read and the one read ahead), not the segment; the view is
     gone afterwards."""
-    from seglog_cli.storage import files, remote_files
+    from seglog_cli.storage.log import files
+    from seglog_cli.storage.objectstore import remote_files
 
     monkeypatch.setattr(remote_files, "WINDOW", 64 * 1024)
     local_root = s3["generated"][0]
@@ -249,7 +250,7 @@ def test_file_url_is_a_local_path(tmp_path):
 
 
 def test_hadoop_storage_options():
-    from seglog_cli.storage.remote_urls import hadoop_storage_options
+    from seglog_cli.storage.objectstore.remote_urls import hadoop_storage_options
 
     conf = {"fs.s3a.endpoint": "minio:9000", "fs.s3a.connection.ssl.enabled": "false", "fs.s3a.access.key": "AK",
             "fs.s3a.secret.key": "SK", "fs.s3a.path.style.access": "true", "fs.s3a.endpoint.region": "eu-west-1"}

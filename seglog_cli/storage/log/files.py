@@ -6,7 +6,7 @@ file (an empty file maps to ``b""``), a ``memoryview`` over it for zero-copy sli
 of a 2 GiB segment keeps a flat memory footprint (the pages stay in the kernel page cache).
 
 A file of a remote log dir (``s3://``, ``gs://``, ...) is a sparse *placeholder* of the remote
-size in a local view of the tree (:mod:`seglog_cli.storage.remote_files`); ``MappedFile`` on a
+size in a local view of the tree (:mod:`seglog_cli.storage.objectstore.remote_files`); ``MappedFile`` on a
 placeholder is that module's remote-backed mapping. ``buffer`` and ``view`` of it fetch the whole
 file first; ``data``/``data_view`` do not, and are read only after :meth:`MappedFile.ensure` (or
 :meth:`MappedFile.scan_window`) made the range present: the batch scan, the record decode of the

@@ -5,7 +5,7 @@ listed once (one recursive listing, plus the direct files of the two directories
 a partition or a file is read with: the log dir's checkpoints, a segment's sibling index), and
 the same relative tree is made in a private temporary directory out of *placeholders*: sparse
 files of the remote sizes (``os.truncate``), registered in
-:data:`seglog_cli.storage.files.PLACEHOLDERS`. Listing, names, sizes, partition logs, tiered
+:data:`seglog_cli.storage.log.files.PLACEHOLDERS`. Listing, names, sizes, partition logs, tiered
 pairing run unchanged on the view.
 
 Content comes with ranged reads written (``pwrite``) into the placeholder, which the engine maps
@@ -18,8 +18,8 @@ record decode of the batches it yielded, and ``find_non_zero`` read ``data`` aft
 (``fallocate(PUNCH_HOLE)``), so neither memory nor disk grows with the file; the view is removed
 when it is closed.
 
-The view itself (listing, placeholders, URLs back) is :mod:`seglog_cli.storage.remote_view`; the
-schemes and the filesystem layer (fsspec) are :mod:`seglog_cli.storage.remote_urls`.
+The view itself (listing, placeholders, URLs back) is :mod:`seglog_cli.storage.objectstore.remote_view`; the
+schemes and the filesystem layer (fsspec) are :mod:`seglog_cli.storage.objectstore.remote_urls`.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ import os
 import re
 import threading
 
-from seglog_cli.storage import files
-from seglog_cli.storage.errors import UnreadableInputError
-from seglog_cli.storage.remote_urls import describe
+from seglog_cli.storage.log import files
+from seglog_cli.storage.log.errors import UnreadableInputError
+from seglog_cli.storage.objectstore.remote_urls import describe
 
 WINDOW = 8 * 1024 * 1024  # read-ahead window of a sequential scan
 PUNCH_STEP = 16 * 1024 * 1024  # placeholder bytes punched out at a time, behind a scan
@@ -288,7 +288,7 @@ def _executor():
 
 
 class RemoteMappedFile(files.MappedFile):
-    """:class:`~seglog_cli.storage.files.MappedFile` of a placeholder: the same sparse file
+    """:class:`~seglog_cli.storage.log.files.MappedFile` of a placeholder: the same sparse file
     mapped; ``buffer``/``view`` fetch the whole file, ``data``/``data_view`` only what
     :meth:`ensure` or :meth:`scan_window` made present."""
 

@@ -6,7 +6,7 @@ and endpoints come from where that layer looks (fsspec's config, ``~/.config/fss
 ``FSSPEC_S3_*``; botocore's chain: ``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``, ``~/.aws``;
 gcsfs's and adlfs's defaults) or from a storage-options mapping, which
 :func:`hadoop_storage_options` makes out of Spark's ``fs.s3a.*`` keys. Failures become one
-:class:`~seglog_cli.storage.errors.UnreadableInputError` line naming the URL and the cause.
+:class:`~seglog_cli.storage.log.errors.UnreadableInputError` line naming the URL and the cause.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote, urlsplit
 
-from seglog_cli.storage.errors import UnreadableInputError
+from seglog_cli.storage.log.errors import UnreadableInputError
 
 # URL scheme -> fsspec protocol
 PROTOCOLS = {"s3": "s3", "s3a": "s3", "s3n": "s3", "gs": "gcs", "gcs": "gcs", "abfs": "abfs",

@@ -4,7 +4,7 @@
 directories above it and their ``__cluster_metadata-0``, which a partition or a file is read
 with) and makes the same relative tree in a private temporary directory out of placeholders:
 sparse files of the remote sizes and modification times, registered in
-:data:`seglog_cli.storage.files.PLACEHOLDERS` with the :class:`~seglog_cli.storage.remote_files.RemoteFile`
+:data:`seglog_cli.storage.log.files.PLACEHOLDERS` with the :class:`~seglog_cli.storage.objectstore.remote_files.RemoteFile`
 that fetches their bytes. :meth:`RemoteView.to_url` maps view paths in any text back to the
 URLs; :meth:`RemoteView.close` unregisters and removes everything.
 """
@@ -17,10 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from seglog_cli.storage import files
-from seglog_cli.storage.errors import UnreadableInputError
-from seglog_cli.storage.remote_files import RemoteFile, range_reader
-from seglog_cli.storage.remote_urls import PROTOCOLS, describe, open_filesystem, url_scheme
+from seglog_cli.storage.log import files
+from seglog_cli.storage.log.errors import UnreadableInputError
+from seglog_cli.storage.objectstore.remote_files import RemoteFile, range_reader
+from seglog_cli.storage.objectstore.remote_urls import PROTOCOLS, describe, open_filesystem, url_scheme
 
 SMALL_FILE = 1 << 20  # a URL naming one file this small is fetched whole when its view opens
 # a log dir's KRaft metadata partition: topic configs of a partition are read from it, so a view

@@ -9,9 +9,9 @@ import os
 
 import pytest
 
-from seglog_cli.storage import remote_files, remote_urls, remote_view
-from seglog_cli.storage.batches import LogScan
-from seglog_cli.storage.files import PLACEHOLDERS, MappedFile, read_small_file
+from seglog_cli.storage.objectstore import remote_files, remote_urls, remote_view
+from seglog_cli.storage.log.batches import LogScan
+from seglog_cli.storage.log.files import PLACEHOLDERS, MappedFile, read_small_file
 from tests.benchmarks.make_segment import write_segment
 
 pytest.importorskip("fsspec")
@@ -78,7 +78,7 @@ def test_url_writer_replaces_view_paths_split_across_writes():
 
 
 def test_scheme_errors_are_one_line():
-    from seglog_cli.storage.errors import UnreadableInputError
+    from seglog_cli.storage.log.errors import UnreadableInputError
 
     with pytest.raises(UnreadableInputError, match="not a scheme seglog reads"):
         remote_urls.open_filesystem("ftp://host/x")
@@ -91,7 +91,7 @@ def test_a_killed_runs_view_is_removed_by_the_next_one(tmp_path, monkeypatch):
     import subprocess
     import tempfile
 
-    from seglog_cli.storage import remote_view
+    from seglog_cli.storage.objectstore import remote_view
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     dead = subprocess.Popen(["true"])
@@ -112,8 +112,8 @@ def test_a_killed_runs_view_is_removed_by_the_next_one(tmp_path, monkeypatch):
 def test_a_placeholder_read_outside_its_process_is_refused(segment):
     """What a Spark worker or any other process would see given a view path: a refusal, never
     the zeros of bytes it cannot fetch."""
-    from seglog_cli.storage.errors import UnreadableInputError
-    from seglog_cli.storage.files import PLACEHOLDERS
+    from seglog_cli.storage.log.errors import UnreadableInputError
+    from seglog_cli.storage.log.files import PLACEHOLDERS
 
     with remote_view.RemoteView() as view:
         log = view.add("file://" + os.path.dirname(segment["path"])) / f"{0:020d}.log"

@@ -33,8 +33,18 @@ def register(spark, pushdown: bool = False) -> None:
         sources = (source.SeglogPushdownDataSource, source.SeglogPushdownBatchesDataSource)
     else:
         sources = (source.SeglogDataSource, source.SeglogBatchesDataSource)
-    # (issue 16: a hook giving the sources the storage options of s3a:// and other remote paths,
-    # from the session's Hadoop conf, goes here, before the sources are registered)
+    # s3a:// and other remote paths: the session's Hadoop fs.s3a.* settings become every read's
+    # default storageOptions (a read's own storageOptions option wins)
+    from seglog_cli.spark.remote import session_storage_options
+
+    defaults = session_storage_options(spark)
+    if defaults:
+        import json
+
+        text = json.dumps(defaults, sort_keys=True)
+        sources = tuple(type(data_source.__name__, (data_source,), {"storage_defaults": text,
+                                                                    "__module__": __name__})
+                        for data_source in sources)
     with _planned_by_this_interpreter(spark):
         for data_source in sources:
             spark.dataSource.register(data_source)

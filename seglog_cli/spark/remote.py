@@ -63,7 +63,8 @@ def session_storage_options(spark) -> dict | None:
                 value = None
         if value is not None:
             conf[key] = value
-    return hadoop_storage_options(conf) or None
+    options = hadoop_storage_options(conf)
+    return {"s3": options} if options else None  # s3a settings for s3 paths only (remote_urls.options_for)
 
 
 def _is_url(path: str) -> bool:

@@ -167,7 +167,21 @@ def _schema(name: str):
     return from_arrow_schema(getattr(columns, name))
 
 
-class SeglogDataSource(DataSource):
+class _SeglogSource(DataSource):
+    """What both sources share: the options a read gets."""
+
+    # set on a subclass by register(spark): the session's Hadoop fs.s3a.* settings as the
+    # storageOptions JSON every read gets unless it gives its own
+    storage_defaults: str | None = None
+
+    def _options(self) -> dict:
+        options = dict(self.options)
+        if self.storage_defaults and not any(key.lower() == remote.STORAGE_OPTIONS for key in options):
+            options["storageOptions"] = self.storage_defaults
+        return options
+
+
+class SeglogDataSource(_SeglogSource):
     """``spark.read.format("seglog").load(path)``: one row per record."""
 
     @classmethod
@@ -178,10 +192,10 @@ class SeglogDataSource(DataSource):
         return _schema("RECORD_SCHEMA")
 
     def reader(self, schema) -> DataSourceReader:
-        return _Reader(self.options)
+        return _Reader(self._options())
 
 
-class SeglogBatchesDataSource(DataSource):
+class SeglogBatchesDataSource(_SeglogSource):
     """``spark.read.format("seglog-batches").load(path)``: one row per batch, records not decoded."""
 
     @classmethod
@@ -192,18 +206,18 @@ class SeglogBatchesDataSource(DataSource):
         return _schema("BATCH_SCHEMA")
 
     def reader(self, schema) -> DataSourceReader:
-        return _BatchReader(self.options)
+        return _BatchReader(self._options())
 
 
 class SeglogPushdownDataSource(SeglogDataSource):
     """``seglog`` with ``where()`` filters pushed down (``register(spark, pushdown=True)``)."""
 
     def reader(self, schema) -> DataSourceReader:
-        return _PushdownReader(self.options)
+        return _PushdownReader(self._options())
 
 
 class SeglogPushdownBatchesDataSource(SeglogBatchesDataSource):
     """``seglog-batches`` with ``where()`` filters pushed down."""
 
     def reader(self, schema) -> DataSourceReader:
-        return _PushdownBatchReader(self.options)
+        return _PushdownBatchReader(self._options())

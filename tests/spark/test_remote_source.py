@@ -76,9 +76,45 @@ def test_session_storage_options_from_the_hadoop_conf(spark):
     spark.conf.set("spark.hadoop.fs.s3a.connection.ssl.enabled", "false")
     spark.conf.set("spark.hadoop.fs.s3a.path.style.access", "true")
     try:
-        assert session_storage_options(spark) == {"endpoint_url": "http://minio.local:9000",
-                                                  "config_kwargs": {"s3": {"addressing_style": "path"}}}
+        assert session_storage_options(spark) == {"s3": {"endpoint_url": "http://minio.local:9000",
+                                                         "config_kwargs": {"s3": {"addressing_style": "path"}}}}
     finally:
         for key in ("endpoint", "connection.ssl.enabled", "path.style.access"):
             spark.conf.unset(f"spark.hadoop.fs.s3a.{key}")
     assert session_storage_options(spark) is None
+
+
+def test_storage_options_keyed_by_store_reach_only_that_store():
+    from seglog_cli.storage.objectstore.remote_urls import options_for
+
+    keyed = {"s3": {"endpoint_url": "http://127.0.0.1:9000"}, "gcs": {"token": "anon"}}
+    assert options_for("s3", keyed) == {"endpoint_url": "http://127.0.0.1:9000"}
+    assert options_for("gcs", keyed) == {"token": "anon"}
+    assert options_for("hdfs", keyed) == {}
+    assert options_for("s3", {"anon": True}) == {"anon": True}  # a plain mapping: used as it is
+    assert options_for("s3", None) == {}
+
+
+@pytest.mark.corpus
+def test_register_gives_reads_the_sessions_s3a_conf(spark, s3_data):
+    """``register(spark)`` with the endpoint and keys only in the session's Hadoop ``fs.s3a.*``
+    conf: a plain ``load(s3a://...)`` (no storageOptions) plans and reads through them (the
+    planner and the tasks are Python processes the JVM started, which never saw the test's
+    environment), and a read's own storageOptions still wins."""
+    from seglog_cli.spark import register
+
+    conf = {"endpoint": s3_data["endpoint_url"], "access.key": "testing", "secret.key": "testing",
+            "endpoint.region": "us-east-1", "path.style.access": "true"}
+    for key, value in conf.items():
+        spark.conf.set(f"spark.hadoop.fs.s3a.{key}", value)
+    try:
+        register(spark)
+        url = f"s3a://{BUCKET}/data/txn-0"
+        assert spark.read.format("seglog").load(url).count() == 339
+        wrong = json.dumps({"endpoint_url": "http://127.0.0.1:9", "key": "x", "secret": "y"})
+        with pytest.raises(Exception, match="127.0.0.1:9|cannot|Connect"):
+            spark.read.format("seglog").option("storageOptions", wrong).load(url).count()
+    finally:
+        for key in conf:
+            spark.conf.unset(f"spark.hadoop.fs.s3a.{key}")
+        register(spark)  # the plain sources again for the other tests

@@ -65,12 +65,25 @@ def open_filesystem(url: str, storage_options: dict | None = None):
     if protocol == "abfs":  # adlfs registers abfs and az; abfss is the same store over TLS
         normalized = "abfs://" + url[len(scheme) + 3:]
     try:
-        return fsspec.core.url_to_fs(normalized, **dict(storage_options or {}))
+        return fsspec.core.url_to_fs(normalized, **options_for(protocol, storage_options))
     except ImportError:
         raise UnreadableInputError(f"install {PACKAGES.get(protocol, 'its fsspec backend')} to read {scheme}:// paths",
                                    url) from None
     except Exception as exc:  # noqa: BLE001 - a backend's own errors, as one line
         raise UnreadableInputError(f"cannot open: {describe(exc)}", url) from None
+
+
+def options_for(protocol: str, storage_options: dict | None) -> dict:
+    """The storage options of ``protocol``: a mapping keyed by protocols (``{"s3": {...},
+    "gcs": {...}}``, what ``register(spark)`` makes of the Hadoop conf, so s3a settings never
+    reach another store) gives that protocol's entry; any other mapping is used as it is."""
+    given = dict(storage_options or {})
+    if given and all(key in _STORES and isinstance(value, dict) for key, value in given.items()):
+        return dict(given.get(protocol) or {})
+    return given
+
+
+_STORES = frozenset(PROTOCOLS.values())
 
 
 def describe(exc: BaseException) -> str:

@@ -36,16 +36,6 @@ def _parts(word: str) -> tuple[str, list[str]]:
     return prefix, values
 
 
-def usage_refusal(command: str | None, argv: list[str]) -> str | None:
-    """Read commands that cannot take a URL yet, as a usage error line, else None."""
-    if command == "verify" and any(word == "--spark" or word.startswith("--spark=") for word in argv):
-        url = next((part for word in argv for part in _parts(word)[1] if is_remote(part)), None)
-        if url is not None:
-            return (f"seglog: usage error: {url}: verify --spark reads local paths only (its tasks run in other "
-                    "processes); verify the URL without --spark, or read it with the Spark source")
-    return None
-
-
 def refusal(command: str | None, argv: list[str]) -> str | None:
     """The one-line refusal for a writing command given a remote URL, else None."""
     writes = command not in READ_COMMANDS or (command == "simulate-retention" and "--apply" in argv)
@@ -65,10 +55,6 @@ def run_with_views(argv: list[str], command: str | None, run) -> int:
     if refused is not None:
         print(refused, file=sys.stderr)
         return ExitStatus.CANNOT_WRITE
-    unsupported = usage_refusal(command, argv)
-    if unsupported is not None:
-        print(unsupported, file=sys.stderr)
-        return ExitStatus.USAGE
     if not any(is_remote(part) for word in argv for part in _parts(word)[1]):
         return run([_local_word(word) for word in argv])
     from seglog_cli.storage.log.errors import SeglogError

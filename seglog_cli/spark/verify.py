@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import pickle
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
@@ -68,8 +69,9 @@ def _spark_partitions(spark, directories: list[Path], level: str) -> list:
     tasks = []  # (task, directory index, path, first segment, stop)
     for number, (_, log) in enumerate(opened):
         if log is not None:
+            where = _task_path(log, here)
             for first, stop in segment_groups([s.size for s in log.segments]):
-                tasks.append((len(tasks), number, os.path.join(here, str(log.path)), first, stop))
+                tasks.append((len(tasks), number, where, first, stop))
     results: dict[int, list] = {}
     if tasks:
         listed = spark.createDataFrame(tasks, "task int, directory int, path string, first int, stop int")
@@ -123,30 +125,71 @@ def _verify_segments(level: str, batches):
         rows = batch.to_pydict()
         out = []
         for path, first, stop in zip(rows["path"], rows["first"], rows["stop"]):
-            log = PartitionLog(path)
-            try:
-                out.append(pickle.dumps([verify_segment_at(log, i, level) for i in range(first, stop)]))
-            finally:
-                log.close()
+            with _partition_here(path) as (local, to_url):
+                log = PartitionLog(local)
+                try:
+                    results = [verify_segment_at(log, i, level) for i in range(first, stop)]
+                finally:
+                    log.close()
+                out.append(pickle.dumps([_renamed(result, to_url) for result in results]))
         yield pa.RecordBatch.from_arrays([pa.array(rows["task"], pa.int32()), pa.array(out, pa.binary())],
                                          names=["task", "results"])
 
 
+def _task_path(log, here: str) -> str:
+    """Where a task finds the partition: its URL when the driver reads it through an object
+    store view (``s3://...``: the driver's temporary view never reaches a task), else its
+    absolute path (a relative path means the driver's working directory; a task runs in the
+    executor's own)."""
+    from seglog_cli.storage.objectstore.remote_view import url_of
+
+    for segment in log.segments:
+        url = url_of(segment.log_path)
+        if url is not None:
+            return url.rsplit("/", 1)[0]
+    return os.path.join(here, str(log.path))
+
+
+@contextmanager
+def _partition_here(path: str):
+    """(local path, rename) for a task's partition: a local path as it is, a URL through a
+    view of that partition alone on this executor, with the view's paths renamed to the URL."""
+    from seglog_cli.storage.objectstore.remote_urls import is_remote
+
+    if not is_remote(path):
+        yield path, None
+        return
+    from seglog_cli.storage.objectstore.remote_view import RemoteView
+
+    with RemoteView() as view:
+        yield str(view.add(path, context=False)), view.to_url
+
+
+def _renamed(result, rename):
+    """A ``(summary, findings)`` with ``rename`` applied to every path and message."""
+    if rename is None:
+        return result
+
+    def apply(text):
+        return None if text is None else rename(text)
+
+    summary, findings = result
+    findings = [dataclasses.replace(f, path=apply(f.path), message=apply(f.message),
+                                    kafka_message=apply(f.kafka_message)) for f in findings]
+    return dataclasses.replace(summary, path=apply(summary.path)), findings
+
+
 def _named_as_given(result, absolute: str, given: str):
-    """A task's ``(summary, findings)`` with the paths under ``absolute`` written as under
-    ``given`` again (the report names a partition as the command line did)."""
+    """A task's ``(summary, findings)`` with the paths under ``absolute`` (an absolute path or
+    a URL) written as under ``given`` again (the report names a partition as the command line
+    did; the command's output maps a view path to its URL)."""
     if absolute == given:
         return result
 
     def rename(text):
-        if text is None:
-            return None
         return given + text[len(absolute):] if text.startswith(absolute) else text.replace(absolute, given)
 
-    summary, findings = result
-    findings = [dataclasses.replace(f, path=rename(f.path), message=rename(f.message),
-                                    kafka_message=rename(f.kafka_message)) for f in findings]
-    return dataclasses.replace(summary, path=rename(summary.path)), findings
+    return _renamed(result, rename)
 
 
 def verify_with_spark(paths: list[str], level: str, master: str) -> VerifyReport:

@@ -27,7 +27,6 @@ from functools import partial
 from pathlib import Path
 
 from seglog_cli.storage.verify.verify import VerifyOptions, VerifyReport, verify
-from seglog_cli.storage.verify.verify_partition import verify_partition
 
 FINDING_SCHEMA = ("code string, severity string, path string, position bigint, length bigint, "
                   "offset bigint, message string, topic string, partition int")

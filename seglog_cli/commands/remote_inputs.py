@@ -21,8 +21,33 @@ from seglog_cli.storage.objectstore.remote_urls import is_remote, local_path, ur
 READ_COMMANDS = {"dump", "verify", "offsets", "transactions", "simulate-retention", "diff"}
 
 
+# options whose value is never a path (``--spark spark://host:7077`` is a Spark master URL)
+NOT_PATHS = ("--spark",)
+
+
+def may_hold_paths(argv: list[str]) -> list[bool]:
+    """For each word of ``argv``: whether it can name a path (False for the value of an option
+    of :data:`NOT_PATHS`, given as ``--spark X`` or ``--spark=X``)."""
+    out, after_option = [], False
+    for word in argv:
+        if after_option:
+            out.append(False)
+            after_option = False
+        elif word in NOT_PATHS:
+            out.append(False)
+            after_option = True
+        else:
+            out.append(not any(word.startswith(option + "=") for option in NOT_PATHS))
+    return out
+
+
+def _path_parts(argv: list[str]) -> list[str]:
+    """Every value of ``argv`` that can name a path."""
+    return [part for word, paths in zip(argv, may_hold_paths(argv)) if paths for part in _parts(word)[1]]
+
+
 def has_urls(argv: list[str]) -> bool:
-    return any(url_scheme(part) is not None for word in argv for part in _parts(word)[1])
+    return any(url_scheme(part) is not None for part in _path_parts(argv))
 
 
 def _parts(word: str) -> tuple[str, list[str]]:
@@ -41,7 +66,7 @@ def refusal(command: str | None, argv: list[str]) -> str | None:
     writes = command not in READ_COMMANDS or (command == "simulate-retention" and "--apply" in argv)
     if not writes:
         return None
-    url = next((part for word in argv for part in _parts(word)[1] if is_remote(part)), None)
+    url = next((part for part in _path_parts(argv) if is_remote(part)), None)
     if url is None:
         return None
     return (f"seglog: {url}: is remote storage ({url_scheme(url)}://): seglog reads remote log dirs and never "
@@ -55,8 +80,9 @@ def run_with_views(argv: list[str], command: str | None, run) -> int:
     if refused is not None:
         print(refused, file=sys.stderr)
         return ExitStatus.CANNOT_WRITE
-    if not any(is_remote(part) for word in argv for part in _parts(word)[1]):
-        return run([_local_word(word) for word in argv])
+    paths = may_hold_paths(argv)
+    if not any(is_remote(part) for part in _path_parts(argv)):
+        return run([_local_word(word) if path else word for word, path in zip(argv, paths)])
     from seglog_cli.storage.log.errors import SeglogError
     from seglog_cli.storage.objectstore.remote_view import RemoteView
 
@@ -65,7 +91,7 @@ def run_with_views(argv: list[str], command: str | None, run) -> int:
     try:
         sys.stdout, sys.stderr = _mapped_text(stdout, view), _mapped_text(stderr, view)
         try:
-            local_argv = [_view_word(word, view) for word in argv]
+            local_argv = [_view_word(word, view) if path else word for word, path in zip(argv, paths)]
         except SeglogError as exc:
             print(f"seglog: {exc}", file=sys.stderr)
             return ExitStatus.UNREADABLE

@@ -270,3 +270,13 @@ def test_hadoop_storage_options():
         "endpoint_url": "https://s3.example:443"}
     assert hadoop_storage_options({}) == {}
     json.dumps(hadoop_storage_options(conf))  # travels as a JSON option to the Spark sources
+
+
+def test_a_spark_master_url_is_not_a_path():
+    """``--spark spark://host:7077`` names a Spark master, never a log dir to list."""
+    from seglog_cli.commands.remote_inputs import has_urls, may_hold_paths
+
+    argv = ["verify", "--spark", "spark://127.0.0.1:7077", "s3://bucket/data", "--spark=spark://h:1", "d"]
+    assert may_hold_paths(argv) == [True, False, False, True, False, True]
+    assert not has_urls(["verify", "--spark", "spark://127.0.0.1:7077", "data"])
+    assert has_urls(["verify", "--spark", "local[2]", "s3://bucket/data"])

@@ -115,6 +115,8 @@ def test_register_gives_reads_the_sessions_s3a_conf(spark, s3_data):
         with pytest.raises(Exception, match="127.0.0.1:9|cannot|Connect"):
             spark.read.format("seglog").option("storageOptions", wrong).load(url).count()
     finally:
+        hadoop = spark.sparkContext._jsc.hadoopConfiguration()
         for key in conf:
             spark.conf.unset(f"spark.hadoop.fs.s3a.{key}")
+            hadoop.unset(f"fs.s3a.{key}")  # a query copies the session's spark.hadoop.* into it
         register(spark)  # the plain sources again for the other tests

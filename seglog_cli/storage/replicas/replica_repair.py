@@ -24,7 +24,7 @@ indexes rebuilt), the producer snapshots HEALTHY holds past DAMAGED's old end, a
 epochs of the copied batches in its ``leader-epoch-checkpoint``.
 
 Planning holds nothing per batch: each segment is read once as chunks of batch header columns
-(the scan ``seglog diff`` reads, :func:`~seglog_cli.storage.replicas.replicas.column_chunks`) into its
+(the scan ``seglog diff`` reads, :func:`~seglog_cli.storage.replicas.replica_scan.column_chunks`) into its
 runs of valid batches (byte positions and offsets) and a few single batches, and HEALTHY's
 segment is walked forward once for the ranges taken; the repaired segment is assembled from
 byte ranges, a chunk at a time.
@@ -49,7 +49,8 @@ from seglog_cli.storage.write.journal import FileStep
 from seglog_cli.storage.log.log_dir_files import LEADER_EPOCH_CHECKPOINT
 from seglog_cli.storage.log.naming import parse_segment_file_name
 from seglog_cli.storage.log.partition_log import PartitionLog
-from seglog_cli.storage.replicas.replicas import column_chunks, compare, scan_replica
+from seglog_cli.storage.replicas.replica_comparison import compare
+from seglog_cli.storage.replicas.replica_scan import column_chunks, scan_replica
 from seglog_cli.storage.config.topic_config import TopicConfig
 
 COPY_CHUNK = 8 << 20
@@ -155,7 +156,7 @@ def _row(columns, k: int) -> _Batch:
 
 def _chunks(mapped: MappedFile):
     """A resyncing scan of a ``.log`` (CRCs checked), as the diff reads it: chunks of header
-    columns (:func:`~seglog_cli.storage.replicas.replicas.column_chunks`), no object per batch."""
+    columns (:func:`~seglog_cli.storage.replicas.replica_scan.column_chunks`), no object per batch."""
     for columns, _ in column_chunks(LogScan(mapped, 0, resync=True, check_crc=True)):
         if columns:
             yield columns

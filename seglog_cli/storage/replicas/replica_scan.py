@@ -402,4 +402,4 @@ def _index_columns(path: Path, entry_size: int, columns) -> tuple:
     return tuple(words[start::step] for start, step in columns)
 
 
-__all__ = ["Damage", "Replica", "column_chunks", "scan_replica"]
+__all__ = ["Damage", "Replica", "scan_replica"]

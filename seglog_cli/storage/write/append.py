@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from seglog_cli.storage.log.batches import LogScan, read_batch_header
+from seglog_cli.storage.log.batch_header import read_batch_header
+from seglog_cli.storage.log.batches import LogScan
 from seglog_cli.storage.write.builder import NewRecord, build_batch, build_end_txn_marker
 from seglog_cli.storage.log.checkpoints import (EpochEntry, PartitionMetadata, TopicPartition, format_leader_epoch_checkpoint,
                                             format_offset_checkpoint, format_partition_metadata,
@@ -414,7 +415,7 @@ def _encode(records: Sequence[NewRecord], base_offset: int, codec: int, timestam
         _check_timestamps(stamped, base_offset, now, config)
     fields = producer.next_batch(len(stamped), base_offset)
     if timestamp_type == LOG_APPEND_TIME:
-        from seglog_cli.storage.log.batches import LOG_APPEND_TIME as LAT
+        from seglog_cli.storage.log.batch_header import LOG_APPEND_TIME as LAT
 
         return build_batch(stamped, base_offset=base_offset, compression=codec, timestamp_type=LAT,
                            log_append_time=now, partition_leader_epoch=epoch, **fields)

@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
 
 from seglog_cli.storage.config.topic_config import TopicConfig
-from seglog_cli.storage.log.batches import BatchHeader, LogScan
+from seglog_cli.storage.log.batch_header import BatchHeader
+from seglog_cli.storage.log.batches import LogScan
 from seglog_cli.storage.log import checkpoints, log_dir_files
 from seglog_cli.storage.log.checkpoints import EpochEntry, PartitionMetadata, TopicPartition
 from seglog_cli.storage.log.errors import SeglogError

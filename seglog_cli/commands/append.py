@@ -26,7 +26,8 @@ from seglog_cli.commands.options import (
 from seglog_cli.commands.record_input import DECODERS, read_input, value_records
 from seglog_cli.render import append_report, config_report
 from seglog_cli.status import ExitStatus, UsageError, guarded
-from seglog_cli.storage.write.append import AppendOptions, ProducerOptions, apply_append, plan_append
+from seglog_cli.storage.write.append import apply_append, plan_append
+from seglog_cli.storage.write.append_plan import AppendOptions, ProducerOptions
 from seglog_cli.storage.write.builder import group_batches
 from seglog_cli.storage.log.checkpoints import decode_uuid
 from seglog_cli.storage.write.durable import Tally

@@ -114,7 +114,7 @@ def _export(groups, path) -> None:
     from seglog_cli.storage.log.control import parse_control_record
     from seglog_cli.storage.dump.dump_events import ControlRecordEntry, FileStart
     from seglog_cli.storage.log.records import read_records
-    from seglog_cli.storage.replicas.replicas import describe_lost
+    from seglog_cli.storage.replicas.replica_comparison import describe_lost
 
     try:
         handle = open(path, "wb")

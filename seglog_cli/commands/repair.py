@@ -73,7 +73,8 @@ def _run(damaged, healthy, apply, tail, config, config_file, server_config, meta
     from seglog_cli.render import config_report
     from seglog_cli.storage.log.errors import UnreadableInputError
     from seglog_cli.storage.log.partition_log import looks_like_partition_dir
-    from seglog_cli.storage.replicas.replica_repair import build_steps, plan_repair, staging_dir
+    from seglog_cli.storage.replicas.repair_apply import build_steps, staging_dir
+    from seglog_cli.storage.replicas.replica_repair import plan_repair
     from seglog_cli.storage.write.safety import default_backup_root, log_dir_of
 
     for path in (healthy, damaged):

@@ -6,7 +6,8 @@ import json
 import os
 from typing import TextIO
 
-from seglog_cli.storage.write.append import AppendPlan, AppendResult
+from seglog_cli.storage.write.append import AppendResult
+from seglog_cli.storage.write.append_plan import AppendPlan
 
 
 def _short(path, base) -> str:

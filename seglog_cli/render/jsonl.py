@@ -21,7 +21,8 @@ from pathlib import Path
 from seglog_cli.render.kafka_json import to_kafka_json_value
 from seglog_cli.render.output import LineOutput
 from seglog_cli.render.text import codec_text
-from seglog_cli.storage.log.batches import TIMESTAMP_TYPE_NAMES, BatchHeader, BatchRun
+from seglog_cli.storage.log.batch_header import TIMESTAMP_TYPE_NAMES, BatchHeader
+from seglog_cli.storage.log.batches import BatchRun
 from seglog_cli.storage.dump.dump_events import (
     ControlRecordEntry,
     DumpReport,

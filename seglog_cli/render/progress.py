@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
 from seglog_cli.render.literal import markup_literal
-from seglog_cli.storage.log.batches import BatchHeader, BatchRun
+from seglog_cli.storage.log.batch_header import BatchHeader
+from seglog_cli.storage.log.batches import BatchRun
 from seglog_cli.storage.dump.dump_events import FileEnd, FileStart
 from seglog_cli.storage.log.records import RecordRun
 

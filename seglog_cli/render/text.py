@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from seglog_cli.render.output import LineOutput
 from seglog_cli.storage.log import native
-from seglog_cli.storage.log.batches import BatchHeader, BatchRun
+from seglog_cli.storage.log.batch_header import BatchHeader
+from seglog_cli.storage.log.batches import BatchRun
 from seglog_cli.storage.log.codecs import codec_label as codec_text
 from seglog_cli.storage.log.control import ControlRecord
 from seglog_cli.storage.log.errors import DecodeError

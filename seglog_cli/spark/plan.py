@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from seglog_cli.storage.log import native
-from seglog_cli.storage.log.batches import LEGACY_HEADER, LOG_OVERHEAD, MIN_ENTRY_SIZE, OFFSET_AND_SIZE, V2_HEADER
+from seglog_cli.storage.log.batch_header import LEGACY_HEADER, LOG_OVERHEAD, MIN_ENTRY_SIZE, OFFSET_AND_SIZE, V2_HEADER
 from seglog_cli.storage.log.checksums import crc32c
 from seglog_cli.storage.log.errors import SeglogError
 from seglog_cli.storage.log.files import MappedFile

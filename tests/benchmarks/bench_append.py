@@ -142,7 +142,8 @@ def step_write_fsync(variant: dict) -> dict:
 
 
 def step_engine(variant: dict) -> dict:
-    from seglog_cli.storage.write.append import AppendOptions, apply_append, plan_append
+    from seglog_cli.storage.write.append import apply_append, plan_append
+    from seglog_cli.storage.write.append_plan import AppendOptions
     from seglog_cli.storage.config.topic_config import TopicConfig
 
     batches = variant_batches(variant)

@@ -25,18 +25,10 @@ from seglog_cli.formats.legacy import LegacyEntry, LegacyMessage, LogOverhead
 from seglog_cli.formats.producer_snapshot import ProducerSnapshot
 from seglog_cli.formats.record_batch import Record, RecordBatch, RecordBatchHeader, UncompressedRecords
 from seglog_cli.formats.txn_index import AbortedTxnEntry, TransactionIndexFile
-from seglog_cli.storage.log.batches import (
-    CREATE_TIME,
-    LEGACY_HEADER,
-    LOG_APPEND_TIME,
-    NO_TIMESTAMP,
-    NO_TIMESTAMP_TYPE,
-    OFFSET_AND_SIZE,
-    V2_HEADER,
-    BatchHeader,
-    LogScan,
-    read_batch_header,
-)
+from seglog_cli.storage.log.batch_header import (CREATE_TIME, LEGACY_HEADER, LOG_APPEND_TIME, NO_TIMESTAMP,
+                                                 NO_TIMESTAMP_TYPE, OFFSET_AND_SIZE, V2_HEADER, BatchHeader,
+                                                 read_batch_header)
+from seglog_cli.storage.log.batches import LogScan
 from seglog_cli.storage.log.control import parse_control_record
 from seglog_cli.storage.log.errors import DecodeError
 from seglog_cli.storage.log.files import MappedFile

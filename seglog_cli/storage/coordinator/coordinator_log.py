@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from seglog_cli.storage.log.batches import BatchHeader
+from seglog_cli.storage.log.batch_header import BatchHeader
 from seglog_cli.storage.log.control import ControlRecord, parse_control_record
 from seglog_cli.storage.log.findings import Severity
 from seglog_cli.storage.log.errors import SeglogError, UnreadableInputError

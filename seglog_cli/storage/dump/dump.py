@@ -18,7 +18,8 @@ from typing import Iterable, Iterator
 
 from seglog_cli.storage.dump import dump_indexes
 from seglog_cli.storage.log import native
-from seglog_cli.storage.log.batches import BatchHeader, BatchRun, LogScan
+from seglog_cli.storage.log.batch_header import BatchHeader
+from seglog_cli.storage.log.batches import BatchRun, LogScan
 from seglog_cli.storage.log.codecs import decompress
 from seglog_cli.storage.log.control import parse_control_record
 from seglog_cli.storage.dump.dump_events import (

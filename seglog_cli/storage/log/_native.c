@@ -2,11 +2,11 @@
  * seglog_cli.storage.log._native: the optional compiled hot loops of the storage engine and of the
  * text renderer.
  *
- * The pure-Python code is the reference: batches.py (framing, headers), records.py (records),
- * render/text.py (DumpLogSegments' lines). tests/storage/log/test_native.py checks that both paths
- * give identical results on broker-written files and on generated and damaged input. These
- * functions only ever handle clean input: at anything else they stop (or return None) and the
- * Python code takes over, so Kafka's exact error semantics live in one place.
+ * The pure-Python code is the reference: batches.py (framing), batch_header.py (headers),
+ * records.py (records), render/text.py (DumpLogSegments' lines). tests/storage/log/test_native.py
+ * checks that both paths give identical results on broker-written files and on generated and
+ * damaged input. These functions only ever handle clean input: at anything else they stop (or
+ * return None) and the Python code takes over, so Kafka's exact error semantics live in one place.
  *
  * Framing
  *   scan(header_type, buffer, pos, end, check_crc, max_count) -> (headers, next_pos)
@@ -289,7 +289,7 @@ static int header_from_tuple(PyObject *t, Header *h) {
     return ok;
 }
 
-/* From the file bytes of a well-framed entry (batches.read_batch_header's rules). */
+/* From the file bytes of a well-framed entry (batch_header.read_batch_header's rules). */
 static void header_from_bytes(const uint8_t *b, Py_ssize_t pos, Py_ssize_t entry_size,
                               Py_ssize_t available, int check_crc, Header *h) {
     h->position = pos;

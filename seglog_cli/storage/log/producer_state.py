@@ -46,7 +46,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seglog_cli.storage.log.batches import BatchHeader, LogScan, read_batch_header, wrap_int32
+from seglog_cli.storage.log.batch_header import BatchHeader, read_batch_header, wrap_int32
+from seglog_cli.storage.log.batches import LogScan
 from seglog_cli.storage.log.control import parse_control_record
 from seglog_cli.storage.log.errors import InvalidRecordError, SeglogError
 from seglog_cli.storage.log.indexes import ABORTED_TXN, AbortedTxn, format_aborted_txns  # noqa: F401 - ABORTED_TXN: part of this module's interface

@@ -25,15 +25,8 @@ from operator import itemgetter
 from typing import Iterable, Iterator
 
 from seglog_cli.formats import layout
-from seglog_cli.storage.log.batches import (
-    CREATE_TIME,
-    LOG_APPEND_TIME,
-    NO_TIMESTAMP_TYPE,
-    RECORD_BATCH_OVERHEAD,
-    BatchHeader,
-    increment_sequence,
-    wrap_int64,
-)
+from seglog_cli.storage.log.batch_header import (CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP_TYPE, RECORD_BATCH_OVERHEAD,
+                                                 BatchHeader, increment_sequence, wrap_int64)
 from seglog_cli.storage.log import native
 from seglog_cli.storage.log.codecs import DecompressionError, decompress
 from seglog_cli.storage.log.errors import CorruptRecordError, DecodeError, InvalidRecordError

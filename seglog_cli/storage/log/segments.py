@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from seglog_cli.storage.log.batches import BatchHeader, LogScan
+from seglog_cli.storage.log.batch_header import BatchHeader
+from seglog_cli.storage.log.batches import LogScan
 from seglog_cli.storage.log.files import MappedFile
 from seglog_cli.storage.log.indexes import OffsetIndex, TimeIndex, TransactionIndex
 from seglog_cli.storage.log.naming import (

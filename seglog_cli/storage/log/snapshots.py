@@ -12,7 +12,7 @@ from pathlib import Path
 from seglog_cli.storage.log.checksums import crc32c
 
 from seglog_cli.formats import layout
-from seglog_cli.storage.log.batches import increment_sequence
+from seglog_cli.storage.log.batch_header import increment_sequence
 from seglog_cli.storage.log.errors import CorruptSnapshotError
 from seglog_cli.storage.log.files import read_small_file
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seglog_cli.storage.config.topic_config import TopicConfig
-from seglog_cli.storage.log.batches import INT32_MAX, LogScan
+from seglog_cli.storage.log.batch_header import INT32_MAX
+from seglog_cli.storage.log.batches import LogScan
 from seglog_cli.storage.log.errors import SeglogError
 from seglog_cli.storage.log.files import MappedFile
 from seglog_cli.storage.log.indexes import format_aborted_txns

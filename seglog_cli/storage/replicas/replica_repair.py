@@ -24,10 +24,10 @@ indexes rebuilt), the producer snapshots HEALTHY holds past DAMAGED's old end, a
 epochs of the copied batches in its ``leader-epoch-checkpoint``.
 
 Planning holds nothing per batch: each segment is read once as chunks of batch header columns
-(the scan ``seglog diff`` reads, :func:`~seglog_cli.storage.replicas.replicas.column_chunks`) into its
+(the scan ``seglog diff`` reads, :func:`~seglog_cli.storage.replicas.replica_scan.column_chunks`) into its
 runs of valid batches (byte positions and offsets) and a few single batches, and HEALTHY's
-segment is walked forward once for the ranges taken; the repaired segment is assembled from
-byte ranges, a chunk at a time.
+segment is walked forward once for the ranges taken (:mod:`repair_scan`); the repaired segment
+is assembled from byte ranges, a chunk at a time (:mod:`repair_apply`).
 
 HEALTHY is only read. Writing goes through :class:`~seglog_cli.storage.write.write_session.WriteSession`.
 """
@@ -35,24 +35,16 @@ HEALTHY is only read. Writing goes through :class:`~seglog_cli.storage.write.wri
 from __future__ import annotations
 
 import os
-import shutil
-from array import array
-from bisect import bisect_left
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seglog_cli.storage.log.batches import LogScan
-from seglog_cli.storage.log.checkpoints import EpochEntry, format_leader_epoch_checkpoint
+from seglog_cli.storage.log.checkpoints import EpochEntry
 from seglog_cli.storage.log.errors import SeglogError
-from seglog_cli.storage.log.files import MappedFile
-from seglog_cli.storage.write.journal import FileStep
-from seglog_cli.storage.log.log_dir_files import LEADER_EPOCH_CHECKPOINT
 from seglog_cli.storage.log.naming import parse_segment_file_name
 from seglog_cli.storage.log.partition_log import PartitionLog
-from seglog_cli.storage.replicas.replicas import column_chunks, compare, scan_replica
-from seglog_cli.storage.config.topic_config import TopicConfig
-
-COPY_CHUNK = 8 << 20
+from seglog_cli.storage.replicas.repair_scan import BatchRow, SegmentRuns, SegmentWalk, batch_rows, segment_runs
+from seglog_cli.storage.replicas.replica_comparison import compare
+from seglog_cli.storage.replicas.replica_scan import scan_replica
 
 
 class RepairRefused(SeglogError):
@@ -93,8 +85,8 @@ class SegmentRepair:
     @property
     def index_plan(self) -> str:
         """``healthy`` (HEALTHY's .index and .timeindex copied), ``rebuilt``, or, before
-        :func:`build_steps` has compared the repaired segment with HEALTHY's,
-        ``healthy-if-identical``."""
+        :func:`~seglog_cli.storage.replicas.repair_apply.build_steps` has compared the repaired
+        segment with HEALTHY's, ``healthy-if-identical``."""
         if self.indexes is not None:
             return self.indexes
         if self.healthy_segment is None:
@@ -136,133 +128,6 @@ class RepairPlan:
                 else [[e.epoch, e.start_offset] for e in self.epoch_checkpoint], "notes": self.notes}
 
 
-@dataclass
-class _Batch:
-    position: int
-    end: int
-    base: int
-    last: int
-    epoch: int
-    valid: bool
-
-
-def _row(columns, k: int) -> _Batch:
-    i = 8 * k
-    position = columns[i]
-    return _Batch(position, position + 12 + columns[i + 5], columns[i + 1], columns[i + 2], columns[i + 3],
-                  bool(columns[i + 6]))
-
-
-def _chunks(mapped: MappedFile):
-    """A resyncing scan of a ``.log`` (CRCs checked), as the diff reads it: chunks of header
-    columns (:func:`~seglog_cli.storage.replicas.replicas.column_chunks`), no object per batch."""
-    for columns, _ in column_chunks(LogScan(mapped, 0, resync=True, check_crc=True)):
-        if columns:
-            yield columns
-
-
-def _rows(path: Path):
-    """Every batch a resyncing scan finds in a ``.log`` (CRC checked), one at a time."""
-    with MappedFile(path) as mapped:
-        for columns in _chunks(mapped):
-            for k in range(len(columns) // 8):
-                yield _row(columns, k)
-
-
-@dataclass
-class _Segment:
-    """What a plan needs of one ``.log``, read in one pass without holding its batches: its
-    size, first and last batch, last valid batch, first failing one, and the runs of valid
-    batches each starting where the one before ends (``[start, end)`` positions, first base and
-    last offsets): one run from 0 to the size when the segment is whole."""
-
-    size: int
-    count: int = 0
-    first: _Batch | None = None
-    last: _Batch | None = None
-    last_good: _Batch | None = None
-    first_invalid: _Batch | None = None
-    runs: list = field(default_factory=list)  # [start, end, first base, last offset]
-
-    @property
-    def damaged(self) -> bool:
-        """A batch failing its checks, or bytes no valid batch covers."""
-        if self.first_invalid is not None:
-            return True
-        if not self.runs:
-            return self.size != 0
-        return len(self.runs) != 1 or self.runs[0][0] != 0 or self.runs[0][1] != self.size
-
-
-def _segment(path: Path) -> _Segment:
-    with MappedFile(path) as mapped:
-        summary = _Segment(mapped.size)
-        runs = summary.runs
-        for columns in _chunks(mapped):
-            count = len(columns) // 8
-            if summary.first is None:
-                summary.first = _row(columns, 0)
-            summary.last = _row(columns, count - 1)
-            summary.count += count
-            first, end = columns[0], summary.last.end
-            if 0 not in columns[6::8] and end - first == sum(columns[5::8]) + 12 * count:
-                # all valid and back to back: one stretch
-                if runs and runs[-1][1] == first:
-                    runs[-1][1], runs[-1][3] = end, columns[-6]
-                else:
-                    runs.append([first, end, columns[1], columns[-6]])
-                summary.last_good = summary.last
-                continue
-            for k in range(count):
-                batch = _row(columns, k)
-                if not batch.valid:
-                    if summary.first_invalid is None:
-                        summary.first_invalid = batch
-                    continue
-                if runs and runs[-1][1] == batch.position:
-                    runs[-1][1], runs[-1][3] = batch.end, batch.last
-                else:
-                    runs.append([batch.position, batch.end, batch.base, batch.last])
-                summary.last_good = batch
-        return summary
-
-
-class _Walk:
-    """HEALTHY's batches of one segment read forward once (as :func:`_rows` gives them), a chunk
-    of header columns at a time: :meth:`seek` passes over the batches before a position."""
-
-    def __init__(self, path: Path) -> None:
-        self.mapped = MappedFile(path)
-        self.size = self.mapped.size
-        self._chunks = _chunks(self.mapped)
-        self.columns, self.positions = array("q"), array("q")
-        self.k = self.n = 0
-
-    def current(self) -> _Batch | None:
-        while self.k >= self.n:
-            columns = next(self._chunks, None)
-            if columns is None:
-                return None
-            self.columns, self.positions = columns, columns[0::8]
-            self.k, self.n = 0, len(columns) // 8
-        return _row(self.columns, self.k)
-
-    def advance(self) -> None:
-        self.k += 1
-
-    def seek(self, position: int) -> _Batch | None:
-        """The first batch at ``position`` or after it."""
-        while self.current() is not None and self.positions[-1] < position:
-            self.k = self.n
-        if self.k < self.n:
-            self.k = bisect_left(self.positions, position, self.k)
-        return self.current()
-
-    def close(self) -> None:
-        self._chunks.close()
-        self.mapped.close()
-
-
 def _epoch_for(entries: list[EpochEntry], offset: int) -> int | None:
     epoch = None
     for entry in entries:
@@ -294,7 +159,7 @@ def plan_repair(healthy_dir: str | Path, damaged_dir: str | Path, tail: bool = F
     damaged_segments = damaged_log.segments
     for n, segment in enumerate(damaged_segments):
         is_last = n == len(damaged_segments) - 1
-        summary = _segment(segment.log_path)
+        summary = segment_runs(segment.log_path)
         damaged_here = summary.damaged
         if not damaged_here and not (tail and is_last):
             continue
@@ -322,7 +187,7 @@ def plan_repair(healthy_dir: str | Path, damaged_dir: str | Path, tail: bool = F
     return plan
 
 
-def _index_paths(log_path: Path) -> tuple[Path, Path]:
+def index_paths(log_path: Path) -> tuple[Path, Path]:
     stem = log_path.name[:-len(".log")]
     return log_path.with_name(stem + ".index"), log_path.with_name(stem + ".timeindex")
 
@@ -332,7 +197,7 @@ def _clean_indexes(healthy, base: int, log_path: Path) -> bool:
     no entry pointing wrong (the diff scan's checks), no preallocated zero tail."""
     if any(note.segment == base for note in healthy.index_notes):
         return False
-    for path, entry in zip(_index_paths(log_path), (8, 12)):
+    for path, entry in zip(index_paths(log_path), (8, 12)):
         if not path.is_file():
             return False
         size = path.stat().st_size
@@ -346,34 +211,22 @@ def _clean_indexes(healthy, base: int, log_path: Path) -> bool:
     return True
 
 
-def _same_bytes(a: Path, b: Path) -> bool:
-    if os.path.getsize(a) != os.path.getsize(b):
-        return False
-    with open(a, "rb") as x, open(b, "rb") as y:
-        while True:
-            chunk = x.read(COPY_CHUNK)
-            if chunk != y.read(COPY_CHUNK):
-                return False
-            if not chunk:
-                return True
-
-
 def _txn_index_of(log_path: Path) -> Path | None:
     path = log_path.with_name(log_path.name[:-len(".log")] + ".txnindex")
     return path if path.is_file() else None
 
 
-def _repair_segment(base: int, path: Path, summary: _Segment, source: Path, epochs, extend: bool,
+def _repair_segment(base: int, path: Path, summary: SegmentRuns, source: Path, epochs, extend: bool,
                     log_end: int, divergence) -> SegmentRepair | None:
     """The pieces of the repaired segment: DAMAGED's good runs, HEALTHY's bytes for each gap."""
-    walk = _Walk(source)
+    walk = SegmentWalk(source)
     try:
         return _repair_pieces(base, path, summary, source, walk, epochs, extend, log_end, divergence)
     finally:
         walk.close()
 
 
-def _repair_pieces(base: int, path: Path, summary: _Segment, source: Path, walk: _Walk, epochs, extend: bool,
+def _repair_pieces(base: int, path: Path, summary: SegmentRuns, source: Path, walk: SegmentWalk, epochs, extend: bool,
                    log_end: int, divergence) -> SegmentRepair | None:
     size, healthy_size = summary.size, walk.size
     pieces, ranges = [], []
@@ -468,14 +321,14 @@ def _plan_missing(plan: RepairPlan, healthy, damaged, healthy_log: PartitionLog,
             run.append(segments[k])
             k += 1
         before = damaged_segments[max(b for b in bases if b < base)]
-        last_good = _segment(before.log_path).last_good
+        last_good = segment_runs(before.log_path).last_good
         if last_good is not None and last_good.last >= base:
             continue  # DAMAGED holds these offsets in a segment of its own (rolled or cleaned otherwise)
         after = segments[k] if k < len(segments) else None
         _check_missing(plan, run, before, last_good, after, damaged_segments, healthy_log, damaged.epoch_checkpoint,
                        divergence)
         for segment in run:
-            whole = _segment(segment.log_path)
+            whole = segment_runs(segment.log_path)
             ranges = [(whole.first.base, whole.last.last)] if whole.count else []
             plan.segments.append(SegmentRepair(
                 segment.base_offset, plan.damaged / segment.log_path.name,
@@ -492,7 +345,7 @@ def _plan_missing(plan: RepairPlan, healthy, damaged, healthy_log: PartitionLog,
                 plan.snapshots.append(snapshot)
 
 
-def _check_missing(plan: RepairPlan, run, before, before_good: _Batch | None, after, damaged_segments, healthy_log,
+def _check_missing(plan: RepairPlan, run, before, before_good: BatchRow | None, after, damaged_segments, healthy_log,
                    epochs, divergence) -> None:
     """HEALTHY's segments ``run`` may fill DAMAGED's gap when the segments either side agree
     (DAMAGED's last batch before the gap and first batch after it are HEALTHY's, byte for byte,
@@ -512,12 +365,12 @@ def _check_missing(plan: RepairPlan, run, before, before_good: _Batch | None, af
     healthy_before = next((s for s in healthy_log.segments if s.base_offset == before.base_offset), None)
     agree = healthy_before is not None and before_good is not None
     if agree:
-        healthy_last = _segment(healthy_before.log_path).last
+        healthy_last = segment_runs(healthy_before.log_path).last
         agree = healthy_last is not None and _same_batch(before.log_path, before_good, healthy_before.log_path,
                                                          healthy_last)
     if agree:
-        mine = _segment(damaged_segments[after.base_offset].log_path).first
-        theirs = _segment(after.log_path).first
+        mine = segment_runs(damaged_segments[after.base_offset].log_path).first
+        theirs = segment_runs(after.log_path).first
         agree = mine is not None and theirs is not None and _same_batch(damaged_segments[after.base_offset].log_path,
                                                                         mine, after.log_path, theirs)
     if not agree:
@@ -527,7 +380,7 @@ def _check_missing(plan: RepairPlan, run, before, before_good: _Batch | None, af
     for segment in run:
         size = os.path.getsize(segment.log_path)
         position = 0
-        for batch in _rows(segment.log_path):
+        for batch in batch_rows(segment.log_path):
             if not batch.valid or batch.position != position:
                 raise RepairRefused(f"{segment.log_path}: HEALTHY is damaged at position {position} of a segment "
                                     "this replica lacks; nothing was changed", segment.log_path)
@@ -546,7 +399,7 @@ def _check_missing(plan: RepairPlan, run, before, before_good: _Batch | None, af
                                 "replica lacks; nothing was changed", segment.log_path)
 
 
-def _same_batch(path_a: Path, a: "_Batch", path_b: Path, b: "_Batch") -> bool:
+def _same_batch(path_a: Path, a: "BatchRow", path_b: Path, b: "BatchRow") -> bool:
     if a.end - a.position != b.end - b.position:
         return False
     with open(path_a, "rb") as x, open(path_b, "rb") as y:
@@ -570,7 +423,7 @@ def _plan_tail(plan: RepairPlan, healthy, damaged, healthy_log: PartitionLog, da
         old_end = new_end = damaged.log_end
     later = [s for s in healthy_log.segments if last_base is None or s.base_offset > last_base]
     for segment in later:
-        whole = _segment(segment.log_path)
+        whole = segment_runs(segment.log_path)
         size, batches = whole.size, whole.count
         if batches and whole.first.base != new_end and not (segment.base_offset == new_end and not batches):
             raise RepairRefused(f"{segment.log_path}: HEALTHY's next segment starts at offset "
@@ -611,77 +464,4 @@ def _plan_tail(plan: RepairPlan, healthy, damaged, healthy_log: PartitionLog, da
         plan.epoch_checkpoint = entries
 
 
-# -- carrying out ----------------------------------------------------------------------------------
-
-def build_steps(plan: RepairPlan, staging: Path, config: TopicConfig = TopicConfig()) -> list[FileStep]:
-    """Assemble each repaired segment in ``staging`` (outside the log dir) and the file steps
-    that put it, its rebuilt indexes, copied snapshots and the epoch checkpoint in place."""
-    from seglog_cli.storage.write.rebuild_index import recover_indexes
-
-    steps = []
-    for n, repair in enumerate(plan.segments):
-        if len(repair.pieces) == 1 and repair.pieces[0].healthy and repair.pieces[0].start == 0:
-            assembled = repair.pieces[0].source
-            if repair.pieces[0].end != os.path.getsize(assembled):
-                assembled = _assemble(repair, staging / f"{n:04d}-{repair.path.name}")
-        else:
-            assembled = _assemble(repair, staging / f"{n:04d}-{repair.path.name}")
-        with MappedFile(assembled) as mapped:
-            indexes = recover_indexes(mapped, repair.base_offset, config)
-        if indexes.stop is not None:
-            raise RepairRefused(f"the repaired segment would still be damaged ({indexes.stop}); nothing was changed",
-                                repair.path)
-        offsets = (repair.ranges[0][0], repair.ranges[-1][1]) if repair.ranges else None
-        steps.append(FileStep("write", repair.path, repair.why, source=assembled, offsets=offsets))
-        index_path, time_index_path = _index_paths(repair.path)
-        if repair.healthy_segment is not None and _same_bytes(assembled, repair.healthy_segment):
-            # the segment is now HEALTHY's byte for byte: its indexes (checked) are right for it
-            healthy_index, healthy_time_index = _index_paths(repair.healthy_segment)
-            steps.append(FileStep("write", index_path, "HEALTHY's, for the same bytes", source=healthy_index))
-            steps.append(FileStep("write", time_index_path, "HEALTHY's, for the same bytes", source=healthy_time_index))
-            repair.indexes = "healthy"
-        else:
-            repair.indexes = "rebuilt"
-            steps.append(FileStep("write", index_path, "rebuilt for the repaired segment", data=indexes.offset_index))
-            steps.append(FileStep("write", time_index_path, "rebuilt for the repaired segment",
-                                  data=indexes.time_index))
-        if repair.txn_index is not None:
-            steps.append(FileStep("write", repair.path.with_name(repair.path.name[:-len(".log")] + ".txnindex"),
-                                  "HEALTHY's aborted transactions for the offsets copied", source=repair.txn_index))
-    for snapshot in plan.snapshots:
-        steps.append(FileStep("write", plan.damaged / snapshot.name, "HEALTHY's producer snapshot at that offset",
-                              source=snapshot))
-    if plan.epoch_checkpoint is not None:
-        steps.append(FileStep("write", plan.damaged / LEADER_EPOCH_CHECKPOINT,
-                              "the leader epochs of the batches copied from HEALTHY",
-                              data=format_leader_epoch_checkpoint(plan.epoch_checkpoint)))
-    return steps
-
-
-def _assemble(repair: SegmentRepair, target: Path) -> Path:
-    with open(target, "wb") as out:
-        for piece in repair.pieces:
-            with open(piece.source, "rb") as handle:
-                handle.seek(piece.start)
-                remaining = piece.end - piece.start
-                while remaining:
-                    chunk = handle.read(min(COPY_CHUNK, remaining))
-                    if not chunk:
-                        raise SeglogError(f"{piece.source} is shorter than planned; nothing was changed", piece.source)
-                    out.write(chunk)
-                    remaining -= len(chunk)
-        out.flush()
-        os.fsync(out.fileno())
-    return target
-
-
-def staging_dir(backup_root: Path) -> Path:
-    backup_root.mkdir(parents=True, exist_ok=True)
-    path = backup_root / f".repair-staging-{os.getpid()}"
-    if path.exists():
-        shutil.rmtree(path)
-    path.mkdir()
-    return path
-
-
-__all__ = ["RepairPlan", "RepairRefused", "SegmentRepair", "build_steps", "plan_repair", "staging_dir"]
+__all__ = ["RepairPlan", "RepairRefused", "SegmentRepair", "plan_repair"]

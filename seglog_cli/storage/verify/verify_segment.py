@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seglog_cli.storage.log import native
-from seglog_cli.storage.log.batches import INT32_MAX, BatchHeader, LogScan, VerifyRun, read_batch_header, wrap_int64
+from seglog_cli.storage.log.batch_header import INT32_MAX, BatchHeader, read_batch_header, wrap_int64
+from seglog_cli.storage.log.batches import LogScan, VerifyRun
 from seglog_cli.storage.log.codecs import decompress
 from seglog_cli.storage.log.control import parse_control_record
 from seglog_cli.storage.log.errors import DecodeError, SeglogError

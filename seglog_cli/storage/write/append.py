@@ -25,6 +25,9 @@ crash at any step leaves a directory Kafka loads as it is: the leader-epoch-chec
 epoch starting at the log end offset is what a new leader writes), then the ``.log`` bytes (one
 write and an fsync per segment), then indexes, snapshots and ``.txnindex``, the recovery point
 last.
+
+The options, the error and the plan's values are in :mod:`append_plan`; the active segment in
+memory in :mod:`active_segment`; the checks of the producer fields in :mod:`producer_append`.
 """
 
 from __future__ import annotations
@@ -33,31 +36,32 @@ import base64
 import random
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from seglog_cli.storage.log.batches import LogScan, read_batch_header
-from seglog_cli.storage.write.builder import NewRecord, build_batch, build_end_txn_marker
-from seglog_cli.storage.log.checkpoints import (EpochEntry, PartitionMetadata, TopicPartition, format_leader_epoch_checkpoint,
-                                            format_offset_checkpoint, format_partition_metadata,
-                                            read_leader_epoch_checkpoint, read_offset_checkpoint)
+from seglog_cli.storage.config.topic_config import TopicConfig
+from seglog_cli.storage.log.batch_header import read_batch_header
+from seglog_cli.storage.log.checkpoints import (EpochEntry, PartitionMetadata, TopicPartition,
+                                                format_leader_epoch_checkpoint, format_offset_checkpoint,
+                                                format_partition_metadata, read_leader_epoch_checkpoint,
+                                                read_offset_checkpoint)
 from seglog_cli.storage.log.codecs import CODEC_NAMES
-from seglog_cli.storage.write.durable import Spool, SpoolRange, Tally
 from seglog_cli.storage.log.errors import SeglogError
-from seglog_cli.storage.log.log_dir_files import CLEAN_SHUTDOWN, RECOVERY_POINT_CHECKPOINT
 from seglog_cli.storage.log.indexes import ABORTED_TXN
+from seglog_cli.storage.log.log_dir_files import CLEAN_SHUTDOWN, RECOVERY_POINT_CHECKPOINT
 from seglog_cli.storage.log.naming import format_offset, parse_partition_dir_name, parse_segment_file_name
 from seglog_cli.storage.log.partition_log import PartitionLog
-from seglog_cli.storage.log.producer_state import (ProducerStateManager, read_end_txn_marker, rebuild_producer_state)
-from seglog_cli.storage.write.rebuild_index import RebuildError, recover_indexes
-from seglog_cli.storage.write.writer import OFFSET_ENTRY, TIME_ENTRY, SegmentIndexer
+from seglog_cli.storage.log.producer_state import ProducerStateManager, read_end_txn_marker, rebuild_producer_state
+from seglog_cli.storage.write.active_segment import ActiveSegment
+from seglog_cli.storage.write.append_plan import AppendError, AppendOptions, AppendPlan, FileWrite, PlannedBatch
+from seglog_cli.storage.write.builder import NewRecord, build_batch
+from seglog_cli.storage.write.durable import Spool, SpoolRange, Tally
 from seglog_cli.storage.write.journal import FileStep
+from seglog_cli.storage.write.producer_append import ProducerCursor
 from seglog_cli.storage.write.write_session import WriteSession, plan_directories, take_fingerprint
-from seglog_cli.storage.log.snapshots import increment_sequence
-from seglog_cli.storage.config.topic_config import TopicConfig
 
-INT32_MAX = 2**31 - 1
+
 NO_TIMESTAMP = -1
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 PARTITION_METADATA = "partition.metadata"
@@ -65,228 +69,6 @@ CODECS = {name: codec for codec, name in CODEC_NAMES.items()}
 CREATE_TIME, LOG_APPEND_TIME = "CreateTime", "LogAppendTime"
 NUM_BATCHES_TO_RETAIN = 5
 
-
-class AppendError(SeglogError):
-    """An append Kafka would refuse, or a partition seglog will not append to as it is."""
-
-
-@dataclass(frozen=True)
-class ProducerOptions:
-    """The producer fields of the batches (all -1: a plain producer)."""
-
-    producer_id: int = -1
-    producer_epoch: int | None = None  # None: the epoch in the producer state (0 for a new producer)
-    base_sequence: int | None = None  # None: continue from the producer state (0 for a new producer);
-    # without a producer id: every batch's base sequence as sent (None: -1, no sequence)
-    transactional: bool = False
-    coordinator_epoch: int | None = None  # markers; None: the producer state's (0 for a new producer)
-
-
-@dataclass(frozen=True)
-class AppendOptions:
-    compression: str = "none"  # none, gzip, snappy, lz4, zstd (Kafka's framings)
-    timestamp_type: str | None = None  # CreateTime or LogAppendTime; None: the topic's message.timestamp.type
-    leader_epoch: int | None = None  # None: the latest in leader-epoch-checkpoint (0 when there is none)
-    producer: ProducerOptions = ProducerOptions()
-    end_transaction: str | None = None  # "commit" or "abort": a marker after the batches
-    now_ms: int | None = None  # the broker clock; None: the wall clock
-    create: bool = False  # create the partition directory when it does not exist
-    topic_id: str | None = None  # partition.metadata for a created partition (default: a random id)
-    update_recovery_point: bool = True  # the log dir's recovery-point-offset-checkpoint
-    roll_jitter_seed: int | None = None  # segment.jitter.ms draws (None: random, as Kafka)
-
-
-@dataclass
-class PlannedBatch:
-    base_offset: int
-    last_offset: int
-    records: int
-    size: int
-    segment: int  # base offset of the segment it goes to
-    max_timestamp: int
-    control: str | None = None  # "COMMIT"/"ABORT" for a marker
-
-    def as_dict(self) -> dict:
-        return {"baseOffset": self.base_offset, "lastOffset": self.last_offset, "records": self.records,
-                "size": self.size, "segment": self.segment, "maxTimestamp": self.max_timestamp,
-                "control": self.control}
-
-
-@dataclass
-class FileWrite:
-    """One step of the plan: ``op`` is "append" (to a .log or .txnindex) or "replace". ``data``:
-    bytes, or for a ``.log`` its part of the :class:`~seglog_cli.storage.write.durable.Spool` (or
-    ``Tally``) the plan was made with."""
-
-    op: str
-    path: Path
-    data: bytes | SpoolRange
-    why: str
-
-    def as_dict(self) -> dict:
-        return {"op": self.op, "path": str(self.path), "bytes": len(self.data), "why": self.why}
-
-
-@dataclass
-class AppendPlan:
-    partition_dir: Path
-    log_dir: Path
-    log_end_offset_before: int
-    log_end_offset_after: int = 0
-    batches: list[PlannedBatch] = field(default_factory=list)
-    rolls: list[tuple[int, str]] = field(default_factory=list)  # (new base offset, reason)
-    writes: list[FileWrite] = field(default_factory=list)
-    created: bool = False
-    warnings: list[str] = field(default_factory=list)
-    fingerprint: dict = field(default_factory=dict)  # the directories as planned (write_session)
-
-    @property
-    def records(self) -> int:
-        return sum(batch.records for batch in self.batches if batch.control is None)
-
-    def as_dict(self) -> dict:
-        return {"version": 1, "partitionDir": str(self.partition_dir), "create": self.created,
-                "logEndOffsetBefore": self.log_end_offset_before, "logEndOffsetAfter": self.log_end_offset_after,
-                "records": self.records, "batches": [b.as_dict() for b in self.batches],
-                "rolls": [{"baseOffset": base, "reason": reason} for base, reason in self.rolls],
-                "writes": [w.as_dict() for w in self.writes], "warnings": self.warnings}
-
-
-# -- the active segment, in memory ---------------------------------------------------------------
-
-class _Segment:
-    """A segment being appended to: the bytes to add to its ``.log`` and its indexes as they
-    will be (existing entries + new ones), with ``LogSegment``'s state."""
-
-    def __init__(self, directory: Path, base_offset: int, config: TopicConfig, jitter: random.Random,
-                 spool=None):
-        self.directory = directory
-        self.spool = spool
-        self.base_offset = base_offset
-        self.stem = format_offset(base_offset)
-        self.config = config
-        self.existing_size = 0
-        self.log_exists = False  # a reopened segment, possibly empty (a broker rolled just before stopping)
-        self.new_bytes = bytearray()  # without a spool
-        self.spool_start = 0 if spool is None else len(spool)
-        self.spooled = 0
-        self.indexer = SegmentIndexer(base_offset, config.index_interval_bytes, config.segment_index_bytes,
-                                      path=self.path(".log"))
-        self.rolling_timestamp: int | None = None
-        self.txn_entries = bytearray()
-        jitter_limit = min(config.segment_jitter_ms, config.segment_ms)
-        self.roll_jitter_ms = jitter.randrange(jitter_limit) if jitter_limit > 0 else 0
-        self.next_offset = base_offset
-
-    def path(self, suffix: str) -> Path:
-        return self.directory / (self.stem + suffix)
-
-    @classmethod
-    def reopen(cls, directory: Path, segment, config: TopicConfig, jitter: random.Random, spool=None) -> "_Segment":
-        """The active segment as a broker reopens it after a clean shutdown."""
-        self = cls(directory, segment.base_offset, config, jitter, spool)
-        mapped = segment.log
-        try:  # recovery's own walk: every batch valid to the end of the file?
-            walk = recover_indexes(mapped, segment.base_offset, config)
-        except RebuildError as exc:
-            raise AppendError(f"{exc.message}: run `seglog verify` and `seglog recover` first", segment.log_path,
-                              exc.position, exc.offset) from None
-        if walk.valid_bytes < mapped.size:
-            raise AppendError(f"the active segment is valid only up to position {walk.valid_bytes} of {mapped.size} "
-                              f"({walk.stop}): Kafka's recovery would truncate the rest; run `seglog recover` first",
-                              segment.log_path, walk.valid_bytes)
-        self.next_offset = walk.next_offset
-        first = next(iter(LogScan(mapped, resync=False, check_crc=False)), None)
-        self.rolling_timestamp = first.max_timestamp if first is not None else None  # loadFirstBatchTimestamp
-        self.existing_size = mapped.size
-        self.log_exists = True
-        # a new segment object over the files: the counter at 0, the max timestamp from the time index
-        self.indexer = SegmentIndexer(self.base_offset, config.index_interval_bytes, config.segment_index_bytes,
-                                      _entries_of(segment.index_path, OFFSET_ENTRY.size),
-                                      _entries_of(segment.time_index_path, TIME_ENTRY.size), path=segment.log_path)
-        segment.close()
-        return self
-
-    @property
-    def size(self) -> int:
-        return self.existing_size + len(self.new_bytes) + self.spooled
-
-    def roll_reason(self, size: int, max_timestamp: int, last_offset: int) -> str | None:
-        """``LogSegment.shouldRoll`` for a batch of ``size`` bytes, or None."""
-        if self.size > self.config.segment_bytes - size:
-            return f"segment.bytes: {self.size} + {size} bytes would pass {self.config.segment_bytes}"
-        if self.size > 0 and self.rolling_timestamp is not None and self.rolling_timestamp >= 0:
-            waited = max_timestamp - self.rolling_timestamp
-            if waited > self.config.max_segment_ms - self.roll_jitter_ms:
-                return (f"segment.ms: the batch's timestamp is {waited} ms after the segment's first "
-                        f"(limit {self.config.max_segment_ms} - jitter {self.roll_jitter_ms})")
-        if self.indexer.offset_index_full:
-            return f"the offset index is full ({self.indexer.offset_entries} entries of segment.index.bytes)"
-        if self.indexer.time_index_full:
-            return f"the time index is full ({self.indexer.time_entries} entries of segment.index.bytes)"
-        if not 0 <= last_offset - self.base_offset <= INT32_MAX:
-            return f"offset {last_offset} does not fit a relative offset of segment {self.base_offset}"
-        return None
-
-    def append(self, data: bytes, last_offset: int, max_timestamp: int, offset_of_max: int) -> None:
-        """``LogSegment.append`` of one batch."""
-        physical_position = self.size
-        if physical_position == 0:
-            self.rolling_timestamp = max_timestamp
-        if self.spool is None:
-            self.new_bytes += data
-        else:
-            self.spool.write(data)
-            self.spooled += len(data)
-        self.indexer.append(physical_position, len(data), last_offset, max_timestamp, offset_of_max)
-        self.next_offset = last_offset + 1
-
-    def close(self) -> None:
-        """``onBecomeInactiveSegment`` / ``close``: the final time index entry (full check
-        skipped); the indexes are kept trimmed."""
-        self.indexer.close()
-
-    def writes(self) -> list[FileWrite]:
-        """This segment's steps, in an order where every intermediate state loads: for a new
-        segment the index files first (an index without its ``.log`` is an interrupted roll;
-        Kafka deletes it at start-up), then the ``.log`` whole; for the reopened
-        active segment the ``.txnindex`` entries first (past the log end until the batches
-        land), then the batches, then the indexes."""
-        out = []
-        txn = ([FileWrite("append", self.path(".txnindex"), bytes(self.txn_entries),
-                          f"{len(self.txn_entries) // 34} aborted transaction(s)")] if self.txn_entries else [])
-        indexer = self.indexer
-        index = [FileWrite("replace", self.path(".index"), bytes(indexer.offset_index),
-                           f"{indexer.offset_entries} offset index entries"),
-                 FileWrite("replace", self.path(".timeindex"), bytes(indexer.time_index),
-                           f"{indexer.time_entries} time index entries")]
-        if self.spool is None:
-            new_bytes = bytes(self.new_bytes)
-        else:
-            new_bytes = self.spool.range(self.spool_start, self.spool_start + self.spooled)
-        if not self.log_exists:
-            return index + txn + [FileWrite("create", self.path(".log"), new_bytes,
-                                            f"a new segment: {len(new_bytes)} bytes of batches")]
-        if new_bytes:
-            out += txn + [FileWrite("append", self.path(".log"), new_bytes, f"{len(new_bytes)} bytes of batches")]
-        if indexer.changed or not self.path(".index").exists():
-            out.append(index[0])
-        if indexer.changed or not self.path(".timeindex").exists():
-            out.append(index[1])
-        return out
-
-
-def _entries_of(path: Path, size: int) -> bytes:
-    """An index file's entries without its preallocated zero tail."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return b""
-    end = len(data.rstrip(b"\0"))
-    return data[:-(-end // size) * size]
-
-
-# -- planning -------------------------------------------------------------------------------------
 
 def plan_append(partition_dir: str | Path, batches: Iterable[Sequence[NewRecord]], config: TopicConfig = TopicConfig(),
                 options: AppendOptions = AppendOptions(), spool: Spool | Tally | None = None) -> AppendPlan:
@@ -317,12 +99,12 @@ def plan_append(partition_dir: str | Path, batches: Iterable[Sequence[NewRecord]
     fingerprint = take_fingerprint(plan_directories([directory]) if not created else [directory.parent])
     log = None if created else PartitionLog(directory)
     if log is not None and log.segments:
-        active = _Segment.reopen(directory, log.segments[-1], config, jitter, spool)
+        active = ActiveSegment.reopen(directory, log.segments[-1], config, jitter, spool)
         manager = rebuild_producer_state(log).manager
         if log.files.snapshots:  # sorted by offset
             manager.last_snap_offset = parse_segment_file_name(log.files.snapshots[-1].name).base_offset
     else:
-        active = _Segment(directory, 0, config, jitter, spool)
+        active = ActiveSegment(directory, 0, config, jitter, spool)
         manager = ProducerStateManager(0)
     plan = AppendPlan(directory, directory.parent, active.next_offset, created=created, fingerprint=fingerprint)
     if log is not None and log.segments:
@@ -336,9 +118,9 @@ def plan_append(partition_dir: str | Path, batches: Iterable[Sequence[NewRecord]
         raise AppendError(f"leader epoch {epoch} is older than the partition's latest ({epochs[-1].epoch}): a broker "
                           "fenced at that epoch cannot append")
     new_epoch = not epochs or epoch > epochs[-1].epoch
-    producer = _ProducerCursor(options.producer, manager)
+    producer = ProducerCursor(options.producer, manager)
 
-    closed: list[_Segment] = []
+    closed: list[ActiveSegment] = []
     snapshots_to_write: list[tuple[int, bytes]] = []
     for records in batches:
         if not records:
@@ -361,8 +143,8 @@ def plan_append(partition_dir: str | Path, batches: Iterable[Sequence[NewRecord]
     return plan
 
 
-def _append(plan: AppendPlan, active: _Segment, closed: list, snapshots: list, manager: ProducerStateManager,
-            data: bytes, config: TopicConfig, jitter: random.Random) -> _Segment:
+def _append(plan: AppendPlan, active: ActiveSegment, closed: list, snapshots: list, manager: ProducerStateManager,
+            data: bytes, config: TopicConfig, jitter: random.Random) -> ActiveSegment:
     """One leader append of the batch ``data``, rolling first if Kafka would: the active
     segment afterwards."""
     header = read_batch_header(data, memoryview(data), 0, len(data))
@@ -382,7 +164,7 @@ def _append(plan: AppendPlan, active: _Segment, closed: list, snapshots: list, m
         snapshot = manager.take_snapshot()
         if snapshot is not None:
             snapshots.append(snapshot)
-        active = _Segment(active.directory, new_base, config, jitter, active.spool)
+        active = ActiveSegment(active.directory, new_base, config, jitter, active.spool)
         active.next_offset = new_base
     active.append(data, header.last_offset, header.max_timestamp, header.last_offset)
     marker = read_end_txn_marker(data, header) if header.is_control else None
@@ -407,14 +189,14 @@ def _leader_epochs(directory: Path) -> list[EpochEntry]:
 
 
 def _encode(records: Sequence[NewRecord], base_offset: int, codec: int, timestamp_type: str, now: int, epoch: int,
-            producer: "_ProducerCursor", config: TopicConfig = TopicConfig()) -> bytes:
+            producer: "ProducerCursor", config: TopicConfig = TopicConfig()) -> bytes:
     stamped = [r if r.timestamp is not None else NewRecord(r.key, r.value, r.headers, now, r.offset_delta)
                for r in records]
     if timestamp_type == CREATE_TIME:
         _check_timestamps(stamped, base_offset, now, config)
     fields = producer.next_batch(len(stamped), base_offset)
     if timestamp_type == LOG_APPEND_TIME:
-        from seglog_cli.storage.log.batches import LOG_APPEND_TIME as LAT
+        from seglog_cli.storage.log.batch_header import LOG_APPEND_TIME as LAT
 
         return build_batch(stamped, base_offset=base_offset, compression=codec, timestamp_type=LAT,
                            log_append_time=now, partition_leader_epoch=epoch, **fields)
@@ -432,90 +214,6 @@ def _check_timestamps(records: Sequence[NewRecord], base_offset: int, now: int, 
             raise AppendError(f"Timestamp {record.timestamp} of message with offset {base_offset + i} is out of range. "
                               f"The timestamp should be within [{low}, {high}] (message.timestamp.before.max.ms, "
                               "message.timestamp.after.max.ms; Kafka refuses it: InvalidTimestampException)")
-
-
-class _ProducerCursor:
-    """The producer fields of each batch, checked as ``ProducerAppendInfo`` checks a client."""
-
-    def __init__(self, options: ProducerOptions, manager: ProducerStateManager):
-        self.options = options
-        self.pid = options.producer_id
-        self.manager = manager
-        entry = manager.producers.get(self.pid) if self.pid >= 0 else None
-        self.entry = entry
-        if self.pid < 0:
-            # a plain (non-idempotent) producer: the broker checks no sequence and keeps the batch's
-            # base sequence as sent (LogValidator refuses a negative one only with a producer id);
-            # Sarama, for one, sends 0 in every batch, so a given base sequence is every batch's
-            if options.transactional or options.producer_epoch is not None:
-                raise AppendError("--transactional and --producer-epoch need --producer-id")
-            self.epoch = -1
-            self.sequence = -1 if options.base_sequence is None else options.base_sequence
-            if self.sequence < -1:
-                raise AppendError(f"base sequence {self.sequence} is negative")
-            return
-        current_epoch = entry.producer_epoch if entry is not None else None
-        self.epoch = options.producer_epoch if options.producer_epoch is not None else (
-            current_epoch if current_epoch is not None and current_epoch >= 0 else 0)
-        if not 0 <= self.epoch <= 32767:
-            raise AppendError(f"producer epoch {self.epoch} is out of range (0..32767)")
-        if current_epoch is not None and self.epoch < current_epoch:
-            raise AppendError(f"producer {self.pid} epoch {self.epoch} is older than its current epoch {current_epoch}: "
-                              "Kafka fences it (InvalidProducerEpochException)")
-        same_epoch = entry is not None and self.epoch == current_epoch
-        last_seq = entry.last_seq if same_epoch else -1
-        if options.base_sequence is None:
-            self.sequence = increment_sequence(last_seq, 1) if same_epoch and last_seq >= 0 else 0
-        else:
-            self.sequence = options.base_sequence
-            if self.sequence < 0:
-                raise AppendError(f"base sequence {self.sequence} is negative")
-            self._check_against = last_seq if same_epoch and last_seq >= 0 else None
-            if not same_epoch and entry is not None and current_epoch is not None and current_epoch >= 0 \
-                    and self.sequence != 0:
-                raise AppendError(f"producer {self.pid} starts epoch {self.epoch} at sequence {self.sequence}; a new "
-                                  "epoch must start at 0 (OutOfOrderSequenceException)")
-        self._open_txn = entry.current_txn_first_offset if entry is not None and same_epoch else None
-
-    def _check_txn_state(self) -> None:
-        entry = self.entry
-        if self._open_txn is not None and not self.options.transactional:
-            raise AppendError(f"producer {self.pid} has an open transaction (from offset "
-                              f"{entry.current_txn_first_offset}): a non-transactional write is refused "
-                              "(InvalidTxnStateException); end it with --end-txn first")
-
-    def next_batch(self, count: int, base_offset: int) -> dict:
-        if self.pid >= 0:
-            self._check_txn_state()
-        last_seq = getattr(self, "_check_against", None)
-        if last_seq is not None:  # the first batch of an explicit --base-sequence (ProducerAppendInfo.checkSequence)
-            self._check_against = None
-            if self.sequence != increment_sequence(last_seq, 1):
-                last = increment_sequence(self.sequence, count - 1)
-                if any(b.first_sequence == self.sequence and b.last_sequence == last for b in self.entry.batch_metadata):
-                    raise AppendError(f"producer {self.pid} already wrote sequences {self.sequence}..{last} (a duplicate: "
-                                      "Kafka would answer with the earlier offsets and append nothing)")
-                raise AppendError(f"producer {self.pid} epoch {self.epoch}: sequence {self.sequence} does not follow "
-                                  f"its last sequence {last_seq} (OutOfOrderSequenceException)")
-        fields = {"producer_id": self.pid, "producer_epoch": self.epoch, "base_sequence": self.sequence,
-                  "transactional": self.options.transactional}
-        if self.pid >= 0:
-            self.sequence = increment_sequence(self.sequence, count)
-        return fields
-
-    def marker(self, kind: str, offset: int, now: int, epoch: int) -> bytes:
-        if self.pid < 0:
-            raise AppendError("--end-txn needs --producer-id (and the producer's epoch)")
-        if kind not in ("commit", "abort"):
-            raise AppendError(f"--end-txn is commit or abort, not {kind!r}")
-        current = self.entry.coordinator_epoch if self.entry is not None else -1
-        coordinator_epoch = self.options.coordinator_epoch if self.options.coordinator_epoch is not None else max(current, 0)
-        if coordinator_epoch < current:
-            raise AppendError(f"coordinator epoch {coordinator_epoch} is older than producer {self.pid}'s "
-                              f"({current}): Kafka fences the marker (TransactionCoordinatorFencedException)")
-        return build_end_txn_marker(commit=kind == "commit", base_offset=offset, producer_id=self.pid,
-                                    producer_epoch=self.epoch, coordinator_epoch=coordinator_epoch, timestamp=now,
-                                    partition_leader_epoch=epoch)
 
 
 def _refuse_unrecovered(directory: Path, log_end_offset: int) -> None:
@@ -540,7 +238,7 @@ def _refuse_unrecovered(directory: Path, log_end_offset: int) -> None:
 
 # -- the file steps ---------------------------------------------------------------------------------
 
-def _writes(plan: AppendPlan, directory: Path, segments: list[_Segment], snapshots: list[tuple[int, bytes]],
+def _writes(plan: AppendPlan, directory: Path, segments: list[ActiveSegment], snapshots: list[tuple[int, bytes]],
             epochs: list[EpochEntry], epoch: int, new_epoch: bool, options: AppendOptions) -> None:
     """The steps, in an order where a crash after any of them leaves a directory Kafka loads
     (the write protocol adds the clean-shutdown marker's removal first and return last, and
@@ -605,5 +303,4 @@ def apply_append(plan: AppendPlan, backup_root: str | Path | None = None,
     return AppendResult(backup_dir, [step.path for step in plan.writes])
 
 
-__all__ = ["AppendError", "AppendOptions", "AppendPlan", "AppendResult", "FileWrite", "PlannedBatch",
-           "ProducerOptions", "apply_append", "plan_append"]
+__all__ = ["AppendResult", "apply_append", "plan_append"]

@@ -17,7 +17,7 @@ from seglog_cli.storage.log.checksums import crc32c
 
 from seglog_cli.formats import control as control_format
 from seglog_cli.formats.varint import encode_unsigned, zigzag_encode
-from seglog_cli.storage.log.batches import CREATE_TIME, LOG_APPEND_TIME, V2_HEADER
+from seglog_cli.storage.log.batch_header import CREATE_TIME, LOG_APPEND_TIME, V2_HEADER
 from seglog_cli.storage.log.codecs import NONE, compress
 
 _HEADER_AFTER_CRC = struct.Struct(">hiqqqhii")  # attributes .. records_count (bytes 21-60)

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from seglog_cli.storage.log.batches import BatchHeader, LogScan
+from seglog_cli.storage.log.batch_header import BatchHeader
+from seglog_cli.storage.log.batches import LogScan
 from seglog_cli.storage.log.errors import SeglogError
 from seglog_cli.storage.log.files import MappedFile
 from seglog_cli.storage.log.records import read_records

@@ -18,7 +18,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from seglog_cli.storage.log.batches import V2_HEADER
+from seglog_cli.storage.log.batch_header import V2_HEADER
 from seglog_cli.storage.log.checkpoints import EpochEntry, write_leader_epoch_checkpoint
 from seglog_cli.storage.log.errors import SeglogError
 from seglog_cli.storage.log.files import fsync_dir, write_atomically

@@ -86,7 +86,8 @@ def _append_batches(count: int = 400) -> list[list]:
 
 
 def _append_plan(directory, spool=None):
-    from seglog_cli.storage.write.append import AppendOptions, plan_append
+    from seglog_cli.storage.write.append import plan_append
+    from seglog_cli.storage.write.append_plan import AppendOptions
     from seglog_cli.storage.config.topic_config import TopicConfig
 
     options = AppendOptions(compression="none", now_ms=1_700_000_100_000, create=True, topic_id="AAAAAAAAAAAAAAAAAAAAAA",
@@ -99,7 +100,8 @@ def test_an_append_spooled_to_disk_plans_and_writes_the_bytes_of_one_in_memory(t
     bytes of every segment of the plan, one range each, byte for byte what the in-memory plan
     holds; applied, both give the same partition. A plan made with a Tally only counts them and
     cannot be applied."""
-    from seglog_cli.storage.write.append import AppendError, apply_append
+    from seglog_cli.storage.write.append import apply_append
+    from seglog_cli.storage.write.append_plan import AppendError
     from seglog_cli.storage.write.durable import Spool, SpoolRange, Tally
 
     monkeypatch.setattr(Spool, "BUFFER", 4096)  # through the file, not only the buffer

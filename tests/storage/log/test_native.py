@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from seglog_cli.render.text import TextDumpRenderer, batch_line
 from seglog_cli.storage.log import native
-from seglog_cli.storage.log.batches import BatchHeader, LogScan
+from seglog_cli.storage.log.batch_header import BatchHeader
+from seglog_cli.storage.log.batches import LogScan
 from seglog_cli.storage.write.builder import NewRecord, build_batch, build_legacy_entry, build_legacy_wrapper
 from seglog_cli.storage.log.codecs import decompress
 from seglog_cli.storage.log.errors import SeglogError

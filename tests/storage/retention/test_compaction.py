@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from kafka.record import MemoryRecords
 
-from seglog_cli.storage.write.append import AppendOptions, ProducerOptions, apply_append, plan_append
+from seglog_cli.storage.write.append import apply_append, plan_append
+from seglog_cli.storage.write.append_plan import AppendOptions, ProducerOptions
 from seglog_cli.storage.write.builder import NewRecord
 from seglog_cli.storage.retention.compaction import plan_compaction
 from seglog_cli.storage.retention.retention import read_partition_state

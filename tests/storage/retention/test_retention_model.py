@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seglog_cli.storage.write.append import AppendOptions, apply_append, plan_append
+from seglog_cli.storage.write.append import apply_append, plan_append
+from seglog_cli.storage.write.append_plan import AppendOptions
 from seglog_cli.storage.write.builder import NewRecord
 from seglog_cli.storage.log.partition_log import PartitionLog
 from seglog_cli.storage.retention.retention_model import ModelError, Producer, model_retention, model_roll

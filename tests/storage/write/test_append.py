@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from kafka.record import MemoryRecords
 
-from seglog_cli.storage.write.append import AppendError, AppendOptions, ProducerOptions, apply_append, plan_append
+from seglog_cli.storage.write.append import apply_append, plan_append
+from seglog_cli.storage.write.append_plan import AppendError, AppendOptions, ProducerOptions
 from seglog_cli.storage.write.builder import NewRecord
 from seglog_cli.storage.log.checkpoints import TopicPartition, read_leader_epoch_checkpoint, read_offset_checkpoint
 from seglog_cli.storage.log.partition_log import PartitionLog
@@ -228,7 +229,8 @@ def test_log_append_time(tmp_path):
 APPLY = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from seglog_cli.storage.write.append import AppendOptions, ProducerOptions, apply_append, plan_append
+    from seglog_cli.storage.write.append import apply_append, plan_append
+    from seglog_cli.storage.write.append_plan import AppendOptions, ProducerOptions
     from seglog_cli.storage.write.builder import NewRecord
     from seglog_cli.storage.config.topic_config import TopicConfig
     config = TopicConfig(segment_bytes=16384, index_interval_bytes=150, segment_index_bytes=300)

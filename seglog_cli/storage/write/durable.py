@@ -23,7 +23,7 @@ import stat
 import sys
 from pathlib import Path
 
-from seglog_cli.storage.log.errors import CannotWriteError  # defined there, so status.py need not import this module
+from seglog_cli.storage.log.errors import CannotWriteError, SeglogError  # defined there, so status.py need not import this module
 
 FAULT_ENV = "SEGLOG_FAULT_AT"
 TRACE_ENV = "SEGLOG_FAULT_TRACE"

@@ -77,3 +77,16 @@ def test_a_full_disk_is_exit_6_and_what_was_done_is_rolled_back(tmpfs, tmp_path,
         assert "were rolled back" in result.err
     assert _files(log_dir) == before  # no temporary file left either
     assert not (log_dir / ".seglog-journal").exists()
+
+
+def test_a_shown_only_plan_refuses_to_be_written():
+    """A :class:`Tally` keeps only the count of a plan's bytes (a plan that is only shown): asked
+    for its bytes it raises seglog's own error (one line at the CLI), not a NameError."""
+    from seglog_cli.storage.log.errors import SeglogError
+    from seglog_cli.storage.write.durable import Tally
+
+    tally = Tally()
+    tally.write(b"abc")
+    assert len(tally) == 3 and len(tally.range(0, 2)) == 2
+    with pytest.raises(SeglogError, match="cannot be written"):
+        list(tally.chunks())

@@ -19,15 +19,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from tests.benchmarks import bench_spark  # noqa: E402
 from tests.benchmarks.bench_plan import big_segments  # noqa: E402
 
 TOPIC = "big"
@@ -99,13 +98,7 @@ def step_spark(log_dir: str, records: int, repeat: int) -> dict:
 
 
 def run_step(argv: list[str]) -> dict:
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        process = subprocess.run([sys.executable, str(Path(__file__).resolve()), *argv], stdout=out, stderr=err)
-        out.seek(0)
-        err.seek(0)
-        if process.returncode != 0:
-            raise RuntimeError(f"{argv} failed: {err.read().decode()[-3000:]}")
-        return json.loads(out.read().decode().strip().splitlines()[-1])
+    return bench_spark.run_step(argv, script=__file__)
 
 
 def report(args) -> dict:

@@ -226,9 +226,11 @@ def _best_noop(frame, repeat: int) -> dict:
     return best
 
 
-def run_step(argv: list[str]) -> dict:
+def run_step(argv: list[str], script: str | Path = __file__) -> dict:
+    """Run ``script`` (this one by default) with ``argv`` in a fresh process (a step of its own:
+    a Spark session or a plain engine loop, measured alone); the JSON its last line prints."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        process = subprocess.run([sys.executable, str(Path(__file__).resolve()), *argv], stdout=out, stderr=err)
+        process = subprocess.run([sys.executable, str(Path(script).resolve()), *argv], stdout=out, stderr=err)
         out.seek(0)
         err.seek(0)
         if process.returncode != 0:

@@ -70,18 +70,24 @@ def test_bad_storage_options_is_one_error():
 
 
 def test_session_storage_options_from_the_hadoop_conf(spark):
+    """The session's ``spark.hadoop.fs.s3a.*`` settings become s3 storage options. What the
+    Hadoop conf holds already stays (Spark copies AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY of the
+    environment the context started in into fs.s3a.access.key/secret.key), so the test compares
+    against the session's own baseline."""
     from seglog_cli.spark.remote import session_storage_options
 
+    baseline = session_storage_options(spark)
     spark.conf.set("spark.hadoop.fs.s3a.endpoint", "minio.local:9000")
     spark.conf.set("spark.hadoop.fs.s3a.connection.ssl.enabled", "false")
     spark.conf.set("spark.hadoop.fs.s3a.path.style.access", "true")
     try:
-        assert session_storage_options(spark) == {"s3": {"endpoint_url": "http://minio.local:9000",
+        assert session_storage_options(spark) == {"s3": {**(baseline or {}).get("s3", {}),
+                                                         "endpoint_url": "http://minio.local:9000",
                                                          "config_kwargs": {"s3": {"addressing_style": "path"}}}}
     finally:
         for key in ("endpoint", "connection.ssl.enabled", "path.style.access"):
             spark.conf.unset(f"spark.hadoop.fs.s3a.{key}")
-    assert session_storage_options(spark) is None
+    assert session_storage_options(spark) == baseline
 
 
 def test_storage_options_keyed_by_store_reach_only_that_store():

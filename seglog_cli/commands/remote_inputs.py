@@ -86,8 +86,11 @@ def run_with_views(argv: list[str], command: str | None, run) -> int:
     from seglog_cli.storage.log.errors import SeglogError
     from seglog_cli.storage.objectstore.remote_view import RemoteView
 
+    from seglog_cli.render import fit
+
     view = RemoteView()
     stdout, stderr = sys.stdout, sys.stderr
+    fit.DISPLAY.append(view.to_url)  # tables laid out for the URLs, not the view's paths
     try:
         sys.stdout, sys.stderr = _mapped_text(stdout, view), _mapped_text(stderr, view)
         try:
@@ -104,6 +107,7 @@ def run_with_views(argv: list[str], command: str | None, run) -> int:
             except (OSError, ValueError, AttributeError):
                 pass
         sys.stdout, sys.stderr = stdout, stderr
+        fit.DISPLAY.remove(view.to_url)
         view.close()
 
 

@@ -70,8 +70,21 @@ def use_color(stream) -> bool:
         return False
 
 
+# what a cell's text is shown as: a command reading object-store URLs through a local view sets
+# the view's mapping back to the URL here (commands.remote_inputs), so columns are laid out for
+# the text the user sees, not for the view's temporary paths
+DISPLAY: list[Callable[[str], str]] = []
+
+
+def shown(text: str) -> str:
+    """``text`` as the user sees it (:data:`DISPLAY`'s mapping, when one is set)."""
+    return DISPLAY[-1](text) if DISPLAY else text
+
+
 def _cell(value) -> Cell:
-    return value if isinstance(value, Cell) else Cell("" if value is None else str(value))
+    if isinstance(value, Cell):
+        return Cell(shown(value.text), value.style) if DISPLAY else value
+    return Cell("" if value is None else shown(str(value)))
 
 
 @dataclass

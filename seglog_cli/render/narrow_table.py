@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from seglog_cli.render.fit import shown
+
 
 @dataclass(frozen=True)
 class Column:
@@ -27,8 +29,8 @@ def cell(value) -> str:
     if value is None:
         return "-"
     if isinstance(value, (list, tuple)):
-        return ",".join(str(item) for item in value) or "-"
-    return str(value)
+        return shown(",".join(str(item) for item in value)) or "-"
+    return shown(str(value))
 
 
 def table_lines(rows: list[dict], columns: list[Column], short: bool = False) -> list[str]:

@@ -280,3 +280,21 @@ def test_a_spark_master_url_is_not_a_path():
     assert may_hold_paths(argv) == [True, False, False, True, False, True]
     assert not has_urls(["verify", "--spark", "spark://127.0.0.1:7077", "data"])
     assert has_urls(["verify", "--spark", "local[2]", "s3://bucket/data"])
+
+
+@pytest.mark.corpus
+def test_tables_are_laid_out_for_the_urls(s3, monkeypatch):
+    """A table's columns are measured on the URLs the user sees, not on the view's temporary
+    paths the command read (those are longer or shorter): the findings table of a URL lines
+    up as the local one does, its file column holding the whole URL."""
+    monkeypatch.setenv("COLUMNS", "250")
+    case = f"{K}/recovery-cases/a-append-garbage-active-log/before"
+    for root in (s3["corpus"][0], s3["corpus"][1]):
+        result = run_seglog("verify", "--format", "table", f"{root}/{case}")
+        lines = result.out.splitlines()
+        header = next(line for line in lines if line.startswith("severity"))
+        row = next(line for line in lines if "TRAILING_GARBAGE" in line)
+        assert f"{root}/{case}/plain-0/00000000000000008203.log" in row
+        # right-aligned numbers end under their headings; the message starts under its own
+        assert header.index("position") + len("position") == row.index(" 399586") + len(" 399586")
+        assert header.index("message") == row.index("100 bytes at the end")

@@ -41,13 +41,11 @@ def may_hold_paths(argv: list[str]) -> list[bool]:
     return out
 
 
-def _path_parts(argv: list[str]) -> list[str]:
-    """Every value of ``argv`` that can name a path."""
-    return [part for word, paths in zip(argv, may_hold_paths(argv)) if paths for part in _parts(word)[1]]
-
-
-def has_urls(argv: list[str]) -> bool:
-    return any(url_scheme(part) is not None for part in _path_parts(argv))
+def remote_urls(argv: list[str]) -> list[str]:
+    """The remote URLs ``argv`` names as paths (not ``file://``, not an option's value that is
+    no path)."""
+    return [part for word, paths in zip(argv, may_hold_paths(argv)) if paths for part in _parts(word)[1]
+            if is_remote(part)]
 
 
 def _parts(word: str) -> tuple[str, list[str]]:
@@ -66,9 +64,10 @@ def refusal(command: str | None, argv: list[str]) -> str | None:
     writes = command not in READ_COMMANDS or (command == "simulate-retention" and "--apply" in argv)
     if not writes:
         return None
-    url = next((part for part in _path_parts(argv) if is_remote(part)), None)
-    if url is None:
+    urls = remote_urls(argv)
+    if not urls:
         return None
+    url = urls[0]
     return (f"seglog: {url}: is remote storage ({url_scheme(url)}://): seglog reads remote log dirs and never "
             "writes them; nothing was changed")
 
@@ -81,12 +80,11 @@ def run_with_views(argv: list[str], command: str | None, run) -> int:
         print(refused, file=sys.stderr)
         return ExitStatus.CANNOT_WRITE
     paths = may_hold_paths(argv)
-    if not any(is_remote(part) for part in _path_parts(argv)):
+    if not remote_urls(argv):
         return run([_local_word(word) if path else word for word, path in zip(argv, paths)])
     from seglog_cli.storage.log.errors import SeglogError
-    from seglog_cli.storage.objectstore.remote_view import RemoteView
-
     from seglog_cli.render import fit
+    from seglog_cli.storage.objectstore.remote_view import RemoteView
 
     view = RemoteView()
     stdout, stderr = sys.stdout, sys.stderr

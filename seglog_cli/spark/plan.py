@@ -39,6 +39,7 @@ from seglog_cli.storage.log.files import MappedFile
 from seglog_cli.storage.log.indexes import OffsetIndex
 from seglog_cli.storage.log.naming import parse_partition_dir_name, parse_segment_file_name
 from seglog_cli.storage.log.partition_log import PartitionLog, partition_dirs_under
+from seglog_cli.storage.objectstore.remote_urls import local_path
 from seglog_cli.storage.tiered.tiered import open_partition, ordered_partitions
 
 DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
@@ -227,7 +228,7 @@ def plan_splits(paths: Iterable[str], options: ScanOptions) -> list[Split]:
     for raw in paths:
         # absolute here, on the driver (relative: to its working directory): a task runs in the
         # executor's own work dir, and reads the splits' paths as they are planned
-        path = Path(os.path.abspath(raw.removeprefix("file:")))
+        path = Path(os.path.abspath(local_path(raw).removeprefix("file:")))
         if path.is_file():
             found.append(("file", path))
             continue

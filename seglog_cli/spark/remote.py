@@ -4,8 +4,8 @@ relative paths.
 On the driver, :func:`plan` lists the remote paths once into a
 :class:`~seglog_cli.storage.objectstore.remote_view.RemoteView`, plans the splits on it as on local files,
 and gives every split its URL back (``path`` and ``logDir``): the driver's temporary view never
-reaches an executor. Relative local paths are made absolute here, on the driver (an executor
-runs in its own work directory). On an executor, :func:`read` opens a one-file view of a
+reaches an executor. Relative local paths are made absolute by the planner, on the driver
+(an executor runs in its own work directory). On an executor, :func:`local_split` opens a one-file view of a
 split's URL (the file's size, nothing listed) and reads it with the engine; the bytes come with
 ranged reads of the split's range only.
 
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from contextlib import contextmanager
 from typing import Iterable, Iterator, Mapping
 
@@ -74,31 +73,22 @@ def _is_url(path: str) -> bool:
 
 
 def plan(paths: Iterable[str], options, planner, storage: dict | None = None) -> list[Split]:
-    """``planner(local paths, options)`` with remote paths read through a view and relative
-    paths made absolute; the splits carry URLs for what was remote."""
+    """``planner(local paths, options)`` with remote paths read through a view (the planner
+    makes local paths absolute); the splits carry URLs for what was remote."""
     paths = list(paths)
     if not any(_is_url(path) for path in paths):
-        return planner([_absolute(path) for path in paths], options)
+        return planner(paths, options)
     from seglog_cli.storage.objectstore.remote_view import RemoteView
 
     with RemoteView(storage) as view:
         try:
-            local = [str(view.add(path)) if _is_url(path) else _absolute(path) for path in paths]
+            local = [str(view.add(path)) if _is_url(path) else path for path in paths]
             splits = planner(local, options)
         except SeglogError as exc:
             raise _mapped(exc, view) from None
         return [dataclasses.replace(split, path=view.url_of(split.path) or split.path,
                                     log_dir=None if split.log_dir is None else view.to_url(split.log_dir))
                 for split in splits]
-
-
-def _absolute(path: str) -> str:
-    """A local path (``file:///x``, ``file:/x`` or a path) made absolute, on the driver."""
-    from seglog_cli.storage.objectstore.remote_urls import file_url_path, url_scheme
-
-    if url_scheme(path) == "file":
-        return file_url_path(path)
-    return os.path.abspath(path.removeprefix("file:"))
 
 
 @contextmanager

@@ -184,11 +184,7 @@ def _named_as_given(result, absolute: str, given: str):
     did; the command's output maps a view path to its URL)."""
     if absolute == given:
         return result
-
-    def rename(text):
-        return given + text[len(absolute):] if text.startswith(absolute) else text.replace(absolute, given)
-
-    return _renamed(result, rename)
+    return _renamed(result, lambda text: text.replace(absolute, given))
 
 
 def verify_with_spark(paths: list[str], level: str, master: str) -> VerifyReport:

@@ -274,12 +274,13 @@ def test_hadoop_storage_options():
 
 def test_a_spark_master_url_is_not_a_path():
     """``--spark spark://host:7077`` names a Spark master, never a log dir to list."""
-    from seglog_cli.commands.remote_inputs import has_urls, may_hold_paths
+    from seglog_cli.commands.remote_inputs import may_hold_paths, remote_urls
 
     argv = ["verify", "--spark", "spark://127.0.0.1:7077", "s3://bucket/data", "--spark=spark://h:1", "d"]
     assert may_hold_paths(argv) == [True, False, False, True, False, True]
-    assert not has_urls(["verify", "--spark", "spark://127.0.0.1:7077", "data"])
-    assert has_urls(["verify", "--spark", "local[2]", "s3://bucket/data"])
+    assert remote_urls(argv) == ["s3://bucket/data"]
+    assert remote_urls(["verify", "--spark", "spark://127.0.0.1:7077", "data"]) == []
+    assert remote_urls(["verify", "--spark", "local[2]", "s3://bucket/data"]) == ["s3://bucket/data"]
 
 
 @pytest.mark.corpus

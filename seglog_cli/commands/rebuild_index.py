@@ -104,9 +104,10 @@ def _inputs(paths) -> list[str]:
 
 def _partition_dirs(inputs: list[str]) -> list[Path]:
     """The partition dirs the inputs are in or hold (each once)."""
-    out: list[Path] = []
+    out: dict[Path, Path] = {}  # absolute -> as found
     for raw in inputs:
         path = Path(raw)
         found = [path.parent] if path.is_file() else partition_dirs_under(path) if path.is_dir() else []
-        out.extend(p for p in found if p.absolute() not in {q.absolute() for q in out})
-    return out
+        for directory in found:
+            out.setdefault(directory.absolute(), directory)
+    return list(out.values())

@@ -356,7 +356,7 @@ def checkpointed_high_watermark(directory: Path, log_start_offset: int | None) -
     """The partition's high watermark in its log dir's ``replication-offset-checkpoint``, at
     least the log start offset (``Partition.createLog`` then ``UnifiedLog.updateHighWatermark``
     bound it so); None when the file has no entry for it or cannot be read."""
-    from seglog_cli.storage.log.checkpoints import TopicPartition, read_offset_checkpoint
+    from seglog_cli.storage.log.checkpoints import TopicPartition, offset_checkpoint_view
     from seglog_cli.storage.log.log_dir_files import REPLICATION_CHECKPOINT
     from seglog_cli.storage.log.naming import parse_partition_dir_name
 
@@ -365,7 +365,7 @@ def checkpointed_high_watermark(directory: Path, log_start_offset: int | None) -
     if name is None or not path.is_file():
         return None
     try:
-        high_watermark = read_offset_checkpoint(path).get(TopicPartition(name.topic, name.partition))
+        high_watermark = offset_checkpoint_view(path).get(TopicPartition(name.topic, name.partition))
     except (SeglogError, OSError):
         return None
     if high_watermark is None:

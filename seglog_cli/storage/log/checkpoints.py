@@ -34,13 +34,15 @@ Writing mirrors ``CheckpointFile.write``: ``<file>.tmp``, flush + fsync, atomic 
 from __future__ import annotations
 
 import base64
+import os
 import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Callable, Iterable, Mapping, TypeVar
 
-from seglog_cli.storage.log.errors import CheckpointError
+from seglog_cli.storage.log.errors import CheckpointError, SeglogError
 from seglog_cli.storage.log import files
 from seglog_cli.storage.log.files import read_small_file
 
@@ -57,6 +59,7 @@ _JAVA_SPACES = re.compile(r"[ \t\n\x0b\f\r]+")  # Java regex \s (ASCII only)
 _METADATA_SEPARATOR = re.compile(r":[ \t\n\x0b\f\r]+")  # PartitionMetadataReadBuffer ":\s+"
 _BASE64URL = re.compile(r"[A-Za-z0-9_-]*")
 _INT_BITS = {32: 1 << 31, 64: 1 << 63}
+_ASCII_NUMBER = re.compile(r"[+-]?[0-9]{1,19}")
 _SHOWN_CHARS = 200
 
 
@@ -89,6 +92,10 @@ class PartitionMetadata:
 
 def java_parse_int(text: str, bits: int = 32) -> int | None:
     """``Integer.parseInt`` (bits=32) / ``Long.parseLong`` (bits=64); None where Java throws."""
+    if _ASCII_NUMBER.fullmatch(text):  # the common case, checkpoints of thousands of lines
+        value = int(text)
+        limit = _INT_BITS[bits]
+        return value if -limit <= value < limit else None
     body = text[1:] if text[:1] in ("+", "-") else text
     if not body or not all(ch.isdecimal() and ch <= "\uffff" for ch in body):
         return None  # Java reads UTF-16 units: a supplementary-plane digit is not a digit
@@ -246,6 +253,34 @@ def parse_offset_checkpoint(data: bytes, path: str | Path | None = None) -> dict
 def read_offset_checkpoint(path: str | Path) -> dict[TopicPartition, int]:
     """``recovery-point-offset-checkpoint``, ``replication-``, ``log-start-``, ``cleaner-``."""
     return parse_offset_checkpoint(read_small_file(path), path)
+
+
+def offset_checkpoint_view(path: str | Path) -> Mapping[TopicPartition, int]:
+    """The offsets of a log dir's checkpoint file, read-only, parsed once per process for each
+    version of the file (its device, inode, size, mtime and ctime): what per-partition code
+    looks its partition up in, so a log dir of N partitions reads each checkpoint once, not N
+    times. Errors are those of :func:`read_offset_checkpoint`, kept and raised again."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return read_offset_checkpoint(path)  # raises its one-line error
+    key = (os.fspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    found = _OFFSET_VIEWS.get(key)
+    if found is None:
+        try:
+            found = MappingProxyType(read_offset_checkpoint(path))
+        except SeglogError as exc:
+            found = exc
+        if len(_OFFSET_VIEWS) >= _MAX_VIEWS:
+            _OFFSET_VIEWS.clear()
+        _OFFSET_VIEWS[key] = found
+    if isinstance(found, SeglogError):
+        raise found
+    return found
+
+
+_OFFSET_VIEWS: dict[tuple, Mapping[TopicPartition, int] | SeglogError] = {}
+_MAX_VIEWS = 64
 
 
 def format_offset_checkpoint(offsets: Mapping[TopicPartition, int]) -> bytes:

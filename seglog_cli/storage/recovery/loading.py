@@ -14,7 +14,7 @@ from seglog_cli.storage.log.checkpoints import (
     format_leader_epoch_checkpoint,
     format_offset_checkpoint,
     read_leader_epoch_checkpoint,
-    read_offset_checkpoint,
+    offset_checkpoint_view,
 )
 from seglog_cli.storage.log.errors import SeglogError
 from seglog_cli.storage.log.files import MappedFile, has_contents
@@ -53,7 +53,7 @@ def log_dir_state(log_dir: Path) -> LogDirState:
     def offsets(name):
         path = log_dir / name
         try:
-            return dict(read_offset_checkpoint(path)) if path.is_file() else {}
+            return offset_checkpoint_view(path) if path.is_file() else {}
         except SeglogError:
             return {}  # Kafka: errors reading these at load mean "empty"
     return LogDirState(log_dir, (log_dir / CLEAN_SHUTDOWN).exists(), offsets(RECOVERY_POINT_CHECKPOINT),

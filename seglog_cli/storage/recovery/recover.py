@@ -88,7 +88,8 @@ def plan_recover(partition_dirs: list[Path], mode: str = KAFKA,
     directories = [Path(d).absolute() for d in partition_dirs]
     plan.fingerprint = take_fingerprint(plan_directories(directories))
     for directory in directories:
-        states.setdefault(directory.parent, log_dir_state(directory.parent))
+        if directory.parent not in states:  # each log dir's files once, not once per partition
+            states[directory.parent] = log_dir_state(directory.parent)
     deliver = None if on_partition is None else (lambda _index, result: on_partition(result))
     plan.partitions = parallel_map(lambda d: plan_partition(d, states[d.parent], mode, config_for(config, d)),
                                    directories, jobs,

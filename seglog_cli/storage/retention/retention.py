@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from seglog_cli.storage.log.checkpoints import TopicPartition, read_offset_checkpoint
+from seglog_cli.storage.log.checkpoints import TopicPartition, offset_checkpoint_view
 from seglog_cli.storage.log.partition_log import PartitionLog
 from seglog_cli.storage.log.segments import LogSegment
 from seglog_cli.storage.config.topic_config import TopicConfig
@@ -142,7 +142,7 @@ def read_partition_state(path: str | Path, high_watermark: int | None = None,
 def _checkpointed(path: Path, tp: TopicPartition | None) -> tuple[int | None, str]:
     if tp is None or not path.is_file():
         return None, "none"
-    offsets = read_offset_checkpoint(path)
+    offsets = offset_checkpoint_view(path)
     return (offsets[tp], path.name) if tp in offsets else (None, "none")
 
 

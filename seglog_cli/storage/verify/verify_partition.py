@@ -155,9 +155,9 @@ def _rebuilt_at_start_up(log: PartitionLog, findings: list[Finding]) -> None:
     checkpoint = log_dir / "recovery-point-offset-checkpoint"
     if log.name is None or (log_dir / ".kafka_cleanshutdown").exists() or not checkpoint.is_file():
         return
-    from seglog_cli.storage.log.checkpoints import TopicPartition, read_offset_checkpoint
+    from seglog_cli.storage.log.checkpoints import TopicPartition, offset_checkpoint_view
     try:
-        point = read_offset_checkpoint(checkpoint).get(TopicPartition(log.topic, log.partition), 0)
+        point = offset_checkpoint_view(checkpoint).get(TopicPartition(log.topic, log.partition), 0)
     except SeglogError:
         point = 0  # Kafka reads an unreadable checkpoint as empty
     bases = [segment.base_offset for segment in log.segments]
@@ -260,9 +260,9 @@ def _log_start_offset(log: PartitionLog) -> int:
     path = log.path.parent / "log-start-offset-checkpoint"
     if log.name is None or not path.is_file():
         return 0
-    from seglog_cli.storage.log.checkpoints import TopicPartition, read_offset_checkpoint
+    from seglog_cli.storage.log.checkpoints import TopicPartition, offset_checkpoint_view
     try:
-        return read_offset_checkpoint(path).get(TopicPartition(log.topic, log.partition), 0)
+        return offset_checkpoint_view(path).get(TopicPartition(log.topic, log.partition), 0)
     except SeglogError:
         return 0
 

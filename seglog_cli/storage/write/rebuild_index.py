@@ -220,6 +220,7 @@ def plan_rebuild(paths: list[str], config: TopicConfig | Mapping[Path, TopicConf
     of log dirs) would change. Nothing is written. ``config``: one for all, or each partition
     dir's own (``config_for``)."""
     plan = RebuildPlan(config)
+    planned_paths: set[Path] = set()
     for raw in paths:
         path = Path(raw)
         problem = regular_file_problem(path)
@@ -229,15 +230,17 @@ def plan_rebuild(paths: list[str], config: TopicConfig | Mapping[Path, TopicConf
         for log_dir, segments, partition in _segments_of(path, plan):
             if log_dir not in plan.log_dirs:
                 plan.log_dirs.append(log_dir)
-            if partition is not None:
-                plan.fingerprint.update(take_fingerprint(plan_directories([partition.path])))
+            if partition is not None:  # each directory once: the log dir's listing is not taken per partition
+                unseen = [d for d in plan_directories([partition.path]) if str(d) not in plan.fingerprint]
+                plan.fingerprint.update(take_fingerprint(unseen))
             planned = []
             unusable = {} if partition is None else dict(partition.files.unusable)
             plan.unreadable.extend(f"{entry}: {why}" for entry, why in unusable.items()
                                    if path.is_dir() or entry.name.startswith(path.name.split(".")[0]))
             for segment in segments:
-                if any(s.log_path == segment.log_path for s in plan.segments):
+                if segment.log_path in planned_paths:
                     continue
+                planned_paths.add(segment.log_path)
                 if any(p in unusable for p in (segment.index_path, segment.time_index_path, segment.txn_index_path)):
                     continue  # named above; nothing is planned over it
                 planned.append(plan_segment(segment, config_for(config, segment.log_path.parent)))

@@ -221,13 +221,11 @@ def take_fingerprint(directories) -> dict:
 
 def plan_directories(partition_dirs) -> list[Path]:
     """The directories a plan over ``partition_dirs`` reads: each one and its log dir."""
-    out = []
+    out: dict[Path, None] = {}  # ordered, and a lookup per directory (thousands of partitions)
     for directory in partition_dirs:
         directory = Path(directory).absolute()
-        for candidate in (directory, directory.parent):
-            if candidate not in out:
-                out.append(candidate)
-    return out
+        out[directory] = out[directory.parent] = None
+    return list(out)
 
 
 __all__ = ["WriteSession", "kafka_order", "plan_directories", "take_fingerprint"]

@@ -22,7 +22,7 @@ from pathlib import Path
 from seglog_cli.storage.log import native
 from seglog_cli.storage.log.batches import LogScan
 from seglog_cli.storage.log.checkpoints import (EpochEntry, TopicPartition, read_leader_epoch_checkpoint,
-                                                read_offset_checkpoint, read_partition_metadata)
+                                                offset_checkpoint_view, read_partition_metadata)
 from seglog_cli.storage.log.errors import SeglogError
 from seglog_cli.storage.log.files import read_small_file
 from seglog_cli.storage.log.findings import Code
@@ -191,7 +191,7 @@ def scan_replica(path: str | Path, label: str | None = None) -> Replica:
     if partition.topic is not None:
         tp = TopicPartition(partition.topic, partition.partition)
         for name, key in CHECKPOINT_NAMES.items():
-            offsets = _read_if_present(log_dir / name, read_offset_checkpoint, replica, name)
+            offsets = _read_if_present(log_dir / name, offset_checkpoint_view, replica, name)
             if offsets is not None:
                 replica.checkpoints[key] = offsets.get(tp)
         replica.clean_shutdown = (log_dir / CLEAN_SHUTDOWN).is_file()

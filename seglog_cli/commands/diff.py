@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from seglog_cli.commands.options import ReportFormat, command_paths
+from seglog_cli.commands.options import JOBS_HELP, ReportFormat, command_paths, jobs_or_default
 from seglog_cli.status import ExitStatus, UsageError, guarded
 
 HELP = """Compare the replicas of a partition (the copies of several brokers) by offset and batch.
@@ -39,7 +39,7 @@ def diff_command(
     paths: Optional[List[str]] = typer.Argument(None, help="Partition dirs of one partition, or log dirs."),
     leader: Optional[str] = typer.Option(None, "--leader", help="The reference replica (a partition dir or log dir given)."),
     export_lost: Optional[str] = typer.Option(None, "--export-lost", help="Write the records a truncation loses here (JSON Lines, as dump --deep-iteration --format jsonl)."),
-    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Partitions compared in parallel processes (log dirs)."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help=f"Partitions compared in parallel processes (log dirs) {JOBS_HELP}."),
     output_format: ReportFormat = typer.Option(ReportFormat.table, "--format", help="table, text, json or jsonl."),
 ) -> None:
     arguments = dict(locals())
@@ -55,7 +55,8 @@ def _run(paths, leader, export_lost, jobs, output_format) -> int:
         raise UsageError("give at least two replicas (partition dirs or log dirs) to compare")
     groups_in = partition_groups(inputs)
     describe = export_lost is None
-    if jobs > 1 and len(groups_in) > 1:
+    jobs = jobs_or_default(jobs, len(groups_in))
+    if jobs > 1:
         groups = parallel_map(_diff_one, [(g, _leader_for(leader, g), describe) for g in groups_in], jobs)
     else:
         groups = [_diff_one((g, _leader_for(leader, g), describe)) for g in groups_in]

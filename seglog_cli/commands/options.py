@@ -30,6 +30,24 @@ class TableFormat(str, Enum):
     csv = "csv"
 
 
+JOBS_HELP = "(default: the CPUs available to seglog; 1 runs in this process alone)"
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, as ``nproc`` counts them)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def jobs_or_default(jobs: int | None, work_items: int | None = None) -> int:
+    """``--jobs``, else one process per available CPU, but never more than there is work for
+    (a single partition is read in this process: a fork would only add its start-up)."""
+    chosen = available_cpus() if jobs is None else jobs
+    return chosen if work_items is None else max(1, min(chosen, work_items))
+
+
 def show_progress(progress: bool | None) -> bool:
     """``--progress/--no-progress``, else a bar only when stderr is a terminal and stdout is not
     a pipe: the reader of a pipe (``| head``, ``| less``) usually writes to the same terminal,

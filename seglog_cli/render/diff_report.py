@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from typing import TextIO
 
+from seglog_cli.render.fit import counted
 from seglog_cli.render.tabular import iso_time, write_table
+from seglog_cli.storage.replicas.replicas import IN_SYNC
 
 COLUMNS = [("partition", "PARTITION"), ("path", "REPLICA"), ("status", "STATUS"), ("end", "LOG END"),
            ("prefix", "AGREES TO"), ("divergence", "DIVERGES AT"), ("cause", "CAUSE"),
@@ -35,11 +37,23 @@ def _rows(groups) -> list[dict]:
 
 
 def render_table(groups, out: TextIO) -> None:
-    write_table(_rows(groups), COLUMNS, out)
-    for group in groups:
+    """One row per replica; when log dirs are compared, the partitions in sync on every replica
+    with nothing to say are counted in one line instead (``--format text`` lists them)."""
+    quiet = [g for g in groups if _quiet(g)] if len(groups) > 1 else []
+    shown = [g for g in groups if not _quiet(g)] if quiet else groups
+    if shown or not quiet:
+        write_table(_rows(shown), COLUMNS, out)
+    for group in shown:
         for c in group.comparisons:
             for line in _detail_lines(c):
                 out.write(f"{c.replica.path}: {line}\n")
+    if quiet:
+        out.write(f"{counted(len(quiet), 'partition')} in sync on every replica (--format text lists them)\n")
+
+
+def _quiet(group) -> bool:
+    return (group.status == IN_SYNC and not group.unreadable and group.reference is not None
+            and not any(_detail_lines(c) for c in group.comparisons))
 
 
 def render_text(groups, out: TextIO) -> None:

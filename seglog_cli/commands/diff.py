@@ -95,7 +95,7 @@ def _leader_for(leader, group):
 def _diff_one(item):
     from seglog_cli.storage.replicas.replicas import diff_group
     members, leader, describe = item
-    return diff_group(members, leader, describe)
+    return diff_group(members, leader, describe).drop_segment_detail()
 
 
 def _status(groups) -> int:

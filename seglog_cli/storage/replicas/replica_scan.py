@@ -159,6 +159,11 @@ class Replica:
     def loaded_epochs(self) -> list[EpochEntry]:
         return loaded_epochs(self.epoch_checkpoint, self.batch_epochs, self.log_start, self.kafka_end)
 
+    def drop_segment_detail(self) -> None:
+        """Forget what only a comparison needs (per-segment summaries, index counts, invalid
+        batch positions), so a diff of thousands of partitions keeps a few numbers per replica."""
+        self.segments, self.index_counts, self.invalid = {}, {}, {}
+
     def summary(self) -> dict:
         return {"path": str(self.path), "topicId": self.topic_id, "logStartOffset": self.log_start,
                 "logEndOffset": self.log_end, "batches": self.batches, "records": self.records,

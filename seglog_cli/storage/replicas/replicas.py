@@ -79,6 +79,14 @@ class GroupDiff:
                 return status
         return IN_SYNC
 
+    def drop_segment_detail(self) -> "GroupDiff":
+        """This group once compared, without the per-segment state of its replicas."""
+        for replica in {id(c.replica): c.replica for c in self.comparisons}.values():
+            replica.drop_segment_detail()
+        if self.reference is not None:
+            self.reference.drop_segment_detail()
+        return self
+
     def as_dict(self) -> dict:
         return {"partition": self.name, "status": self.status,
                 "reference": self.reference.summary() if self.reference else None,

@@ -96,9 +96,9 @@ def _run(paths, mode, apply, config, server_config, metadata_log, backup_dir, jo
         if show_progress(progress):
             from seglog_cli.render.progress import recover_progress
             with recover_progress(len(partitions)) as advance:
-                plan = plan_recover(partitions, mode.value, topic_config, jobs, on_partition=advance)
+                plan = plan_recover(partitions, mode.value, topic_config, jobs, on_partition=advance, fingerprint=False)
         else:
-            plan = plan_recover(partitions, mode.value, topic_config, jobs)
+            plan = plan_recover(partitions, mode.value, topic_config, jobs, fingerprint=False)
         applied = apply_recover(plan, backup_dir, session) if apply and plan.steps else None
     if output_format == Format.json:
         recover_report.render_json(plan, sys.stdout, applied, config_report.json_fields(resolved))

@@ -4,6 +4,7 @@ offsets, the leader-epoch-checkpoint and the log dir checkpoints (pass 6)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,8 +17,8 @@ from seglog_cli.storage.log.checkpoints import (
     read_leader_epoch_checkpoint,
     offset_checkpoint_view,
 )
-from seglog_cli.storage.log.errors import SeglogError
-from seglog_cli.storage.log.files import MappedFile, has_contents
+from seglog_cli.storage.log.errors import SeglogError, UnreadableInputError
+from seglog_cli.storage.log.files import NOT_A_FILE_DIRECTORY, MappedFile, has_contents, regular_file_problem
 from seglog_cli.storage.log.indexes import TransactionIndex
 from seglog_cli.storage.log.log_dir_files import (
     CLEAN_SHUTDOWN,
@@ -27,11 +28,12 @@ from seglog_cli.storage.log.log_dir_files import (
 )
 from seglog_cli.storage.log.naming import (
     OFFSET_OUT_OF_RANGE,
+    SegmentFileName,
     format_offset,
+    offset_out_of_range,
     parse_partition_dir_name,
     parse_segment_file_name,
 )
-from seglog_cli.storage.log.partition_log import PartitionLog
 from seglog_cli.storage.log.segments import LogSegment
 from seglog_cli.storage.recovery.plan import KAFKA, LEADER_EPOCH_CHECKPOINT, PartitionRecovery, Step
 from seglog_cli.storage.recovery.producer_snapshots import plan_snapshots
@@ -60,15 +62,62 @@ def log_dir_state(log_dir: Path) -> LogDirState:
                         offsets(LOG_START_OFFSET_CHECKPOINT), offsets(REPLICATION_CHECKPOINT))
 
 
-def unusable_files(directory: Path, out: PartitionRecovery) -> bool:
-    """Entries that are no regular file (Kafka's loader skips them: a note) or whose offset does
-    not fit a long (Kafka's loader fails: the partition is refused). True when refused."""
-    for entry, why in PartitionLog(directory).files.unusable:
-        if why == OFFSET_OUT_OF_RANGE:
-            out.refused = f"{entry.name}: {why}; rename or remove it; nothing is planned for this partition"
-            return True
-        out.notes.append(f"{entry.name}: {why}; Kafka's loader skips it, and so does this plan")
-    return False
+class Files(dict):
+    """The files of a partition directory as the plan leaves them: name -> path. A value of
+    None stands for ``directory / name`` and the path is made only when asked for (a log dir
+    holds 10^5 files, and a step names few of them); an interrupted swap's name maps to the
+    ``.swap`` file that holds it, a split's piece to its scratch copy."""
+
+    def __init__(self, directory: Path):
+        super().__init__()
+        self.directory = directory
+
+    def __getitem__(self, name: str) -> Path:
+        path = dict.__getitem__(self, name)
+        return self.directory / name if path is None else path
+
+    def get(self, name: str, default=None):
+        return self[name] if name in self else default
+
+    def pop(self, name: str) -> Path:
+        path = self[name]
+        del self[name]
+        return path
+
+    def moved(self, name: str) -> bool:
+        """Whether ``name``'s bytes are elsewhere than ``directory / name``."""
+        return dict.get(self, name) is not None
+
+
+def list_files(directory: Path, out: PartitionRecovery) -> tuple[Files, dict[str, SegmentFileName]] | None:
+    """One listing of the partition directory, as Kafka's ``dir.listFiles()`` with ``isFile``:
+    its regular files (a symlink to one included) and the parsed segment-family names among
+    them. An entry that is no regular file is noted (Kafka's loader skips it); a name whose
+    offset does not fit a long refuses the partition (Kafka's loader fails on it): None."""
+    try:
+        with os.scandir(directory) as scan:
+            entries = sorted((entry.name, entry.is_file(follow_symlinks=False), entry.path) for entry in scan)
+    except (FileNotFoundError, NotADirectoryError):
+        raise UnreadableInputError("not a directory", directory) from None
+    except OSError as exc:
+        raise UnreadableInputError(f"cannot list directory: {exc.strerror}", directory) from None
+    files, parsed = Files(directory), {}
+    for name, regular, path in entries:
+        problem = None if regular else regular_file_problem(path)
+        name_parsed = parse_segment_file_name(name)
+        if problem is None and name_parsed is None and offset_out_of_range(name):
+            problem = OFFSET_OUT_OF_RANGE
+        if problem is not None:
+            if problem == OFFSET_OUT_OF_RANGE:
+                out.refused = f"{name}: {problem}; rename or remove it; nothing is planned for this partition"
+                return None
+            if problem != NOT_A_FILE_DIRECTORY:
+                out.notes.append(f"{name}: {problem}; Kafka's loader skips it, and so does this plan")
+            continue
+        dict.__setitem__(files, name, None)
+        if name_parsed is not None:
+            parsed[name] = name_parsed
+    return files, parsed
 
 
 def no_op(step: Step) -> bool:
@@ -80,23 +129,19 @@ def no_op(step: Step) -> bool:
     return has_contents(step.path, step.data)
 
 
-def housekeeping(directory: Path, out: PartitionRecovery) -> dict[str, Path]:
-    """Passes 1-3 (temp files, swaps): the steps, and the directory as it will then be."""
-    files = {p.name: p for p in sorted(directory.iterdir()) if p.is_file()}
+def housekeeping(directory: Path, files: Files, parsed: dict[str, SegmentFileName], out: PartitionRecovery) -> Files:
+    """Passes 1-3 (temp files, swaps): the steps, and ``files`` as the directory will then be."""
     cleaned, swaps = [], []
-    for name, path in list(files.items()):
+    for name in list(files):
         if name.endswith(".deleted") and not name.endswith(".checkpoint.deleted"):
-            out.steps.append(Step("remove", path, "a .deleted file (Kafka removes it at start-up)"))
-            del files[name]
+            out.steps.append(Step("remove", files.pop(name), "a .deleted file (Kafka removes it at start-up)"))
         elif name.endswith(".cleaned"):
             cleaned.append(name)
         elif name.endswith(".swap"):
             swaps.append(name)
-    min_cleaned = min((parse_segment_file_name(n).base_offset for n in cleaned
-                       if parse_segment_file_name(n) is not None), default=None)
+    min_cleaned = min((parsed[n].base_offset for n in cleaned if n in parsed), default=None)
     for name in swaps[:]:
-        parsed = parse_segment_file_name(name)
-        if min_cleaned is not None and parsed is not None and parsed.base_offset >= min_cleaned:
+        if min_cleaned is not None and name in parsed and parsed[name].base_offset >= min_cleaned:
             out.steps.append(Step("remove", files.pop(name), "a .swap of an interrupted segment split"))
             swaps.remove(name)
     for name in cleaned:
@@ -106,43 +151,49 @@ def housekeeping(directory: Path, out: PartitionRecovery) -> dict[str, Path]:
         ranges = []
         for name in log_swaps:
             with MappedFile(files[name]) as mapped:
-                base = parse_segment_file_name(name).base_offset
+                base = parsed[name].base_offset
                 end = base
                 for batch in LogScan(mapped, resync=False):
                     end = batch.next_offset
                 ranges.append((base, end))
         low, high = min(r[0] for r in ranges), max(r[1] for r in ranges)
-        for name, path in list(files.items()):
-            parsed = parse_segment_file_name(name)
-            if parsed is not None and not name.endswith(".swap") and low <= parsed.base_offset < high:
-                out.steps.append(Step("remove", path, f"replaced by the swap segments [{low}, {high})"))
-                del files[name]
+        for name in list(files):
+            found = parsed.get(name)
+            if found is not None and not name.endswith(".swap") and low <= found.base_offset < high:
+                out.steps.append(Step("remove", files.pop(name), f"replaced by the swap segments [{low}, {high})"))
     for name in swaps:
         target = name[: -len(".swap")]
         out.steps.append(Step("rename", files[name], "completing an interrupted swap", target=directory / target))
         files[target] = files.pop(name)
+        found = parse_segment_file_name(target)
+        if found is not None:
+            parsed[target] = found
     return files
 
 
-def segments_of(directory: Path, files: dict[str, Path], out: PartitionRecovery) -> list[LogSegment]:
+def segments_of(directory: Path, files: Files, parsed: dict[str, SegmentFileName],
+                out: PartitionRecovery) -> list[LogSegment]:
     segments, orphans = [], []
-    for name, path in sorted(files.items()):
-        parsed = parse_segment_file_name(name)
-        if parsed is None or parsed.is_temp:
+    for name in sorted(files):
+        found = parsed.get(name)
+        if found is None or found.is_temp:
             continue
-        stem = name[: name.index(parsed.suffix)]
-        if parsed.suffix in (".index", ".timeindex", ".txnindex") and stem + ".log" not in files:
-            out.steps.append(Step("remove", path, "an index file without its .log (Kafka deletes it)"))
+        stem = name[: name.index(found.suffix)]
+        if found.suffix in (".index", ".timeindex", ".txnindex") and stem + ".log" not in files:
+            out.steps.append(Step("remove", files[name], "an index file without its .log (Kafka deletes it)"))
             orphans.append(name)
-        elif parsed.suffix == ".log":
-            segment = LogSegment(path, parsed.base_offset)
-            segment.index_path = files.get(stem + ".index", directory / (stem + ".index"))
-            segment.time_index_path = files.get(stem + ".timeindex", directory / (stem + ".timeindex"))
-            segment.txn_index_path = files.get(stem + ".txnindex", directory / (stem + ".txnindex"))
+        elif found.suffix == ".log":
+            segment = LogSegment(files[name], found.base_offset)
+            for suffix, attribute in _INDEX_ATTRIBUTES:
+                if files.moved(stem + suffix) or files.moved(name):  # a completed swap: not beside the .log
+                    setattr(segment, attribute, files.get(stem + suffix, directory / (stem + suffix)))
             segments.append(segment)
     for name in orphans:
         del files[name]
     return sorted(segments, key=lambda s: s.base_offset)
+
+
+_INDEX_ATTRIBUTES = ((".index", "index_path"), (".timeindex", "time_index_path"), (".txnindex", "txn_index_path"))
 
 
 def has_file(files: dict[str, Path], segment: LogSegment, suffix: str) -> bool:

@@ -72,10 +72,9 @@ def plan_snapshots(work: Work, kept: list[LogSegment]) -> None:
     for offset in sorted(model.original - model.present):
         out.steps.append(Step("remove", directory / f"{format_offset(offset)}.snapshot",
                               "a producer snapshot Kafka's loader deletes (stray, or above a recovered segment)"))
-    log = work.log(kept)
     for offset in sorted(model.written):
         data = work.snapshot_data.get(offset)
         if data is None:
-            data = rebuild_producer_state(log, up_to_offset=offset).manager.snapshot_bytes()
+            data = rebuild_producer_state(work.log(kept), up_to_offset=offset).manager.snapshot_bytes()
         out.steps.append(Step("replace", directory / f"{format_offset(offset)}.snapshot",
                               "the producer state Kafka's loader snapshots here", data=data))

@@ -41,9 +41,8 @@ from typing import Mapping
 
 from seglog_cli.storage.config.topic_config import TopicConfig, config_for
 from seglog_cli.storage.log.checkpoints import TopicPartition
-from seglog_cli.storage.log.naming import parse_partition_dir_name, parse_segment_file_name
+from seglog_cli.storage.log.naming import parse_partition_dir_name
 from seglog_cli.storage.log.parallel import parallel_map
-from seglog_cli.storage.log.partition_log import PartitionLog
 from seglog_cli.storage.recovery.apply import RecoveryResult, apply_recover
 from seglog_cli.storage.recovery.loading import (
     LogDirState,
@@ -51,11 +50,11 @@ from seglog_cli.storage.recovery.loading import (
     finish,
     has_file,
     housekeeping,
+    list_files,
     log_dir_state,
     no_op,
     segments_of,
     txn_index_sane,
-    unusable_files,
 )
 from seglog_cli.storage.recovery.plan import (
     DamagedRange,
@@ -76,17 +75,21 @@ from seglog_cli.storage.write.write_session import plan_directories, take_finger
 
 def plan_recover(partition_dirs: list[Path], mode: str = KAFKA,
                  config: TopicConfig | Mapping[Path, TopicConfig] = TopicConfig(),
-                 jobs: int = 1, on_partition=None) -> RecoveryPlan:
+                 jobs: int = 1, on_partition=None, fingerprint: bool = True) -> RecoveryPlan:
     """The recovery of ``partition_dirs``; ``jobs`` partitions at a time in parallel processes
     (Kafka: ``num.recovery.threads.per.data.dir``; segments of a partition go in order).
     ``config``: one for all, or each partition dir's own (``config_for``).
-    ``on_partition(partition_recovery)`` is called as each partition is planned (progress)."""
+    ``on_partition(partition_recovery)`` is called as each partition is planned (progress).
+    ``fingerprint``: take the directories' fingerprint first, so that applying the plan later
+    refuses when anything changed since; a caller planning under the log dirs' locks (a
+    :class:`WriteSession`), or never applying, passes False: nothing can change under it."""
     if mode not in (KAFKA, SALVAGE):
         raise RecoverError(f"unknown mode {mode!r} (kafka or salvage)")
     plan = RecoveryPlan(mode)
     states: dict[Path, LogDirState] = {}
     directories = [Path(d).absolute() for d in partition_dirs]
-    plan.fingerprint = take_fingerprint(plan_directories(directories))
+    if fingerprint:
+        plan.fingerprint = take_fingerprint(plan_directories(directories))
     for directory in directories:
         if directory.parent not in states:  # each log dir's files once, not once per partition
             states[directory.parent] = log_dir_state(directory.parent)
@@ -105,19 +108,21 @@ def plan_partition(directory: Path, state: LogDirState, mode: str, config: Topic
     recovery_point = state.recovery_points.get(tp, 0)
     log_start_checkpoint = state.log_starts.get(tp, 0)
     out = PartitionRecovery(directory, mode, state.clean_shutdown, recovery_point)
-    if unusable_files(directory, out):
+    listed = list_files(directory, out)
+    if listed is None:
         return out
-    files = housekeeping(directory, out)
-    segments = segments_of(directory, files, out)
+    files, parsed = listed
+    housekeeping(directory, files, parsed, out)
+    segments = segments_of(directory, files, parsed, out)
     # pass 4: segments whose .index is missing or whose .txnindex fails its check are recovered now
     must = {s.base_offset for s in segments if not has_file(files, s, ".index") or not txn_index_sane(files, s)}
     if not state.clean_shutdown:
         bases = [s.base_offset for s in segments]
         start = max(0, bisect.bisect_right(bases, recovery_point) - 1)
         must.update(bases[start:])
-    snapshots = SnapshotModel({parse_segment_file_name(n).base_offset for n in files if n.endswith(".snapshot")},
-                               log_start_checkpoint)
-    work = Work(directory, out, config, files, PartitionLog(directory), snapshots)
+    snapshots = SnapshotModel({parsed[n].base_offset for n in files if n.endswith(".snapshot") and n in parsed},
+                              log_start_checkpoint)
+    work = Work(directory, out, config, files, None, snapshots)
     try:
         # salvage also cuts the damage out of segments Kafka would not look at (below the recovery
         # point, or after a clean shutdown): they are walked, and recovered only when damaged

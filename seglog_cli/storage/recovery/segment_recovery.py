@@ -52,8 +52,8 @@ class Work:
     directory: Path
     out: PartitionRecovery
     config: TopicConfig
-    files: dict[str, Path]  # final name -> source path, after the temp-file passes
-    partition: PartitionLog
+    files: dict[str, Path]  # final name -> source path, after the temp-file passes (loading.Files)
+    partition: PartitionLog | None  # listed when a replay first needs it
     snapshots: "SnapshotModel"
     ends: dict[Path, int] = field(default_factory=dict)  # .log -> its next offset, where a walk found it
     salvaged_from: int | None = None  # base of the first salvaged segment
@@ -70,6 +70,8 @@ class Work:
 
     def log(self, segments: list[LogSegment]) -> PartitionLog:
         """The partition as the plan leaves it, for the producer-state replay."""
+        if self.partition is None:
+            self.partition = PartitionLog(self.directory)
         return self.partition.with_segments(segments)
 
 

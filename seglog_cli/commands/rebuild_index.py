@@ -20,6 +20,7 @@ from seglog_cli.commands.options import (
 )
 from seglog_cli.render import config_report, rebuild_report
 from seglog_cli.status import ExitStatus, guarded
+from seglog_cli.storage.write.durable import Tally
 from seglog_cli.storage.write.rebuild_index import apply_rebuild, plan_rebuild
 from seglog_cli.storage.config.effective_config import configs_by_partition
 from seglog_cli.storage.log.partition_log import partition_dirs_under
@@ -77,17 +78,21 @@ def _run(paths, apply, config, config_file, server_config, metadata_log, no_txn_
          verbose) -> int:
     inputs = _inputs(paths)
     sources = config_sources(config, config_file, server_config, metadata_log)
+    shown = rebuild_report.Shown(output_format == Format.json, verbose)
     with writing(apply, log_dirs_of(inputs), "rebuild-index", backup_dir) as session:
         resolved = effective_configs(sources, _partition_dirs(inputs))
-        plan = plan_rebuild(inputs, configs_by_partition(resolved), txn_index=not no_txn_index)
+        # planned under the lock (or only shown): no fingerprint; the new bytes of the files that
+        # change go to the session's spool, none are kept for a plan only shown
+        plan = plan_rebuild(inputs, configs_by_partition(resolved), txn_index=not no_txn_index, fingerprint=False,
+                            spool=session.spool() if session is not None else Tally(), on_segment=shown.add)
         applied = None
         if apply and not plan.refused and not plan.unreadable and plan.changes:
             applied = apply_rebuild(plan, backup_dir, session)
     if output_format == Format.json:
-        rebuild_report.render_json(plan, sys.stdout, applied, config_report.json_fields(resolved))
+        rebuild_report.render_json(plan, sys.stdout, applied, config_report.json_fields(resolved), shown)
     else:
         config_report.render_all_text(resolved, sys.stdout)
-        rebuild_report.render_text(plan, sys.stdout, applied, verbose)
+        rebuild_report.render_text(plan, sys.stdout, applied, verbose, shown)
     sys.stdout.flush()
     if plan.unreadable:
         return ExitStatus.UNREADABLE

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from seglog_cli.storage.log import native
 from seglog_cli.storage.log.batches import LogScan
@@ -37,6 +37,7 @@ from seglog_cli.storage.log.indexes import ABORTED_TXN
 from seglog_cli.storage.log.naming import OFFSET_OUT_OF_RANGE, offset_out_of_range, parse_segment_file_name
 from seglog_cli.storage.log.producer_state import rebuild_producer_state, replay_segment
 from seglog_cli.storage.log.partition_log import PartitionLog, partition_dirs_under
+from seglog_cli.storage.write.durable import Spool, SpoolRange, Tally
 from seglog_cli.storage.write.journal import FileStep
 from seglog_cli.storage.write.write_session import WriteSession, plan_directories, take_fingerprint
 from seglog_cli.storage.log.segments import LogSegment
@@ -61,14 +62,21 @@ class RebuildError(SeglogError):
 
 @dataclass
 class IndexFilePlan:
-    """One index file: what is there and what recovery would write."""
+    """One index file: what is there and what recovery would write. ``rebuilt``: the bytes, in
+    memory or in the plan's spool (a lean plan keeps none of a file that does not change, and
+    none at all when it is only shown: :func:`plan_rebuild`'s ``spool``)."""
 
     path: Path
     kind: str  # "offset", "time", "txn"
-    rebuilt: bytes
+    rebuilt: bytes | SpoolRange | None
     existing_size: int | None  # None: the file does not exist
     action: str  # IDENTICAL, TRIM, CREATE, REWRITE
     detail: str  # one line for people
+    rebuilt_size: int = -1  # len(rebuilt), kept when the bytes are not
+
+    def __post_init__(self) -> None:
+        if self.rebuilt_size < 0:
+            self.rebuilt_size = len(self.rebuilt)
 
     @property
     def entry_size(self) -> int:
@@ -80,8 +88,8 @@ class IndexFilePlan:
 
     def as_dict(self) -> dict:
         return {"path": str(self.path), "kind": self.kind, "action": self.action, "detail": self.detail,
-                "existingBytes": self.existing_size, "rebuiltBytes": len(self.rebuilt),
-                "rebuiltEntries": len(self.rebuilt) // self.entry_size}
+                "existingBytes": self.existing_size, "rebuiltBytes": self.rebuilt_size,
+                "rebuiltEntries": self.rebuilt_size // self.entry_size}
 
 
 @dataclass
@@ -114,6 +122,17 @@ class RebuildPlan:
     log_dirs: list[Path] = field(default_factory=list)  # whose .lock must be free to apply
     unreadable: list[str] = field(default_factory=list)
     fingerprint: dict = field(default_factory=dict)  # the directories as planned (write_session)
+    # a lean plan counts the segments that change nothing instead of keeping them
+    counted_segments: int = 0
+    counted_batches: int = 0
+
+    @property
+    def segment_count(self) -> int:
+        return len(self.segments) + self.counted_segments
+
+    @property
+    def batch_count(self) -> int:
+        return sum(s.batches for s in self.segments) + self.counted_batches
 
     @property
     def changes(self) -> list[IndexFilePlan]:
@@ -123,12 +142,15 @@ class RebuildPlan:
     def refused(self) -> list[SegmentPlan]:
         return [segment for segment in self.segments if segment.refused]
 
-    def as_dict(self) -> dict:
+    def as_dict(self, with_segments: bool = True) -> dict:
+        """``segments``: the segments kept (a lean plan's only count those that change nothing);
+        None without ``with_segments`` (a renderer streams them)."""
         single = self.config if isinstance(self.config, TopicConfig) else None  # else: per partition
         return {"version": 1, "indexIntervalBytes": single and single.index_interval_bytes,
                 "segmentIndexBytes": single and single.segment_index_bytes,
-                "segments": [s.as_dict() for s in self.segments], "unreadable": self.unreadable,
-                "summary": {"segments": len(self.segments), "filesToWrite": len(self.changes),
+                "segments": [s.as_dict() for s in self.segments] if with_segments else None,
+                "unreadable": self.unreadable,
+                "summary": {"segments": self.segment_count, "filesToWrite": len(self.changes),
                             "refused": len(self.refused)}}
 
 
@@ -215,22 +237,36 @@ def _recover_compiled(indexer: SegmentIndexer, mapped: MappedFile, compiled) -> 
 # -- planning ---------------------------------------------------------------------------------
 
 def plan_rebuild(paths: list[str], config: TopicConfig | Mapping[Path, TopicConfig] = TopicConfig(),
-                 txn_index: bool = True) -> RebuildPlan:
+                 txn_index: bool = True, fingerprint: bool = True, spool: Spool | Tally | None = None,
+                 on_segment: Callable[[SegmentPlan], None] | None = None) -> RebuildPlan:
     """What rebuilding the indexes of ``paths`` (segment files, partition dirs, log dirs, trees
     of log dirs) would change. Nothing is written. ``config``: one for all, or each partition
-    dir's own (``config_for``)."""
+    dir's own (``config_for``).
+
+    ``fingerprint``: take each directory's fingerprint as it is planned, so that applying later
+    refuses when anything changed since (False under the log dirs' locks, or when the plan is
+    only shown). ``spool``: None keeps every rebuilt file in memory and every segment in
+    ``plan.segments``; a lean plan (a :class:`~seglog_cli.storage.write.durable.Spool`, whose
+    bytes :func:`apply_rebuild` writes, or a :class:`~seglog_cli.storage.write.durable.Tally`
+    for a plan only shown) keeps the new bytes of the files that change there, nothing of those
+    that do not, and only counts the segments that change nothing. ``on_segment(segment_plan)``
+    sees every segment once its plan is complete (a command shows them as they come)."""
     plan = RebuildPlan(config)
-    planned_paths: set[Path] = set()
+    # each segment once: partition dirs planned whole, and segments given alone (not one entry per
+    # segment of a log dir: 10^5 of them)
+    whole_dirs: set[str] = set()
+    single_segments: set[Path] = set()
     for raw in paths:
         path = Path(raw)
         problem = regular_file_problem(path)
         if problem is not None and problem != NOT_A_FILE_DIRECTORY:
             plan.unreadable.append(f"{raw}: {'no such file or directory' if problem == 'no such file' else problem}")
             continue
+        whole = problem == NOT_A_FILE_DIRECTORY  # a directory: its partitions are planned whole
         for log_dir, segments, partition in _segments_of(path, plan):
             if log_dir not in plan.log_dirs:
                 plan.log_dirs.append(log_dir)
-            if partition is not None:  # each directory once: the log dir's listing is not taken per partition
+            if partition is not None and fingerprint:  # each directory once: the log dir's listing is not taken per partition
                 unseen = [d for d in plan_directories([partition.path]) if str(d) not in plan.fingerprint]
                 plan.fingerprint.update(take_fingerprint(unseen))
             planned = []
@@ -238,16 +274,40 @@ def plan_rebuild(paths: list[str], config: TopicConfig | Mapping[Path, TopicConf
             plan.unreadable.extend(f"{entry}: {why}" for entry, why in unusable.items()
                                    if path.is_dir() or entry.name.startswith(path.name.split(".")[0]))
             for segment in segments:
-                if segment.log_path in planned_paths:
+                if str(segment.log_path.parent) in whole_dirs or segment.log_path in single_segments:
                     continue
-                planned_paths.add(segment.log_path)
+                if not whole:
+                    single_segments.add(segment.log_path)
                 if any(p in unusable for p in (segment.index_path, segment.time_index_path, segment.txn_index_path)):
                     continue  # named above; nothing is planned over it
                 planned.append(plan_segment(segment, config_for(config, segment.log_path.parent)))
-            plan.segments.extend(planned)
+            if partition is not None and whole:
+                whole_dirs.add(str(partition.path))
             if txn_index and partition is not None and any(p.transactional_batches or _has_txn_index(p) for p in planned):
                 _plan_txn_indexes(partition, planned)
+            for segment_plan in planned:
+                _keep(plan, segment_plan, spool, on_segment)
     return plan
+
+
+def _keep(plan: RebuildPlan, planned: SegmentPlan, spool: Spool | Tally | None, on_segment) -> None:
+    """One segment's finished plan: shown, then kept (lean: its changed files' bytes spooled,
+    and the segment only counted when it changes nothing)."""
+    if spool is not None:
+        for change in planned.files:
+            if not change.changes:
+                change.rebuilt = None
+            elif isinstance(change.rebuilt, bytes):
+                start = len(spool)
+                spool.write(change.rebuilt)
+                change.rebuilt = spool.range(start, len(spool))
+    if on_segment is not None:
+        on_segment(planned)
+    if spool is not None and not planned.refused and not planned.changes:
+        plan.counted_segments += 1
+        plan.counted_batches += planned.batches
+        return
+    plan.segments.append(planned)
 
 
 def _has_txn_index(planned: "SegmentPlan") -> bool:
@@ -402,7 +462,11 @@ def apply_rebuild(plan: RebuildPlan, backup_root: str | Path | None = None,
     """Write every planned change through the write protocol (``session``: the command's, taken
     before it planned; without one the log dirs are locked here and the plan re-validated).
 
-    Refuses (raises) when any segment was refused: nothing is written then."""
+    Refuses (raises) when any segment was refused: nothing is written then, nor for a plan made
+    to be shown only (``plan_rebuild(spool=Tally())``)."""
+    if any(isinstance(c.rebuilt, SpoolRange) and isinstance(c.rebuilt.spool, Tally) for c in plan.changes):
+        raise RebuildError("internal: this plan was made to be shown only (plan_rebuild(spool=Tally())); plan again "
+                           "with a session's spool to apply it")
     if plan.refused:
         raise RebuildError(f"{len(plan.refused)} segment(s) cannot be rebuilt as they are (first: "
                            f"{plan.refused[0].log_path}: {plan.refused[0].refused}); nothing was written",

@@ -15,6 +15,7 @@ the plan's :func:`fingerprint`: applying refuses when any file changed since.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 import sys
@@ -201,8 +202,9 @@ def _lowered_recovery_points(tree: Tree, steps: list[FileStep]) -> tuple[bytes, 
 # -- did anything change since the plan? ------------------------------------------------------------
 
 def take_fingerprint(directories) -> dict:
-    """For each directory: (name, size, mtime, inode, type) of every entry (``.lock`` aside).
-    Taken before planning; compared before applying."""
+    """For each directory: a digest of (name, size, mtime, inode, type) of every entry (``.lock``
+    aside), or None when it cannot be listed. Taken before planning; compared before applying.
+    A digest, not the entries: a plan over 10,000 partitions keeps 10,000 short strings."""
     out = {}
     for directory in directories:
         entries = []
@@ -215,7 +217,8 @@ def take_fingerprint(directories) -> dict:
                     entries.append((entry.name, info.st_size, info.st_mtime_ns, info.st_ino, stat.S_IFMT(info.st_mode)))
         except OSError:
             entries = None
-        out[str(directory)] = sorted(entries) if entries is not None else None
+        out[str(directory)] = None if entries is None else hashlib.blake2b(repr(sorted(entries)).encode(),
+                                                                         digest_size=16).hexdigest()
     return out
 
 

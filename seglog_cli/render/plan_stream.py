@@ -1,0 +1,62 @@
+"""Plans shown as they are made: what a writing command prints of each partition or segment is
+kept in a scratch file while it plans (not in memory: a log dir holds 10^5 segments), then
+written out whole once the plan is complete, so a command that stops half-way prints nothing
+half-made.
+
+:class:`Scratch` holds lines; :func:`write_json` writes one JSON document in the layout of
+``json.dumps(document, indent=1)`` with one of its lists streamed from a :class:`Scratch` of
+JSON items.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from typing import Iterator, TextIO
+
+IN_MEMORY = 1 << 20  # a scratch file stays in memory up to this many bytes
+
+
+class Scratch:
+    """Lines kept aside, in order (in memory while small, then in an unnamed temporary file)."""
+
+    def __init__(self) -> None:
+        self._file = tempfile.SpooledTemporaryFile(max_size=IN_MEMORY, mode="w+b")
+        self.count = 0
+
+    def add(self, line: str) -> None:
+        """One line (no newline in it: JSON strings escape theirs)."""
+        self._file.write(line.encode("utf-8", "surrogateescape") + b"\n")
+        self.count += 1
+
+    def lines(self) -> Iterator[str]:
+        self._file.seek(0)
+        for raw in self._file:
+            yield raw[:-1].decode("utf-8", "surrogateescape")
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def json_item(value) -> str:
+    """A list item of :func:`write_json`: ``value`` as ``json.dumps(value, indent=1)`` on one
+    line (its newlines escaped as they are inside a JSON string: ``\\n``)."""
+    return json.dumps(json.dumps(value, indent=1))
+
+
+def write_json(document: dict, key: str, items: Scratch, out: TextIO) -> None:
+    """``json.dumps(document, indent=1)`` with ``document[key]`` the list of :func:`json_item`
+    values in ``items``, written without holding the list."""
+    marker = "\x00seglog-stream\x00"
+    text = json.dumps(dict(document, **{key: marker}), indent=1)
+    head, tail = text.split(json.dumps(marker), 1)
+    out.write(head)
+    if not items.count:
+        out.write("[]")
+    else:
+        out.write("[\n")
+        for index, line in enumerate(items.lines()):
+            item = json.loads(line)
+            out.write(("" if index == 0 else ",\n") + "\n".join("  " + piece for piece in item.split("\n")))
+        out.write("\n ]")
+    out.write(tail + "\n")

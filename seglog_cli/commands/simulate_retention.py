@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import json
 import re
 import sys
 import time
@@ -22,13 +24,14 @@ from seglog_cli.commands.options import (
     writing,
 )
 from seglog_cli.render import config_report, retention_report
+from seglog_cli.render.plan_stream import Scratch, json_item, write_json
 from seglog_cli.status import ExitStatus, UsageError, guarded
 from seglog_cli.storage.retention.compaction import plan_compaction
 from seglog_cli.storage.log.errors import UnreadableInputError
 from seglog_cli.storage.log.naming import METADATA_TOPIC
 from seglog_cli.storage.log.partition_log import partition_dirs_under
 from seglog_cli.storage.retention.retention import DEFAULT_CHECK_INTERVAL_MS, plan_retention, read_partition_state
-from seglog_cli.storage.retention.retention_apply import apply_retention
+from seglog_cli.storage.retention.retention_apply import apply_deletions, deletion_of
 from seglog_cli.storage.write.safety import log_dir_of
 from seglog_cli.storage.retention.retention_model import ModelError, Producer, model_retention
 from seglog_cli.storage.retention.retention_timeline import build_timeline
@@ -117,19 +120,21 @@ def _run(paths, config, config_file, server_config, metadata_log, now, at, check
         return _model(effective.config, records_per_sec, record_size, batch_records, batch_overhead, interval, fmt)
     now_ms = parse_timestamp(now, "--now") if now is not None else int(time.time() * 1000)
     at_ms = [_at(text, now_ms) for text in at or []]
-    documents, changes = [], False
     partitions = _partitions(paths)
+    # each partition is shown as it is planned: straight to stdout for a plan in text or a table;
+    # into a scratch file for JSON (one document) and for --apply (nothing is shown when a partition
+    # is refused, and the backup directories are known only at the end)
+    shown = Shown(fmt, records, sys.stdout, buffered=apply or fmt == Format.json)
+    changes, deletions = False, []
     with writing(apply, [log_dir_of(p) for p in partitions], "simulate-retention", backup_dir) as session:
-        planned = []
         for partition in partitions:
             state = read_partition_state(partition, high_watermark, log_start_offset)
             if not state.segments:
                 continue
             effective = effective_configs(sources, [partition])[0]
-            planned.append((effective, plan_retention(state, effective.config, now_ms)))
-        if apply:
-            _refuse_compact_only(planned)
-        for effective, plan in planned:
+            plan = plan_retention(state, effective.config, now_ms)
+            if apply:
+                _refuse_compact_only(effective, plan)
             topic_config = effective.config
             interval, check_source = _check_interval(check_interval_ms, effective)
             timeline = (build_timeline(plan.state, topic_config, now_ms, at_ms, interval, check_source)
@@ -140,12 +145,14 @@ def _run(paths, config, config_file, server_config, metadata_log, now, at, check
                                           log_start_offset=log_start_offset, cleaner_checkpoint=cleaner_checkpoint,
                                           producer_id_expiration_ms=expiration_ms)
                           if topic_config.compact else None)
-            applied = apply_retention(plan, backup_dir, session) if apply and plan.deleted else None
-            changes = (changes or (bool(plan.deleted) and applied is None)
+            deletion = deletion_of(plan) if apply and plan.deleted else None
+            if deletion is not None:
+                deletions.append(deletion)
+            changes = (changes or (bool(plan.deleted) and deletion is None)
                        or bool(compaction and compaction.removed_offsets))
-            _show(effective, plan, timeline, compaction, applied, fmt, records, documents)
-    if fmt == Format.json:
-        retention_report.render_json({"partitions": documents}, sys.stdout)
+            shown.add(effective, plan, timeline, compaction, deletion)
+        backups = apply_deletions(deletions, session) if deletions else {}
+    shown.finish(backups)
     sys.stdout.flush()
     return ExitStatus.WARNINGS if changes else ExitStatus.OK
 
@@ -161,36 +168,74 @@ def _check_interval(given, effective) -> tuple[int, str]:
     return _number(effective.broker.get(CHECK_INTERVAL, DEFAULT_CHECK_INTERVAL_MS), CHECK_INTERVAL), CHECK_INTERVAL
 
 
-def _refuse_compact_only(planned) -> None:
-    """--apply: nothing is deleted by time or size from a topic the broker keeps compact-only."""
-    for effective, plan in planned:
-        reason = compact_only_refusal(effective, {verdict.rule for verdict in plan.deleted})
-        if reason is not None:
-            raise RetentionRefusedError(reason)
+def _refuse_compact_only(effective, plan) -> None:
+    """--apply: nothing is deleted by time or size from a topic the broker keeps compact-only
+    (checked as each partition is planned, before anything is written)."""
+    reason = compact_only_refusal(effective, {verdict.rule for verdict in plan.deleted})
+    if reason is not None:
+        raise RetentionRefusedError(reason)
 
 
-def _show(effective, plan, timeline, compaction, applied, fmt, records, documents) -> None:
-    if fmt == Format.json:
-        document = plan.as_dict()
-        document["configs"] = effective.as_dict()
-        document["configNotes"] = list(effective.notes)
-        document["timeline"] = None if timeline is None else timeline.as_dict()
-        document["compaction"] = None if compaction is None else compaction.as_dict(with_records=True)
-        document["applied"] = None if applied is None else {
-            "deletedSegments": applied.deleted, "files": [str(p) for p in applied.files],
-            "newLogStartOffset": applied.new_log_start_offset, "backupDir": str(applied.backup_dir)}
-        documents.append(document)
-        return
-    config_report.render_text(effective, sys.stdout)
-    sys.stdout.flush()
-    if fmt == Format.table:
-        retention_report.render_table(plan, sys.stdout, timeline, compaction, records)
-    else:
-        retention_report.render_text(plan, sys.stdout, timeline, compaction, records)
-    if applied is not None:
-        sys.stdout.write(f"applied: {len(applied.files)} file(s) renamed .deleted and quarantined in "
-                         f"{applied.backup_dir}; log start offset {applied.new_log_start_offset} "
-                         f"(undo: seglog undo {applied.backup_dir})\n")
+class Shown:
+    """Each partition's plan as it is made: text or a table written at once, or kept in a scratch
+    file (``buffered``: JSON, --apply) until :meth:`finish` (the backup directories known)."""
+
+    def __init__(self, fmt, records: bool, out, buffered: bool):
+        from seglog_cli.render import fit
+
+        self.fmt, self.records, self.out = fmt, records, out
+        self.scratch = Scratch() if buffered else None
+        self.width, self.color = fit.terminal_width(out), fit.use_color(out)
+
+    def add(self, effective, plan, timeline, compaction, deletion) -> None:
+        if self.fmt == Format.json:
+            document = plan.as_dict()
+            document["configs"] = effective.as_dict()
+            document["configNotes"] = list(effective.notes)
+            document["timeline"] = None if timeline is None else timeline.as_dict()
+            document["compaction"] = None if compaction is None else compaction.as_dict(with_records=True)
+            document["applied"] = None if deletion is None else {
+                "deletedSegments": deletion.deleted, "files": [str(p) for p in deletion.files],
+                "newLogStartOffset": deletion.new_log_start_offset, "backupDir": _backup_marker(deletion)}
+            self.scratch.add(json_item(document, default=str))
+            return
+        out = io.StringIO() if self.scratch is not None else self.out
+        config_report.render_text(effective, out)
+        out.flush()
+        if self.fmt == Format.table:
+            retention_report.render_table(plan, out, timeline, compaction, self.records, self.width, self.color)
+        else:
+            retention_report.render_text(plan, out, timeline, compaction, self.records)
+        if deletion is not None:
+            marker = _backup_marker(deletion)
+            out.write(f"applied: {len(deletion.files)} file(s) renamed .deleted and quarantined in {marker}; log start "
+                      f"offset {deletion.new_log_start_offset} (undo: seglog undo {marker})\n")
+        if self.scratch is not None:
+            self.scratch.add_text(out.getvalue())
+
+    def finish(self, backups: dict) -> None:
+        """Write out what was kept, each backup directory in place of its marker."""
+        if self.scratch is None:
+            return
+        replace = {_marker(log_dir): str(backup) for log_dir, backup in backups.items()}
+        if self.fmt == Format.json:
+            write_json({"partitions": None}, "partitions", self.scratch, self.out,
+                       {json.dumps(k): json.dumps(v) for k, v in replace.items()})
+        else:
+            for line in self.scratch.lines():
+                for marker, backup in replace.items():
+                    line = line.replace(marker, backup)
+                self.out.write(line + "\n")
+        self.scratch.close()
+
+
+def _marker(log_dir) -> str:
+    return f"\x00backup-dir\x00{log_dir}\x00"
+
+
+def _backup_marker(deletion) -> str:
+    """Where a partition's backup directory goes once the run made it (one per log dir)."""
+    return _marker(deletion.partition.parent.absolute())
 
 
 def _model(topic_config, records_per_sec, record_size, batch_records, batch_overhead, check_interval_ms, fmt) -> int:

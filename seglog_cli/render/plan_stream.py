@@ -29,6 +29,11 @@ class Scratch:
         self._file.write(line.encode("utf-8", "surrogateescape") + b"\n")
         self.count += 1
 
+    def add_text(self, text: str) -> None:
+        """Lines already ended by newlines (a renderer's output)."""
+        self._file.write(text.encode("utf-8", "surrogateescape"))
+        self.count += text.count("\n")
+
     def lines(self) -> Iterator[str]:
         self._file.seek(0)
         for raw in self._file:
@@ -38,15 +43,16 @@ class Scratch:
         self._file.close()
 
 
-def json_item(value) -> str:
+def json_item(value, default=None) -> str:
     """A list item of :func:`write_json`: ``value`` as ``json.dumps(value, indent=1)`` on one
     line (its newlines escaped as they are inside a JSON string: ``\\n``)."""
-    return json.dumps(json.dumps(value, indent=1))
+    return json.dumps(json.dumps(value, indent=1, default=default))
 
 
-def write_json(document: dict, key: str, items: Scratch, out: TextIO) -> None:
+def write_json(document: dict, key: str, items: Scratch, out: TextIO, replace: dict[str, str] | None = None) -> None:
     """``json.dumps(document, indent=1)`` with ``document[key]`` the list of :func:`json_item`
-    values in ``items``, written without holding the list."""
+    values in ``items``, written without holding the list. ``replace``: JSON texts put in place
+    of others in each item (a value known only once every item was made)."""
     marker = "\x00seglog-stream\x00"
     text = json.dumps(dict(document, **{key: marker}), indent=1)
     head, tail = text.split(json.dumps(marker), 1)
@@ -57,6 +63,8 @@ def write_json(document: dict, key: str, items: Scratch, out: TextIO) -> None:
         out.write("[\n")
         for index, line in enumerate(items.lines()):
             item = json.loads(line)
+            for old, new in (replace or {}).items():
+                item = item.replace(old, new)
             out.write(("" if index == 0 else ",\n") + "\n".join("  " + piece for piece in item.split("\n")))
         out.write("\n ]")
     out.write(tail + "\n")

@@ -27,7 +27,8 @@ from seglog_cli.storage.write.write_session import WriteSession
 
 SEGMENT_FILE_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", SNAPSHOT_SUFFIX)
 
-__all__ = ["PlanOutdatedError", "RetentionApplied", "apply_retention"]
+__all__ = ["PlanOutdatedError", "RetentionApplied", "RetentionDeletion", "apply_deletions", "apply_retention",
+           "deletion_of"]
 
 
 @dataclass(frozen=True)
@@ -38,16 +39,22 @@ class RetentionApplied:
     backup_dir: Path | None
 
 
-def apply_retention(plan: RetentionPlan, backup_root: str | Path | None = None,
-                    session: WriteSession | None = None) -> RetentionApplied:
-    """Carry out the plan through the write protocol. ``session``: the command's, taken before it
-    planned; without one the log dir is locked here. Either way the partition must still hold
-    the segments the plan saw (else :class:`PlanOutdatedError`, nothing written)."""
+@dataclass
+class RetentionDeletion:
+    """What carrying out one partition's plan changes: the steps for its segments' files (the
+    new empty active segment first when every segment goes, then each deleted segment's files,
+    its ``.log`` first), the files removed, and its new log start offset (which reaches
+    ``log-start-offset-checkpoint`` in one step per log dir: :func:`apply_deletions`)."""
+
+    partition: Path
+    deleted: list[int]
+    steps: list[FileStep]
+    files: list[Path]
+    new_log_start_offset: int
+
+
+def deletion_of(plan: RetentionPlan) -> RetentionDeletion:
     partition = plan.state.path
-    if session is None:
-        with WriteSession([partition.parent], "simulate-retention", backup_root) as session:
-            return apply_retention(plan, backup_root, session)
-    _check_unchanged(plan)
     steps: list[FileStep] = []
     if plan.rolled is not None:
         for suffix in (".index", ".timeindex", ".log"):
@@ -61,23 +68,62 @@ def apply_retention(plan: RetentionPlan, backup_root: str | Path | None = None,
             if path.is_file():
                 steps.append(FileStep("remove", path, f"segment {base} deleted by retention"))
                 removed.append(path)
-    steps.extend(_log_start_steps(partition, plan.new_log_start_offset))
-    backup_dir = session.apply(steps)
-    return RetentionApplied([v.segment.base_offset for v in plan.deleted], removed, plan.new_log_start_offset,
-                            backup_dir)
+    return RetentionDeletion(partition, [v.segment.base_offset for v in plan.deleted], steps, removed,
+                             plan.new_log_start_offset)
 
 
-def _log_start_steps(partition: Path, log_start: int) -> list[FileStep]:
-    name = parse_partition_dir_name(partition.name)
-    if name is None:
+def apply_retention(plan: RetentionPlan, backup_root: str | Path | None = None,
+                    session: WriteSession | None = None) -> RetentionApplied:
+    """Carry out the plan through the write protocol. ``session``: the command's, taken before it
+    planned; without one the log dir is locked here. Either way the partition must still hold
+    the segments the plan saw (else :class:`PlanOutdatedError`, nothing written)."""
+    partition = plan.state.path
+    if session is None:
+        with WriteSession([partition.parent], "simulate-retention", backup_root) as session:
+            return apply_retention(plan, backup_root, session)
+    _check_unchanged(plan)
+    deletion = deletion_of(plan)
+    backups = apply_deletions([deletion], session)
+    return RetentionApplied(deletion.deleted, deletion.files, deletion.new_log_start_offset,
+                            backups.get(partition.parent.absolute()))
+
+
+def apply_deletions(deletions: list[RetentionDeletion], session: WriteSession) -> dict[Path, Path]:
+    """Carry out the deletions of many partitions (planned under ``session``'s locks) as one run:
+    every partition's steps, then each log dir's ``log-start-offset-checkpoint`` written once
+    with all its partitions' new log start offsets (not once per partition: a log dir of 10,000
+    partitions would rewrite its 10,000 lines 10,000 times). One journal per log dir. Returns
+    each log dir (as the partitions name it) -> its backup directory."""
+    steps: list[FileStep] = [step for deletion in deletions for step in deletion.steps]
+    by_log_dir: dict[Path, dict[Path, int]] = {}
+    for deletion in deletions:
+        by_log_dir.setdefault(deletion.partition.parent, {})[deletion.partition] = deletion.new_log_start_offset
+    for log_dir, starts in by_log_dir.items():
+        steps.extend(_log_start_steps(log_dir, starts))
+    if not steps:
+        return {}
+    session.apply(steps)
+    return {log_dir.absolute(): session.backup_dir_of(log_dir) for log_dir in by_log_dir}
+
+
+def _log_start_steps(log_dir: Path, starts: dict[Path, int]) -> list[FileStep]:
+    path = log_dir / LOG_START_CHECKPOINT
+    offsets = None
+    changed = []
+    for partition, log_start in starts.items():
+        name = parse_partition_dir_name(partition.name)
+        if name is None:
+            continue
+        if offsets is None:
+            offsets = dict(read_offset_checkpoint(path)) if path.is_file() else {}
+        tp = TopicPartition(name.topic, name.partition)
+        if offsets.get(tp) != log_start:
+            offsets[tp] = log_start
+            changed.append(log_start)
+    if not changed:
         return []
-    path = partition.parent / LOG_START_CHECKPOINT
-    offsets = read_offset_checkpoint(path) if path.is_file() else {}
-    tp = TopicPartition(name.topic, name.partition)
-    if offsets.get(tp) == log_start:
-        return []
-    offsets[tp] = log_start
-    return [FileStep("write", path, f"log start offset {log_start}", data=format_offset_checkpoint(offsets))]
+    why = f"log start offset {changed[0]}" if len(changed) == 1 else f"log start offsets of {len(changed)} partitions"
+    return [FileStep("write", path, why, data=format_offset_checkpoint(offsets))]
 
 
 def _check_unchanged(plan: RetentionPlan) -> None:

@@ -45,6 +45,7 @@ class WriteSession:
         self.argv = list(sys.argv) if argv is None else argv
         self.notes: list[str] = []  # what was finished or rolled back on the way in
         self.backup_dirs: list[Path] = []
+        self._by_log_dir: dict[Path, Path] = {}  # real log dir -> the backup directory of its last run
         self._locks: list[LogDirLock] = []
 
     def __enter__(self) -> "WriteSession":
@@ -83,6 +84,10 @@ class WriteSession:
                 return candidate
         raise CannotWriteError("is not inside a log dir this command locked; nothing was changed", path)
 
+    def backup_dir_of(self, log_dir: Path) -> Path | None:
+        """The backup directory of the last run :meth:`apply` made in ``log_dir`` (None: none)."""
+        return self._by_log_dir.get(Path(os.path.realpath(log_dir)))
+
     def apply(self, steps: list[FileStep], fingerprint: dict | None = None, extra: dict | None = None) -> Path | None:
         """Carry out ``steps`` (one journal per log dir); the last backup directory, or None."""
         if not self._locks:
@@ -103,6 +108,7 @@ class WriteSession:
         with Tree(log_dir) as tree:
             journal = Journal.prepare(tree, self.command, kafka_order(tree, steps), root, self.argv, extra)
             self.backup_dirs.append(journal.directory)
+            self._by_log_dir[log_dir] = journal.directory
             journal.publish()
             try:
                 journal.execute()

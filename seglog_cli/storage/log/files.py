@@ -1,8 +1,9 @@
 """Read-only memory-mapped files.
 
 Every binary file the engine reads goes through :class:`MappedFile`: one ``mmap`` of the whole
-file (an empty file maps to ``b""``), a ``memoryview`` over it for zero-copy slices, and
-``release_behind`` to drop already-scanned pages from this process's resident set so a scan
+file (an empty file maps to ``b""``; a file of up to ``READ_WHOLE_BYTES`` is read into memory
+instead, which costs less than mapping it and faulting its pages in), a ``memoryview`` over it
+for zero-copy slices, and ``release_behind`` to drop already-scanned pages from this process's resident set so a scan
 of a 2 GiB segment keeps a flat memory footprint (the pages stay in the kernel page cache).
 
 A file of a remote log dir (``s3://``, ``gs://``, ...) is a sparse *placeholder* of the remote
@@ -31,6 +32,7 @@ RELEASE_STEP = 16 * 1024 * 1024  # drop resident pages every 16 MiB of progress
 ZERO_CHUNK = 4 * 1024 * 1024  # find_non_zero compares this many bytes at a time
 _ZEROS = bytes(ZERO_CHUNK)
 _NON_ZERO = re.compile(rb"[^\x00]")
+READ_WHOLE_BYTES = 256 * 1024  # files up to this size are read into memory, not mapped
 SPARSE_CHECK_BYTES = 1 << 20  # files from this size on have their holes listed at open
 MAX_EXTENTS = 4096
 
@@ -80,8 +82,9 @@ class MappedFile:
         try:
             self.size = stat.st_size
             self._extents = _data_extents(fd, self.size)
-            if self.size == 0:
-                self.buffer = b""
+            if self.size <= READ_WHOLE_BYTES:  # copying a small file costs less than mapping it
+                self.buffer = _read_exactly(fd, self.size, self.path) if self.size else b""
+                self.size = len(self.buffer)
             else:
                 self._mmap = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
                 if hasattr(mmap, "MADV_SEQUENTIAL"):
@@ -173,6 +176,24 @@ class MappedFile:
         self.close()
 
 
+def _read_exactly(fd: int, size: int, path: str) -> bytes:
+    """The first ``size`` bytes of ``fd`` (fewer if the file shrank since its ``fstat``)."""
+    try:
+        data = os.read(fd, size)
+        if 0 < len(data) < size:  # a short read: read on
+            chunks, got = [data], len(data)
+            while got < size:
+                chunk = os.read(fd, size - got)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                got += len(chunk)
+            data = b"".join(chunks)
+    except OSError as exc:
+        raise UnreadableInputError(f"cannot read: {_reason(exc)}", path) from None
+    return data
+
+
 def _data_extents(fd: int, size: int) -> list[tuple[int, int]] | None:
     """The ``(start, end)`` runs of a file that are not holes (``SEEK_DATA``/``SEEK_HOLE``),
     taken once at open so no descriptor is kept; None for small files, when the file system
@@ -196,17 +217,35 @@ def _data_extents(fd: int, size: int) -> list[tuple[int, int]] | None:
 def read_small_file(path: str | Path, limit: int = 64 * 1024 * 1024) -> bytes:
     """Read a small file (snapshot, txn index, text file) whole, with a one-line error."""
     fd, stat = open_regular(path)
-    if stat.st_size > limit:
-        os.close(fd)
-        raise UnreadableInputError(f"larger than {limit} bytes", path)
     try:
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read(limit + 1)
+        if stat.st_size > limit:
+            raise UnreadableInputError(f"larger than {limit} bytes", path)
+        data = _read_all(fd, stat.st_size, limit)
     except OSError as exc:
         raise UnreadableInputError(f"cannot read: {_reason(exc)}", path) from None
+    finally:
+        os.close(fd)
     if len(data) > limit:
         raise UnreadableInputError(f"larger than {limit} bytes", path)
     return data
+
+
+def _read_all(fd: int, size: int, limit: int) -> bytes:
+    """Up to ``limit + 1`` bytes of ``fd``: one ``read`` of the size ``fstat`` gave (plus one
+    byte, to see a file that grew); more only after a short read or while the file keeps
+    giving bytes (a file that grew, a ``/proc``-like file of size 0)."""
+    data = os.read(fd, min(size, limit) + 1)
+    if len(data) == size:
+        return data
+    chunks = [data]
+    total = len(data)
+    while total <= limit and chunks[-1]:
+        chunk = os.read(fd, min(limit + 1 - total, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
 
 
 _KINDS = ((stat_module.S_ISFIFO, "a FIFO"), (stat_module.S_ISCHR, "a character device"),

@@ -120,6 +120,11 @@ class _MappedIndex:
         raise NotImplementedError
 
 
+def _absolute(path: str) -> str:
+    """The absolute path Kafka's messages name (built only for a message)."""
+    return str(Path(path).absolute())
+
+
 class OffsetIndex(_MappedIndex):
     """``<base>.index``: 8-byte entries (relative offset, position)."""
 
@@ -180,15 +185,14 @@ class OffsetIndex(_MappedIndex):
 
     def sanity_check(self) -> None:
         """``OffsetIndex.sanityCheck``: raises :class:`CorruptIndexError` like Kafka."""
-        absolute = str(Path(self.path).absolute())
         last_offset = self.last_entry.offset
         if self.entries != 0 and last_offset < self.base_offset:
             raise CorruptIndexError(
-                f"Corrupt index found, index file {absolute} has non-zero size but the last offset "
+                f"Corrupt index found, index file {_absolute(self.path)} has non-zero size but the last offset "
                 f"is {last_offset} which is less than the base offset {self.base_offset}", self.path)
         if self.length % self.entry_size != 0:
             raise CorruptIndexError(
-                f"Index file {absolute} is corrupt, found {self.length} bytes which is neither "
+                f"Index file {_absolute(self.path)} is corrupt, found {self.length} bytes which is neither "
                 f"positive nor a multiple of {self.entry_size}", self.path)
 
 
@@ -230,23 +234,22 @@ class TimeIndex(_MappedIndex):
 
     def sanity_check(self) -> None:
         """``TimeIndex.sanityCheck``: raises :class:`CorruptIndexError` like Kafka."""
-        absolute = str(Path(self.path).absolute())
         last = self.last_entry
         if self.entries != 0:
             first_timestamp = self._raw(0)[0]
             if last.timestamp < first_timestamp:
                 raise CorruptIndexError(
-                    f"Corrupt time index found, time index file ({absolute}) has non-zero size but "
-                    f"the last timestamp is {last.timestamp} which is less than the first timestamp "
+                    f"Corrupt time index found, time index file ({_absolute(self.path)}) has non-zero size "
+                    f"but the last timestamp is {last.timestamp} which is less than the first timestamp "
                     f"{first_timestamp}", self.path)
             if last.offset < self.base_offset:
                 raise CorruptIndexError(
-                    f"Corrupt time index found, time index file ({absolute}) has non-zero size but "
-                    f"the last offset is {last.offset} which is less than the first offset "
+                    f"Corrupt time index found, time index file ({_absolute(self.path)}) has non-zero size "
+                    f"but the last offset is {last.offset} which is less than the first offset "
                     f"{self.base_offset}", self.path)
         if self.length % self.entry_size != 0:
             raise CorruptIndexError(
-                f"Time index file {absolute} is corrupt, found {self.length} bytes which is neither "
+                f"Time index file {_absolute(self.path)} is corrupt, found {self.length} bytes which is neither "
                 f"positive nor a multiple of {self.entry_size}", self.path)
 
 
@@ -281,22 +284,20 @@ class TransactionIndex:
 
     def aborted_txns(self) -> Iterator[AbortedTxn]:
         """Entries in file order; a version byte above 0 stops with Kafka's error."""
-        absolute = str(Path(self.path).absolute())
         for n in range(self.entries):
             txn = AbortedTxn(*_ABORTED_TXN.unpack_from(self._data, n * self.entry_size))
             if txn.version > 0:
                 raise DecodeError(
                     f"Unexpected aborted transaction version {txn.version} in transaction index "
-                    f"{absolute}, current version is 0", self.path, n * self.entry_size)
+                    f"{_absolute(self.path)}, current version is 0", self.path, n * self.entry_size)
             yield txn
 
     def sanity_check(self) -> None:
         """``TransactionIndex.sanityCheck``: every entry's last offset >= the base offset."""
-        absolute = str(Path(self.path).absolute())
         for txn in self.aborted_txns():
             if txn.last_offset < self.base_offset:
                 raise CorruptIndexError(
-                    f"Last offset of aborted transaction {_txn_text(txn)} in index {absolute} is less "
+                    f"Last offset of aborted transaction {_txn_text(txn)} in index {_absolute(self.path)} is less "
                     f"than start offset {self.base_offset}", self.path)
 
 

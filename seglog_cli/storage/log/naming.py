@@ -37,6 +37,8 @@ METADATA_TOPIC = "__cluster_metadata"
 
 _SEGMENT_NAME = re.compile(r"^(\d+)(?:-([A-Za-z0-9_-]{22}|[0-9a-fA-F-]{32,36}))?(\.[a-z]+)((?:\.[a-z]+)*)$")
 _KRAFT_SNAPSHOT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+SEGMENT_NAME = _SEGMENT_NAME  # groups: offset digits, remote id, suffix, temp suffixes
+KRAFT_SNAPSHOT_NAME = _KRAFT_SNAPSHOT
 _SPECIAL_DIR = re.compile(r"^(\S+)-(\S+)\.(\S+)(-delete|-future|-stray)$")
 
 

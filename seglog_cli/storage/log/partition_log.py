@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import bisect
 import copy
-from dataclasses import dataclass, field, replace
+import os
 from pathlib import Path
 
 from seglog_cli.storage.log.errors import UnreadableInputError
 from seglog_cli.storage.log.files import NOT_A_FILE_DIRECTORY, regular_file_problem
 from seglog_cli.storage.log.naming import (
     CHECKPOINT_SUFFIX,
+    KRAFT_SNAPSHOT_NAME,
+    SEGMENT_NAME,
+    MAX_OFFSET,
     LOG_SUFFIX,
     METADATA_TOPIC,
     OFFSET_OUT_OF_RANGE,
@@ -30,24 +33,73 @@ from seglog_cli.storage.log.naming import (
     offset_out_of_range,
     parse_segment_file_name,
 )
-from seglog_cli.storage.log.segments import LogSegment, OffsetMatch
+from seglog_cli.storage.log.segments import LogSegment, OffsetMatch, join_name
 
 REMOTE_LOG_INDEX_CACHE = "remote-log-index-cache"
 
 
-@dataclass
-class PartitionFiles:
-    """The files of a partition directory, by role (paths, sorted by offset)."""
+_LISTS = ("snapshots", "kraft_snapshots", "index_files", "temp_files", "other_files")
 
-    segments: list[LogSegment] = field(default_factory=list)
-    snapshots: list[Path] = field(default_factory=list)
-    kraft_snapshots: list[Path] = field(default_factory=list)
-    index_files: list[Path] = field(default_factory=list)
-    temp_files: list[Path] = field(default_factory=list)
-    other_files: list[Path] = field(default_factory=list)
-    # entries that are no regular file (a FIFO, a device, a socket, a dangling symlink, a loop)
-    # or whose offset does not fit a long: (path, why); Kafka skips the first kind, fails on the second
-    unusable: list[tuple[Path, str]] = field(default_factory=list)
+
+class PartitionFiles:
+    """The files of a partition directory, by role (sorted by offset): ``segments``, and the
+    paths of ``snapshots``, ``kraft_snapshots``, ``index_files``, ``temp_files`` and
+    ``other_files``. Listed as names; the :class:`~pathlib.Path` lists are built when first
+    asked for (:meth:`names` and :meth:`files` give them as ``str``, as a log dir of 10^5
+    segments wants them). ``unusable``: entries that are no regular file (a FIFO, a device, a
+    socket, a dangling symlink, a loop) or whose offset does not fit a long, as (path, why);
+    Kafka skips the first kind, fails on the second."""
+
+    __slots__ = ("segments", "unusable", "directory", "regular_names", "_names", "_paths")
+
+    def __init__(self, segments=None, snapshots=None, kraft_snapshots=None, index_files=None, temp_files=None,
+                 other_files=None, unusable=None, *, directory: str | None = None, names: dict | None = None,
+                 regular_names: frozenset | None = None):
+        self.segments: list[LogSegment] = [] if segments is None else segments
+        self.unusable: list[tuple[Path, str]] = [] if unusable is None else unusable
+        self.directory = directory  # str(Path(...)) of the directory the names are in
+        self.regular_names = regular_names  # every regular file listed (None: not listed)
+        self._names: dict[str, list[str]] = names or {}
+        self._paths: dict[str, list[Path]] = {}
+        for kind, given in zip(_LISTS, (snapshots, kraft_snapshots, index_files, temp_files, other_files)):
+            if given is not None:
+                self._paths[kind] = list(given)
+
+    def names(self, kind: str) -> list[str]:
+        """The file names of one role (``"snapshots"``, ``"index_files"``, ...)."""
+        if kind in self._paths:
+            return [path.name for path in self._paths[kind]]
+        return self._names.get(kind, [])
+
+    def files(self, kind: str) -> list[str]:
+        """The paths of one role, as ``str``."""
+        if kind in self._paths:
+            return [str(path) for path in self._paths[kind]]
+        directory = self.directory
+        return [join_name(directory, name) for name in self._names.get(kind, [])]
+
+    def _path_list(self, kind: str) -> list[Path]:
+        paths = self._paths.get(kind)
+        if paths is None:
+            base = Path(self.directory) if self.directory is not None else None
+            paths = self._paths[kind] = [base / name for name in self._names.get(kind, [])]
+        return paths
+
+    snapshots = property(lambda self: self._path_list("snapshots"))
+    kraft_snapshots = property(lambda self: self._path_list("kraft_snapshots"))
+    index_files = property(lambda self: self._path_list("index_files"))
+    temp_files = property(lambda self: self._path_list("temp_files"))
+    other_files = property(lambda self: self._path_list("other_files"))
+
+    def with_segments(self, segments: list[LogSegment]) -> "PartitionFiles":
+        out = PartitionFiles(segments, unusable=self.unusable, directory=self.directory, names=self._names,
+                             regular_names=self.regular_names)
+        out._paths = self._paths
+        return out
+
+    def __repr__(self) -> str:
+        return (f"PartitionFiles(segments={self.segments!r}, "
+                + ", ".join(f"{kind}={getattr(self, kind)!r}" for kind in _LISTS) + f", unusable={self.unusable!r})")
 
 
 class PartitionLog:
@@ -56,10 +108,11 @@ class PartitionLog:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        if not self.path.is_dir():
+        self.directory = str(self.path)
+        if not os.path.isdir(self.directory):
             raise UnreadableInputError("not a directory", self.path)
         self.name: PartitionDirName | None = parse_partition_dir_name(self.path.name)
-        self.files = _list_partition(self.path)
+        self.files = _list_partition(self.path, self.directory)
         self._bases = [segment.base_offset for segment in self.files.segments]
 
     def __repr__(self) -> str:
@@ -77,6 +130,11 @@ class PartitionLog:
     def segments(self) -> list[LogSegment]:
         return self.files.segments
 
+    def has_file(self, name: str) -> bool:
+        """Whether the directory held a regular file ``name`` when it was listed."""
+        regular = self.files.regular_names
+        return name in regular if regular is not None else os.path.isfile(join_name(self.directory, name))
+
     @property
     def is_metadata_log(self) -> bool:
         return self.topic == METADATA_TOPIC
@@ -89,7 +147,7 @@ class PartitionLog:
         """This partition with ``segments`` in place of the files listed (what a plan leaves:
         recovery's kept segments, completed swaps); the other files as listed."""
         view = copy.copy(self)
-        view.files = replace(self.files, segments=sorted(segments, key=lambda s: s.base_offset))
+        view.files = self.files.with_segments(sorted(segments, key=lambda s: s.base_offset))
         view._bases = [segment.base_offset for segment in view.files.segments]
         return view
 
@@ -127,37 +185,54 @@ class PartitionLog:
         return self.segments[-1].read_next_offset() if self.segments else None
 
 
-def _list_partition(path: Path) -> PartitionFiles:
-    files = PartitionFiles()
+def _list_partition(path: Path, directory: str) -> PartitionFiles:
+    """One ``scandir`` of the directory; a ``stat`` only for entries that are not plainly
+    regular files (symlinks, anything else), to say why they cannot be used."""
     try:
-        entries = sorted(path.iterdir(), key=lambda p: p.name)
+        with os.scandir(directory) as listing:
+            entries = sorted(((entry.name, entry.is_file(follow_symlinks=False)) for entry in listing))
     except OSError as exc:
         raise UnreadableInputError(f"cannot list directory: {exc.strerror}", path) from None
-    for entry in entries:
-        problem = regular_file_problem(entry)
-        if problem is not None or offset_out_of_range(entry.name):
+    segments, unusable = [], []
+    names: dict[str, list[str]] = {kind: [] for kind in _LISTS}
+    snapshots, kraft, indexes, temps, others = (names[kind] for kind in _LISTS)
+    snapshot_bases: dict[str, int] = {}
+    regular = []
+    match_segment, match_kraft = SEGMENT_NAME.match, KRAFT_SNAPSHOT_NAME.match
+    for name, plain in entries:
+        problem = None if plain else regular_file_problem(join_name(directory, name))
+        match = match_segment(name)
+        out_of_range = (int(match.group(1)) > MAX_OFFSET if match is not None
+                        else offset_out_of_range(name))
+        if problem is not None or out_of_range:
             if problem != NOT_A_FILE_DIRECTORY:
-                files.unusable.append((entry, problem or OFFSET_OUT_OF_RANGE))
+                unusable.append((path / name, problem or OFFSET_OUT_OF_RANGE))
             continue
-        parsed = parse_segment_file_name(entry.name)
-        if parsed is None:
-            if parse_kraft_snapshot_name(entry.name) is not None:
-                files.kraft_snapshots.append(entry)
-            else:
-                files.other_files.append(entry)
-        elif parsed.is_temp:
-            files.temp_files.append(entry)
-        elif parsed.suffix == LOG_SUFFIX:
-            files.segments.append(LogSegment(entry, parsed.base_offset))
-        elif parsed.suffix == SNAPSHOT_SUFFIX:
-            files.snapshots.append(entry)
-        elif parsed.suffix == CHECKPOINT_SUFFIX:
-            files.kraft_snapshots.append(entry)
+        regular.append(name)
+        if match is None:
+            (kraft if match_kraft(name) is not None else others).append(name)
+            continue
+        digits, _remote, suffix, temp = match.groups()
+        if temp:
+            temps.append(name)
+        elif suffix == LOG_SUFFIX:
+            segments.append((int(digits), name))
+        elif suffix == SNAPSHOT_SUFFIX:
+            snapshots.append(name)
+            snapshot_bases[name] = int(digits)
+        elif suffix == CHECKPOINT_SUFFIX:
+            kraft.append(name)
         else:
-            files.index_files.append(entry)
-    files.segments.sort(key=lambda segment: segment.base_offset)
-    files.snapshots.sort(key=lambda p: parse_segment_file_name(p.name).base_offset)
-    return files
+            indexes.append(name)
+    siblings = frozenset(regular)
+    segments.sort(key=_first)
+    snapshots.sort(key=snapshot_bases.__getitem__)
+    return PartitionFiles([LogSegment(join_name(directory, name), base, siblings=siblings) for base, name in segments],
+                          unusable=unusable, directory=directory, names=names, regular_names=siblings)
+
+
+def _first(pair):
+    return pair[0]
 
 
 class LogDir:
@@ -168,35 +243,59 @@ class LogDir:
         if not self.path.is_dir():
             raise UnreadableInputError("not a directory", self.path)
 
+    def _entries(self) -> list[tuple[str, str]]:
+        """(name, kind) of each entry, sorted by name, from one ``scandir``: kind ``"file"`` and
+        ``"dir"`` for what is plainly one (no symlink), ``"link"`` for a symlink, ``"other"``."""
+        entries = []
+        with os.scandir(self.path) as listing:
+            for entry in listing:
+                if entry.is_file(follow_symlinks=False):
+                    kind = "file"
+                elif entry.is_dir(follow_symlinks=False):
+                    kind = "dir"
+                else:
+                    kind = "link" if entry.is_symlink() else "other"
+                entries.append((entry.name, kind))
+        entries.sort()
+        return entries
+
     def partition_dirs(self) -> list[Path]:
         """Sub-directories Kafka would load as logs, ordered by topic then partition number;
         ``remote-log-index-cache`` is skipped, the metadata log included."""
         found = []
-        for entry in self.path.iterdir():
+        for name, kind in self._entries():
             # only real directories: a symlink (``loop-0 -> .``) is no partition of this log dir
-            if entry.is_symlink() or not entry.is_dir() or entry.name == REMOTE_LOG_INDEX_CACHE:
+            if kind != "dir" or name == REMOTE_LOG_INDEX_CACHE:
                 continue
-            name = parse_partition_dir_name(entry.name)
-            if name is not None:
-                found.append((name.topic, name.partition, name.kind, entry))
-        return [entry for *_, entry in sorted(found, key=lambda item: item[:3])]
+            parsed = parse_partition_dir_name(name)
+            if parsed is not None:
+                found.append((parsed.topic, parsed.partition, parsed.kind, name))
+        found.sort(key=_first_three)
+        path = self.path
+        return [path / name for *_, name in found]
 
     def partitions(self) -> list[PartitionLog]:
         return [PartitionLog(path) for path in self.partition_dirs()]
 
     def unexpected_dirs(self) -> list[Path]:
         """Sub-directories whose names Kafka refuses (broker start-up would abort)."""
-        return sorted(entry for entry in self.path.iterdir()
-                      if entry.is_dir() and entry.name != REMOTE_LOG_INDEX_CACHE
-                      and parse_partition_dir_name(entry.name) is None)
+        return [self.path / name for name, kind in self._entries()
+                if (kind == "dir" or kind == "link" and (self.path / name).is_dir())
+                and name != REMOTE_LOG_INDEX_CACHE and parse_partition_dir_name(name) is None]
 
     def root_files(self) -> list[Path]:
-        return sorted(entry for entry in self.path.iterdir() if regular_file_problem(entry) is None)
+        return [self.path / name for name, kind in self._entries()
+                if kind == "file" or kind != "dir" and regular_file_problem(self.path / name) is None]
 
     def unusable_root_files(self) -> list[tuple[Path, str]]:
         """Entries of the log dir that are neither regular files nor directories: (path, why)."""
-        found = ((entry, regular_file_problem(entry)) for entry in sorted(self.path.iterdir()))
+        found = ((self.path / name, regular_file_problem(self.path / name))
+                 for name, kind in self._entries() if kind not in ("file", "dir"))
         return [(entry, why) for entry, why in found if why is not None and why != NOT_A_FILE_DIRECTORY]
+
+
+def _first_three(item):
+    return item[:3]
 
 
 def looks_like_partition_dir(path: Path) -> bool:

@@ -8,6 +8,7 @@ index, then a scan and a record-level search (``LogSegment.findOffsetByTimestamp
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,35 +33,131 @@ class OffsetMatch:
     position: int
 
 
-class LogSegment:
-    """A segment identified by its ``.log`` path; index files are looked up beside it."""
+def join_name(directory: str, name: str) -> str:
+    """``str(Path(directory) / name)`` for a ``directory`` that is already ``str(Path(...))``,
+    without building a Path."""
+    if directory == ".":
+        return name
+    return directory + name if directory.endswith("/") else directory + "/" + name
 
-    def __init__(self, log_path: str | Path, base_offset: int | None = None):
-        self.log_path = Path(log_path)
+
+class LogSegment:
+    """A segment identified by its ``.log`` path; index files are looked up beside it.
+
+    The paths are built when first asked for (a log dir of 10^5 segments lists them all); the
+    ``*_file`` properties give the same paths as ``str``. ``siblings``, when the segment comes
+    from a directory listing (:class:`~seglog_cli.storage.log.partition_log.PartitionLog`), is
+    the set of names of that directory's regular files: :meth:`has_file` answers from it
+    without a ``stat``."""
+
+    __slots__ = ("base_offset", "siblings", "_log", "_log_file", "_stem", "_log_path", "_index_path",
+                 "_time_index_path", "_txn_index_path")
+
+    def __init__(self, log_path: str | Path, base_offset: int | None = None, *, siblings: frozenset | None = None):
+        if type(log_path) is str and not log_path.endswith("/") and "//" not in log_path and "/./" not in log_path \
+                and not log_path.startswith("./") and not log_path.endswith("/.") and log_path not in ("", "."):
+            self._log_file, self._log_path = log_path, None  # already as Path would print it
+        else:
+            self._log_path = Path(log_path)
+            self._log_file = str(self._log_path)
+        name = self._log_file.rsplit("/", 1)[-1]
         if base_offset is None:
-            parsed = parse_segment_file_name(self.log_path.name)
+            parsed = parse_segment_file_name(name)
             base_offset = parsed.base_offset if parsed else 0
         self.base_offset = base_offset
-        stem = self.log_path.name[: -len(".log")] if self.log_path.name.endswith(".log") else self.log_path.stem
-        self.index_path = self.log_path.with_name(stem + INDEX_SUFFIX)
-        self.time_index_path = self.log_path.with_name(stem + TIME_INDEX_SUFFIX)
-        self.txn_index_path = self.log_path.with_name(stem + TXN_INDEX_SUFFIX)
+        self._stem = self._log_file[:-4] if name.endswith(".log") else None
+        self._index_path = self._time_index_path = self._txn_index_path = None
+        self.siblings = siblings
         self._log: MappedFile | None = None
 
     def __repr__(self) -> str:
-        return f"LogSegment({str(self.log_path)!r}, base_offset={self.base_offset})"
+        return f"LogSegment({self._log_file!r}, base_offset={self.base_offset})"
+
+    # -- paths -----------------------------------------------------------------------------
+
+    @property
+    def log_path(self) -> Path:
+        if self._log_path is None:
+            self._log_path = Path(self._log_file)
+        return self._log_path
+
+    @property
+    def log_file(self) -> str:
+        """``str(self.log_path)``."""
+        return self._log_file
+
+    def _sibling(self, suffix: str) -> str:
+        if self._stem is not None:
+            return self._stem + suffix
+        path = self.log_path
+        return str(path.with_name(path.stem + suffix))
+
+    @property
+    def index_path(self) -> Path:
+        if self._index_path is None:
+            self._index_path = Path(self._sibling(INDEX_SUFFIX))
+        return self._index_path
+
+    @index_path.setter
+    def index_path(self, path) -> None:
+        self._index_path = Path(path)
+
+    @property
+    def time_index_path(self) -> Path:
+        if self._time_index_path is None:
+            self._time_index_path = Path(self._sibling(TIME_INDEX_SUFFIX))
+        return self._time_index_path
+
+    @time_index_path.setter
+    def time_index_path(self, path) -> None:
+        self._time_index_path = Path(path)
+
+    @property
+    def txn_index_path(self) -> Path:
+        if self._txn_index_path is None:
+            self._txn_index_path = Path(self._sibling(TXN_INDEX_SUFFIX))
+        return self._txn_index_path
+
+    @txn_index_path.setter
+    def txn_index_path(self, path) -> None:
+        self._txn_index_path = Path(path)
+
+    @property
+    def index_file(self) -> str:
+        """``str(self.index_path)``."""
+        return self._sibling(INDEX_SUFFIX) if self._index_path is None else str(self._index_path)
+
+    @property
+    def time_index_file(self) -> str:
+        """``str(self.time_index_path)``."""
+        return self._sibling(TIME_INDEX_SUFFIX) if self._time_index_path is None else str(self._time_index_path)
+
+    @property
+    def txn_index_file(self) -> str:
+        """``str(self.txn_index_path)``."""
+        return self._sibling(TXN_INDEX_SUFFIX) if self._txn_index_path is None else str(self._txn_index_path)
+
+    def has_file(self, path: str) -> bool:
+        """Whether ``path`` (one of this segment's files, as ``str``) is a regular file: from
+        the directory listing when the segment has one, else a ``stat``."""
+        siblings = self.siblings
+        if siblings is not None:
+            directory, _, name = path.rpartition("/")
+            if directory == self._log_file.rpartition("/")[0]:
+                return name in siblings
+        return os.path.isfile(path)
 
     # -- files -----------------------------------------------------------------------------
 
     @property
     def log(self) -> MappedFile:
         if self._log is None:
-            self._log = MappedFile(self.log_path)
+            self._log = MappedFile(self._log_file)
         return self._log
 
     @property
     def size(self) -> int:
-        return self.log_path.stat().st_size
+        return os.stat(self._log_file).st_size
 
     def close(self) -> None:
         if self._log is not None:
@@ -116,7 +213,7 @@ class LogSegment:
         buf = self.log.buffer
         for batch in LogScan(self.log, position, resync=False, check_crc=False):
             if batch.max_timestamp >= timestamp:
-                for record in read_records(buf, batch, str(self.log_path)):
+                for record in read_records(buf, batch, self._log_file):
                     if record.timestamp >= timestamp and record.offset >= starting_offset:
                         return record.offset
         return None

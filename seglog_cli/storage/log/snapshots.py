@@ -68,15 +68,28 @@ def read_snapshot(path: str | Path, data: bytes | None = None) -> ProducerSnapsh
     path = str(path)
     if data is None:
         data = read_small_file(path)
+    version, crc, count = _checked_header(data, path)
+    entries = tuple(_entry(data, layout.SNAPSHOT_HEADER_SIZE + n * _ENTRY.size)
+                    for n in range(count))
+    return ProducerSnapshot(path, _offset_from_name(path), version, crc, entries)
+
+
+def check_snapshot(path: str) -> int:
+    """:func:`read_snapshot`'s checks without building its entries: the snapshot's offset
+    (from its name), or :class:`CorruptSnapshotError` with Kafka's message."""
+    _checked_header(read_small_file(path), path)
+    return _offset_from_name(path)
+
+
+def _checked_header(data: bytes, path: str) -> tuple[int, int, int]:
+    """The header of a snapshot whose schema and CRC are good: (version, crc, count)."""
     version, crc, count = _parse_header(data, path)
     computed = crc32c(memoryview(data)[layout.SNAPSHOT_CRC_COVERED_START:])
     if crc != computed:
         raise CorruptSnapshotError(
             f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {crc}. Computed crc: {computed}",
             path)
-    entries = tuple(_entry(data, layout.SNAPSHOT_HEADER_SIZE + n * _ENTRY.size)
-                    for n in range(count))
-    return ProducerSnapshot(path, _offset_from_name(path), version, crc, entries)
+    return version, crc, count
 
 
 def _parse_header(data: bytes, path: str) -> tuple[int, int, int]:
@@ -115,14 +128,14 @@ def _entry(data: bytes, position: int) -> ProducerStateEntry:
 
 
 def _offset_from_name(path: str) -> int:
-    name = Path(path).name
+    name = path.rpartition("/")[2] if "/" in path and not path.endswith("/") else Path(path).name
     try:
         return int(name.split(".", 1)[0])
     except ValueError:
         return -1
 
 
-__all__ = ["BatchMetadata", "ProducerSnapshot", "ProducerStateEntry", "decrement_sequence",
+__all__ = ["BatchMetadata", "ProducerSnapshot", "ProducerStateEntry", "check_snapshot", "decrement_sequence",
            "increment_sequence", "read_snapshot"]
 
 

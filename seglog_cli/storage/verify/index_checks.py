@@ -25,7 +25,6 @@ import operator
 import sys
 from array import array
 from itertools import islice
-from pathlib import Path
 
 from seglog_cli.storage.log import native
 from seglog_cli.storage.log.errors import SeglogError
@@ -201,8 +200,8 @@ class IndexChecker(_EntryChecker):
 
     @classmethod
     def open(cls, segment, log_size: int, owner, active: bool):
-        path = str(segment.index_path)
-        if not Path(path).is_file():
+        path = segment.index_file
+        if not segment.has_file(path):
             owner.add(Code.INDEX_MISSING, WARNING, None,
                       "no .index: Kafka recovers this segment at start-up (rebuilds its indexes)", path=path)
             return _NoIndex()
@@ -365,8 +364,8 @@ class TimeIndexChecker(_EntryChecker):
 
     @classmethod
     def open(cls, segment, owner, active: bool):
-        path = str(segment.time_index_path)
-        if not Path(path).is_file():
+        path = segment.time_index_file
+        if not segment.has_file(path):
             owner.add(Code.TIME_INDEX_MISSING, WARNING, None,
                       "no .timeindex: Kafka creates an empty one and then dates the segment by the file's "
                       "mtime (time retention, timestamp lookups)", path=path)

@@ -70,10 +70,10 @@ def is_batch_file(name: str) -> bool:
     return name == BOOTSTRAP_CHECKPOINT or parse_kraft_snapshot_name(name) is not None
 
 
-def read_text_file(path: Path, findings: list[Finding]):
+def read_text_file(path: Path | str, findings: list[Finding]):
     """The parsed content of a checkpoint or metadata file, or None (with a finding) when Kafka
     would reject it. ``.lock`` and ``.kafka_cleanshutdown`` always read as present."""
-    name = path.name
+    name = path.rpartition("/")[2] if type(path) is str else path.name
     if name == LOCK:
         return True
     try:

@@ -22,7 +22,8 @@ from seglog_cli.storage.log.indexes import TransactionIndex
 from seglog_cli.storage.log.naming import parse_partition_dir_name, parse_segment_file_name
 from seglog_cli.storage.log.partition_log import PartitionLog
 from seglog_cli.storage.log.records import read_records
-from seglog_cli.storage.log.snapshots import read_snapshot
+from seglog_cli.storage.log.segments import join_name
+from seglog_cli.storage.log.snapshots import check_snapshot
 from seglog_cli.storage.verify.verify_files import read_text_file, verify_batch_file
 from seglog_cli.storage.verify.verify_segment import SHALLOW, SegmentSummary, SegmentVerifier, TxnEvent
 
@@ -91,7 +92,7 @@ def open_partition_report(path: str | Path) -> tuple[PartitionReport, PartitionL
         report = PartitionReport(str(path), name and name.topic, name and name.partition)
         report.findings.append(Finding(Code.UNREADABLE_FILE, ERROR, str(path), None, exc.message))
         return report, None
-    report = PartitionReport(str(log.path), log.topic, log.partition)
+    report = PartitionReport(log.directory, log.topic, log.partition)
     for entry, why in log.files.unusable:
         report.findings.append(Finding(Code.UNREADABLE_FILE, ERROR, str(entry), None, why))
     return report, log
@@ -196,32 +197,33 @@ def _between(previous: SegmentSummary, current: SegmentSummary, findings: list[F
 def _files(log: PartitionLog, report: PartitionReport, level: str) -> None:
     findings = report.findings
     bases = {segment.base_offset for segment in log.segments}
-    for path in log.files.index_files:
-        parsed = parse_segment_file_name(path.name)
+    files = log.files
+    for name, path in zip(files.names("index_files"), files.files("index_files")):
+        parsed = parse_segment_file_name(name)
         if parsed is not None and parsed.base_offset not in bases:
             if (log.path.parent / JOURNAL_POINTER).is_file():  # seglog writes a new segment's .log last
-                findings.append(Finding(Code.ORPHAN_INDEX, INFO, str(path), None,
+                findings.append(Finding(Code.ORPHAN_INDEX, INFO, path, None,
                                         "an index file without its .log, in a log dir where a seglog run was "
                                         "interrupted (the next writing seglog command rolls it back; Kafka deletes "
                                         "the file at start-up)"))
                 continue
-            findings.append(Finding(Code.ORPHAN_INDEX, WARNING, str(path), None,
+            findings.append(Finding(Code.ORPHAN_INDEX, WARNING, path, None,
                                     "an index file without its .log: Kafka deletes it at start-up"))
-    for path in log.files.temp_files:
-        suffix = next((s for s in TEMP_FILE_SEVERITY if path.name.endswith(s)), None)
+    for name, path in zip(files.names("temp_files"), files.files("temp_files")):
+        suffix = next((s for s in TEMP_FILE_SEVERITY if name.endswith(s)), None)
         if suffix is not None:
             severity, why = TEMP_FILE_SEVERITY[suffix]
-            findings.append(Finding(Code.STRAY_TEMP_FILE, severity, str(path), None, f"{suffix} file: {why}"))
-    for path in log.files.other_files:
-        if path.name.endswith(".tmp"):
+            findings.append(Finding(Code.STRAY_TEMP_FILE, severity, path, None, f"{suffix} file: {why}"))
+    for name, path in zip(files.names("other_files"), files.files("other_files")):
+        if name.endswith(".tmp"):
             severity, why = TEMP_FILE_SEVERITY[".tmp"]
-            findings.append(Finding(Code.STRAY_TEMP_FILE, severity, str(path), None, f".tmp file: {why}"))
+            findings.append(Finding(Code.STRAY_TEMP_FILE, severity, path, None, f".tmp file: {why}"))
     _snapshots(log, report)
     for name in ("partition.metadata", "quorum-state"):
-        if (log.path / name).is_file():
-            read_text_file(log.path / name, findings)
-    for path in log.files.kraft_snapshots:
-        if not path.name.endswith(".checkpoint"):
+        if log.has_file(name):
+            read_text_file(join_name(log.directory, name), findings)
+    for name, path in zip(files.names("kraft_snapshots"), files.files("kraft_snapshots")):
+        if not name.endswith(".checkpoint"):
             continue  # .checkpoint.part / .checkpoint.deleted: temp files, listed above
         summary = verify_batch_file(path, level, findings)
         report.batches += summary.batches
@@ -233,14 +235,14 @@ def _snapshots(log: PartitionLog, report: PartitionReport) -> None:
     findings = report.findings
     bases = sorted(segment.base_offset for segment in log.segments)
     offsets = []
-    for path in log.files.snapshots:
+    for path in log.files.files("snapshots"):
         try:
-            snapshot = read_snapshot(path)
+            offset = check_snapshot(path)
         except SeglogError as exc:
-            findings.append(Finding(Code.SNAPSHOT_CORRUPT, WARNING, str(path), exc.position,
+            findings.append(Finding(Code.SNAPSHOT_CORRUPT, WARNING, path, exc.position,
                                     f"{exc.message} (Kafka deletes it and rebuilds the producer state from the log)"))
             continue
-        offsets.append((snapshot.offset, str(path)))
+        offsets.append((offset, path))
     if not offsets or (log.name is not None and log.name.kind == "remote"):
         return  # a remote fileset's snapshot stands for its segment's end, not the offset in its name
     highest = max(offset for offset, _ in offsets)
@@ -271,16 +273,16 @@ def _leader_epochs(log: PartitionLog, report: PartitionReport, summaries: list[S
     """The leader-epoch-checkpoint: readable, increasing, within the log, and naming the epoch of
     every batch (Kafka answers OffsetsForLeaderEpoch from it; a missing epoch makes followers
     truncate at the wrong offset). Kafka rebuilds it only for the segments it recovers."""
-    path = log.path / "leader-epoch-checkpoint"
-    if not path.is_file():
+    if not log.has_file("leader-epoch-checkpoint"):
         return
+    path = join_name(log.directory, "leader-epoch-checkpoint")
     entries = read_text_file(path, report.findings)
     if entries is None:
         return
     for previous, entry in zip(entries, entries[1:]):
         if entry.epoch <= previous.epoch or entry.start_offset < previous.start_offset:
             report.findings.append(Finding(
-                Code.LEADER_EPOCH_NOT_INCREASING, ERROR, str(path), None,
+                Code.LEADER_EPOCH_NOT_INCREASING, ERROR, path, None,
                 f"epoch {entry.epoch} at offset {entry.start_offset} follows epoch {previous.epoch} at offset "
                 f"{previous.start_offset}", offset=entry.start_offset))
             return
@@ -288,7 +290,7 @@ def _leader_epochs(log: PartitionLog, report: PartitionReport, summaries: list[S
     for entry in entries:
         if end is not None and entry.start_offset > end:
             report.findings.append(Finding(
-                Code.LEADER_EPOCH_PAST_LOG_END, WARNING, str(path), None,
+                Code.LEADER_EPOCH_PAST_LOG_END, WARNING, path, None,
                 f"epoch {entry.epoch} starts at offset {entry.start_offset}, past the log end offset {end}: Kafka "
                 f"truncates the cache at start-up", offset=entry.start_offset))
     starts = [entry.start_offset for entry in entries]
@@ -310,7 +312,7 @@ def _leader_epochs(log: PartitionLog, report: PartitionReport, summaries: list[S
             continue
         said = f"epoch {entries[i].epoch} from offset {starts[i]}" if i >= 0 else "no epoch"
         report.findings.append(Finding(
-            Code.LEADER_EPOCH_NOT_IN_CHECKPOINT, WARNING, str(path), None,
+            Code.LEADER_EPOCH_NOT_IN_CHECKPOINT, WARNING, path, None,
             f"batches from offset {first} carry leader epoch {epoch}, but the checkpoint gives {said} there "
             f"(Kafka rebuilds it only when it recovers those segments)", offset=first))
 
@@ -377,9 +379,9 @@ def _marker_types(segment, events: list[TxnEvent], findings) -> dict[int, str]:
 
 def _compare_txn_index(segment, expected: list[tuple], abort_markers: set, unknown: list, uncertain_from: float,
                        findings: list[Finding], log_end: int | None = None) -> None:
-    path = segment.txn_index_path
+    path = segment.txn_index_file
     actual = []
-    if path.is_file():
+    if segment.has_file(path):
         index = TransactionIndex(path, segment.base_offset)
         try:
             actual = [(t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset) for t in index.aborted_txns()]

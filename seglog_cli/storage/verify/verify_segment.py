@@ -157,7 +157,7 @@ class SegmentVerifier:
         self.level = level
         self.want_txn = want_txn
         self.indexes = indexes
-        self.path = str(segment.log_path)
+        self.path = segment.log_file
         self.summary = SegmentSummary(segment.base_offset, self.path)
         self.order = OffsetOrder(segment.base_offset)
         self.blamed: set[int] = set()  # positions of batches whose offsets are out of order

@@ -12,7 +12,7 @@
   once per partition is N listings of N entries.
 
 :func:`assert_linear` compares two counts, at N and at ``factor`` x N partitions: each figure,
-and each function's calls, may grow at most ``factor`` times plus a constant. The constant
+and each function's calls, may grow at most ``factor`` times (plus 1 %) plus a constant. The constant
 absorbs work done once (a table built at first use); anything that grows with the square of the
 partitions exceeds it from a few dozen partitions on.
 """
@@ -27,6 +27,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 _ACTIVE: list["Work"] = []
+# the inputs at N and 4N are alike, not identical (longer names, the one metadata log that holds
+# every topic): 1 % more than 4x is noise, while work that grows with the square is 16x
+RELATIVE_SLACK = 0.01
+# calls whose count depends on how threads and processes happen to meet, not on the work
+TIMING_NOISE = ("threading.py", "queue.py", "time.monotonic", "lock' objects", "connection.py", "selectors.py",
+                "synchronize.py", "posix.waitpid", "select.poll")
 
 
 @dataclass
@@ -104,18 +110,20 @@ def count_work(run) -> tuple[object, Work]:
     return result, work
 
 
-def superlinear(small: Work, large: Work, factor: float = 4, calls_slack: int = 40,
-                bytes_slack: int = 1 << 20, count_slack: int = 40) -> list[str]:
+def superlinear(small: Work, large: Work, factor: float = 4, calls_slack: int = 200,
+                bytes_slack: int = 1 << 16, count_slack: int = 40) -> list[str]:
     """What grew more than ``factor`` times plus a constant from ``small`` to ``large``."""
     grown = []
     for name, before in small.figures().items():
         after = large.figures()[name]
         slack = bytes_slack if name.startswith("bytes") else count_slack
-        if after > factor * before + slack:
+        if after > factor * before * (1 + RELATIVE_SLACK) + slack:
             grown.append(f"{name}: {before} -> {after}")
     for function, after in large.calls.items():
+        if any(noise in function for noise in TIMING_NOISE):
+            continue
         before = small.calls.get(function, 0)
-        if after > factor * before + calls_slack:
+        if after > factor * before * (1 + RELATIVE_SLACK) + calls_slack:
             grown.append(f"{function}: {before} -> {after} calls")
     return sorted(grown)
 

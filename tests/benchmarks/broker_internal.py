@@ -60,14 +60,41 @@ def by_topic(data: list) -> dict[str, list]:
 
 # -- the coordinators -------------------------------------------------------------------------------
 
-def offset_commits(data: list, logs: dict[str, WrittenLog], rng: random.Random,
-                   partitions: int = rec.COORDINATOR_PARTITIONS) -> dict[int, list]:
-    """Coordinator partition -> [(timestamp, records of one commit)]."""
+def coordinator_key(base: str, copy: int, partitions: int, repeat: int) -> str:
+    """A group or transactional id named ``base`` (with ``.r<copy>`` in a later copy of a
+    repeated layout). In a repeated layout: the first such name, or one ending ``-<i>``, whose
+    coordinator partition is the one ``base`` has among one copy's partitions plus ``copy`` times
+    their number, so every copy's commits and transactions land alike."""
+    name = base if copy == 0 else f"{base}.r{copy}"
+    if repeat == 1:
+        return name
+    per_copy = partitions // repeat
+    target = rec.coordinator_partition(base, per_copy) + copy * per_copy
+    found, attempt = name, 0
+    while rec.coordinator_partition(found, partitions) != target:
+        attempt += 1
+        found = f"{name}-{attempt}"
+    return found
+
+
+def copy_of(topic: str) -> tuple[str, int]:
+    """``topic-0001.r3`` -> (``topic-0001``, 3); a topic of the first copy is copy 0."""
+    base, _, copy = topic.partition(".r")
+    return base, int(copy or 0)
+
+
+def offset_commits(data: list, logs: dict[str, WrittenLog], seed: int,
+                   partitions: int = rec.COORDINATOR_PARTITIONS, repeat: int = 1) -> dict[int, list]:
+    """Coordinator partition -> [(timestamp, records of one commit)]. Each topic's groups draw
+    from their own generator, seeded by the topic's name before any ``.r<k>`` (so a repeated
+    layout's copies commit alike)."""
     commits = defaultdict(list)
     start = T0 + 24 * ROLL_MS
     for topic, parts in by_topic(data).items():
+        rng = random.Random(f"{seed}-groups-{topic.partition('.r')[0]}")
         for g in range(2):
-            group = f"{topic}-group-{g}"
+            base, copy = copy_of(topic)
+            group = coordinator_key(f"{base}-group-{g}", copy, partitions, repeat)
             rounds = rng.randint(40, 120) if rng.random() < 0.05 else rng.randint(1, 8)
             lag = rng.randint(1, 500) if rng.random() < 0.3 else 0
             for r in range(rounds):
@@ -80,13 +107,13 @@ def offset_commits(data: list, logs: dict[str, WrittenLog], rng: random.Random,
     return commits
 
 
-def txn_writes(markers: tuple[tuple[bool, int], ...], medium: list) -> dict[str, list]:
+def txn_writes(markers: tuple[tuple[bool, int], ...], medium: list, ids: tuple[str, ...] = TXN_IDS) -> dict[str, list]:
     """Transactional id -> [(timestamp, [record])], one per state transition."""
     writes: dict[str, list] = {}
     partitions: dict[str, list[int]] = defaultdict(list)
     for p in medium[:4]:
         partitions[p.topic].append(p.partition)
-    for n, txn_id in enumerate(TXN_IDS):
+    for n, txn_id in enumerate(ids):
         states = [(T0 - 60_000, rec.TXN_EMPTY, None, -1)]
         for commit, at in markers if n == 0 else ():
             states += [(at - 500, rec.TXN_ONGOING, partitions, at - 500),
@@ -114,12 +141,19 @@ def coordinator_segments(writes: list[tuple[int, list[NewRecord]]], base_sequenc
 
 
 def write_coordinators(out: Path, data: list, logs: dict[str, WrittenLog], markers: tuple, ids: dict[str, bytes],
-                       clean: bool, seed: int, partitions: int = rec.COORDINATOR_PARTITIONS) -> dict[str, WrittenLog]:
+                       clean: bool, seed: int, partitions: int = rec.COORDINATOR_PARTITIONS,
+                       repeat: int = 1) -> dict[str, WrittenLog]:
     """The coordinator partitions (50 + 50 by default); their logs by directory name."""
-    commits = offset_commits(data, logs, random.Random(f"{seed}-groups"), partitions)
+    commits = offset_commits(data, logs, seed, partitions, repeat)
     txns = defaultdict(list)
-    for txn_id, writes in txn_writes(markers, [p for p in data if p.shape == "medium"]).items():
-        txns[rec.coordinator_partition(txn_id, partitions)].extend(writes)
+    copies = defaultdict(list)  # the medium partitions of each copy of the layout
+    for p in data:
+        if p.shape == "medium":
+            copies[copy_of(p.topic)[1]].append(p)
+    for copy, medium in sorted(copies.items()):
+        txn_ids = tuple(coordinator_key(txn_id, copy, partitions, repeat) for txn_id in TXN_IDS)
+        for txn_id, writes in txn_writes(markers, medium, txn_ids).items():
+            txns[rec.coordinator_partition(txn_id, partitions)].extend(writes)
     internal = {}
     for topic, writes, base_sequence in ((OFFSETS, commits, 0), (TXN_STATE, txns, -1)):
         for n in range(partitions):

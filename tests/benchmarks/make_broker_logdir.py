@@ -56,7 +56,7 @@ import random
 import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make the repository importable
@@ -249,14 +249,16 @@ def copy_file(source: str, target: str) -> None:
 # -- damage and the log-dir files -------------------------------------------------------------------
 
 def apply_damage(out: Path, data: list[DataPartition], logs: dict[str, WrittenLog], percent: float,
-                 rng: random.Random) -> tuple[dict[str, str], int]:
-    """Damage ``percent`` % of the data partitions; returns {name: kind} and the bytes cut off."""
-    candidates = [p for p in data if logs[p.name].log_bytes > 0]
-    chosen = sorted(rng.sample(candidates, min(len(candidates), round(len(data) * percent / 100))),
-                    key=lambda p: (p.topic, p.partition))
+                 rng: random.Random, layout: int | None = None) -> tuple[dict[str, str], int]:
+    """Damage ``percent`` % of the data partitions; returns {name: kind} and the bytes cut off.
+    The choice is made among the first ``layout`` partitions and repeated in each later copy."""
+    layout = layout or len(data)
+    candidates = [i for i, p in enumerate(data[:layout]) if logs[p.name].log_bytes > 0]
+    picked = sorted(rng.sample(candidates, min(len(candidates), round(layout * percent / 100))))
+    chosen = sorted(((data[i + k], DAMAGE_KINDS[n % len(DAMAGE_KINDS)]) for k in range(0, len(data), layout)
+                     for n, i in enumerate(picked)), key=lambda item: (item[0].topic, item[0].partition))
     damaged, cut = {}, 0
-    for i, partition in enumerate(chosen):
-        kind = DAMAGE_KINDS[i % len(DAMAGE_KINDS)]
+    for partition, kind in chosen:
         log = logs[partition.name]
         directory = out / partition.name
         middle = f"{log.segment_bases[(len(log.segment_bases) - 1) // 2]:020d}"
@@ -313,10 +315,14 @@ def draw_ids(data: list[DataPartition], seed: int) -> dict[str, bytes]:
 
 def make_broker_logdir(out: str | Path, partitions: int, topics: int | None = None, segments: int = 20,
                        unclean: bool = False, damage_percent: float = 0.0, seed: int = 1,
-                       copy: bool = False, coordinator_partitions: int = rec.COORDINATOR_PARTITIONS) -> LogDirSummary:
+                       copy: bool = False, coordinator_partitions: int = rec.COORDINATOR_PARTITIONS,
+                       repeat: int = 1) -> LogDirSummary:
     """Generate the log dir in ``out`` (created; must be empty) and describe it.
     ``coordinator_partitions``: of ``__consumer_offsets`` and of ``__transaction_state`` each
-    (offsets.topic.num.partitions, transaction.state.log.num.partitions)."""
+    (offsets.topic.num.partitions, transaction.state.log.num.partitions). ``repeat``: the data
+    partitions are that many copies of the layout of ``partitions`` (shapes, groups' commits and
+    damage alike), the k-th copy's topics named ``<topic>.r<k>``: a log dir exactly k times
+    another's, for tests that compare the work at N and k x N partitions."""
     if partitions < 1 or segments < 1:
         raise ValueError("--partitions and --segments must be at least 1")
     out = Path(out)
@@ -324,8 +330,9 @@ def make_broker_logdir(out: str | Path, partitions: int, topics: int | None = No
     if any(out.iterdir()):
         raise ValueError(f"{out} is not empty")
     clean = not unclean
-    data = plan_partitions(partitions, min(partitions, topics or max(1, partitions // 20)),
-                           random.Random(f"{seed}-layout"))
+    layout = plan_partitions(partitions, min(partitions, topics or max(1, partitions // 20)),
+                             random.Random(f"{seed}-layout"))
+    data = layout + [replace(p, topic=f"{p.topic}.r{k}") for k in range(1, repeat) for p in layout]
     ids = draw_ids(data, seed)
     templates = build_templates(out / TEMPLATES, {p.shape for p in data}, segments, clean, seed)
     logs = {}
@@ -335,10 +342,11 @@ def make_broker_logdir(out: str | Path, partitions: int, topics: int | None = No
         write_partition_files(out / partition.name, ids[partition.topic], template.log.epochs)
         logs[partition.name] = template.log
     markers = templates["medium"].markers if "medium" in templates else ()
-    logs.update(write_coordinators(out, data, logs, markers, ids, clean, seed, coordinator_partitions))
+    logs.update(write_coordinators(out, data, logs, markers, ids, clean, seed, coordinator_partitions,
+                                   repeat if coordinator_partitions % repeat == 0 else 1))
     metadata = write_metadata_log(out, data, logs, ids, clean, coordinator_partitions)
     write_log_dir_files(out, logs, ids, clean)
-    damaged, cut = apply_damage(out, data, logs, damage_percent, random.Random(f"{seed}-damage"))
+    damaged, cut = apply_damage(out, data, logs, damage_percent, random.Random(f"{seed}-damage"), len(layout))
     shutil.rmtree(out / TEMPLATES)
     every = list(logs.values()) + [metadata]
     return LogDirSummary(out, tuple(sorted([*logs, METADATA])), damaged,
@@ -355,6 +363,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--damage-percent", type=float, default=0.0, help="damaged data partitions, in %%")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--copy", action="store_true", help="private copies instead of hard links")
+    parser.add_argument("--repeat", type=int, default=1, help="that many copies of the layout of --partitions")
     parser.add_argument("--coordinator-partitions", type=int, default=rec.COORDINATOR_PARTITIONS,
                         help="partitions of __consumer_offsets and of __transaction_state each (default 50)")
     return parser.parse_args(argv)
@@ -364,7 +373,8 @@ def main(argv=None) -> LogDirSummary:
     args = parse_args(argv)
     started = time.perf_counter()
     summary = make_broker_logdir(args.out, args.partitions, args.topics, args.segments, args.unclean,
-                                 args.damage_percent, args.seed, args.copy, args.coordinator_partitions)
+                                 args.damage_percent, args.seed, args.copy, args.coordinator_partitions,
+                                 args.repeat)
     report = {**asdict(summary), "path": str(summary.path), "partitions": len(summary.partitions),
               "seconds": round(time.perf_counter() - started, 2)}
     print(json.dumps(report, indent=2))

@@ -28,16 +28,18 @@ high watermark of the metadata log is unknown, so its last records count as comm
 from __future__ import annotations
 
 import copy
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from seglog_cli.formats.metadata_records import RECORD_TYPES
 from seglog_cli.storage.log.batches import LogScan
 from seglog_cli.storage.config.broker_config import BROKER_ONLY, broker_synonym_values
 from seglog_cli.storage.log.checkpoints import read_partition_metadata
 from seglog_cli.storage.log.errors import SeglogError
 from seglog_cli.storage.log.files import MappedFile
 from seglog_cli.storage.log.log_dir_files import parse_java_properties, read_meta_properties
-from seglog_cli.storage.serde.metadata_decoder import MetadataRecordError, decode_metadata_record
+from seglog_cli.storage.serde.metadata_decoder import MetadataRecordError, decode_metadata_record, read_frame
 from seglog_cli.storage.log.naming import METADATA_TOPIC, parse_kraft_snapshot_name, parse_partition_dir_name, parse_segment_file_name
 from seglog_cli.storage.log.records import read_records
 from seglog_cli.storage.config.topic_config import TOPIC_CONFIG_KEYS, ConfigError, TopicConfig
@@ -64,7 +66,9 @@ class MetadataImage:
     snapshot: str | None = None
     topics: dict[str, str] = field(default_factory=dict)  # name -> topic id (Kafka's base64 text)
     configs: dict[tuple[int, str], dict[str, tuple[str, str]]] = field(default_factory=dict)
-    undecodable: int = 0  # records Kafka's serde refuses (skipped)
+    undecodable: int = 0  # records Kafka's serde refuses (skipped), among the types replayed
+    REPLAYED = ("TOPIC_RECORD", "REMOVE_TOPIC_RECORD", "CONFIG_RECORD", "BEGIN_TRANSACTION_RECORD",
+                "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD")  # what configs depend on
     _before_transaction: tuple | None = None
 
     def resource(self, resource_type: int, name: str) -> dict[str, tuple[str, str]]:
@@ -129,12 +133,29 @@ def _replay_file(image: MetadataImage, path: Path, start: int, label: str | None
                 if record.offset < start:
                     continue
                 try:
+                    if not _replayed(record.value):
+                        continue  # partitions, brokers, features: decoded only when configs need them
                     decoded = decode_metadata_record(record.value)
                 except MetadataRecordError:
                     image.undecodable += 1
                     continue
                 where = label or f"{image.directory.name} offset {record.offset}"
                 image.replay(decoded.type_name, decoded.data, where)
+
+
+_REPLAYED_TYPES = frozenset(record_type.api_key for record_type in RECORD_TYPES.values()
+                            if record_type.name in MetadataImage.REPLAYED)
+
+
+def _replayed(value) -> bool:
+    """Whether the image replays this record's type (read from its frame, nothing decoded);
+    a frame Kafka cannot read raises :class:`MetadataRecordError`."""
+    if value is not None and len(value) >= 2 and value[0] == 1 and value[1] < 0x80:
+        return value[1] in _REPLAYED_TYPES  # frame version 1 and a one-byte type: what Kafka writes
+    if value is None:
+        raise MetadataRecordError("Error while reading frame version")
+    api_key, _ = read_frame(io.BytesIO(bytes(value[:16])))
+    return api_key in _REPLAYED_TYPES
 
 
 # -- effective values ------------------------------------------------------------------------------

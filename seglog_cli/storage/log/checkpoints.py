@@ -60,6 +60,7 @@ _METADATA_SEPARATOR = re.compile(r":[ \t\n\x0b\f\r]+")  # PartitionMetadataReadB
 _BASE64URL = re.compile(r"[A-Za-z0-9_-]*")
 _INT_BITS = {32: 1 << 31, 64: 1 << 63}
 _ASCII_NUMBER = re.compile(r"[+-]?[0-9]{1,19}")
+_PLAIN_OFFSET_ENTRY = re.compile(r"([^ \t\n\x0b\f\r]+) ([+-]?[0-9]{1,10}) ([+-]?[0-9]{1,19})")
 _SHOWN_CHARS = 200
 
 
@@ -239,6 +240,12 @@ def _number(text: str, bits: int) -> int:
 
 def parse_offset_entry(line: str) -> tuple[TopicPartition, int] | None:
     """``OffsetCheckpointFile.Formatter.fromString``."""
+    plain = _PLAIN_OFFSET_ENTRY.fullmatch(line)  # what Kafka writes: one regex, no splitting
+    if plain is not None:
+        topic, partition, offset = plain.groups()
+        partition, offset = int(partition), int(offset)
+        if -_INT_BITS[32] <= partition < _INT_BITS[32] and -_INT_BITS[64] <= offset < _INT_BITS[64]:
+            return TopicPartition(topic, partition), offset
     fields = java_split(_JAVA_SPACES, line)
     if len(fields) != 3:
         return None

@@ -171,20 +171,32 @@ class RecoveryPlan:
     def steps(self) -> list[Step]:
         return [s for p in self.partitions for s in p.steps] + [s for v in self.log_dir_steps.values() for s in v]
 
-    def as_dict(self) -> dict:
-        return {"version": 1, "mode": self.mode, "partitions": [p.as_dict() for p in self.partitions],
+    @property
+    def step_count(self) -> int:
+        return sum(len(p.steps) for p in self.partitions) + sum(len(v) for v in self.log_dir_steps.values())
+
+    def head(self) -> dict:
+        """The document's keys but the partitions (a renderer streams those)."""
+        return {"version": 1, "mode": self.mode, "partitions": None,
                 "logDirSteps": [s.as_dict() for v in self.log_dir_steps.values() for s in v],
-                "summary": {"partitions": len(self.partitions), "steps": len(self.steps),
-                            "bytesTruncated": sum(p.bytes_truncated for p in self.partitions),
-                            "refused": sum(1 for p in self.partitions if p.refused is not None),
-                            "offsetRangesLost": sum(len(p.offsets_lost) for p in self.partitions),
-                            "offsetCountLost": sum(p.offset_count_lost for p in self.partitions),
-                            "recoveredSegments": sum(len(p.recovered_segments) for p in self.partitions),
-                            "recoveredBytes": sum(p.recovered_bytes for p in self.partitions),
-                            "removedSegments": sum(len(p.removed_segments) for p in self.partitions),
-                            "removedSegmentBytes": sum(p.removed_bytes for p in self.partitions),
-                            "damagedRanges": sum(len(p.damaged_ranges) for p in self.partitions),
-                            "damagedBytes": sum(r.length for p in self.partitions for r in p.damaged_ranges),
-                            "keptBeyondDamage": {
-                                "batches": sum(p.kept_beyond.batches for p in self.partitions),
-                                "records": sum(p.kept_beyond.records for p in self.partitions)}}}
+                "summary": self.summary()}
+
+    def as_dict(self) -> dict:
+        return dict(self.head(), partitions=[p.as_dict() for p in self.partitions])
+
+    def summary(self) -> dict:
+        partitions = self.partitions
+        return {"partitions": len(partitions), "steps": self.step_count,
+                "bytesTruncated": sum(p.bytes_truncated for p in partitions),
+                "refused": sum(1 for p in partitions if p.refused is not None),
+                "offsetRangesLost": sum(len(p.offsets_lost) for p in partitions),
+                "offsetCountLost": sum(p.offset_count_lost for p in partitions),
+                "recoveredSegments": sum(len(p.recovered_segments) for p in partitions),
+                "recoveredBytes": sum(p.recovered_bytes for p in partitions),
+                "removedSegments": sum(len(p.removed_segments) for p in partitions),
+                "removedSegmentBytes": sum(p.removed_bytes for p in partitions),
+                "damagedRanges": sum(len(p.damaged_ranges) for p in partitions),
+                "damagedBytes": sum(r.length for p in partitions for r in p.damaged_ranges),
+                "keptBeyondDamage": {
+                    "batches": sum(p.kept_beyond.batches for p in partitions),
+                    "records": sum(p.kept_beyond.records for p in partitions)}}

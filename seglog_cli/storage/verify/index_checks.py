@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 import operator
+import struct
 import sys
 from array import array
 from itertools import islice
@@ -50,6 +51,20 @@ def _entries(data: bytes, width: int) -> int:
         return _relatives(data[:upto * width], width).index(0, 1)
     except ValueError:
         return upto
+
+
+SMALL_INDEX = 64  # entries: an index up to this size is decoded with one struct call
+_OFFSET_ENTRIES = [struct.Struct(f">{2 * n}i") for n in range(SMALL_INDEX + 1)]
+_TIME_ENTRIES = [struct.Struct(">" + "qi" * n) for n in range(SMALL_INDEX + 1)]
+
+
+def _first_zero_slot(relatives) -> int:
+    """:func:`_entries` from every slot's relative offset: the first slot after the first whose
+    relative offset is 0, else all of them."""
+    try:
+        return relatives.index(0, 1)
+    except ValueError:
+        return len(relatives)
 
 
 def _relatives(data: bytes, width: int) -> array:
@@ -179,7 +194,8 @@ class _EntryChecker:
             self.owner.add(code, WARNING if self.active else ERROR, first * self.width,
                            f"{entries} {what(first == last)}" + (" (the log lost its end: a crash?)" if self.active else ""),
                            path=self.path, offset=self.base + self.relatives[first])
-        return [i for i in unjudged if i not in set(suffix)]
+        trailing = set(suffix)
+        return [i for i in unjudged if i not in trailing]
 
 
 class IndexChecker(_EntryChecker):
@@ -210,14 +226,23 @@ class IndexChecker(_EntryChecker):
         except SeglogError as exc:
             owner.add(Code.UNREADABLE_FILE, ERROR, None, exc.message, path=path)
             return _NoIndex()
-        _sanity(OffsetIndex, path, segment.base_offset, data, owner)
-        valid = _entries(data, 8)
-        _tail(data, valid, 8, path, active, owner)
-        raw = array("i", data[:valid * 8])
-        if sys.byteorder == "little":
-            raw.byteswap()
-        relatives, positions = raw[0::2], raw[1::2]
-        del raw
+        count = len(data) >> 3
+        if count <= SMALL_INDEX:  # decoded at once (a rolled segment's index is often a few entries)
+            words = _OFFSET_ENTRIES[count].unpack_from(data)
+            if len(data) & 7 or (count and words[-2] < 0):  # what Kafka's sanityCheck rejects
+                _sanity(OffsetIndex, path, segment.base_offset, data, owner)
+            valid = _first_zero_slot(words[0::2])
+            _tail(data, valid, 8, path, active, owner)
+            relatives, positions = array("i", words[0:2 * valid:2]), array("i", words[1:2 * valid:2])
+        else:
+            _sanity(OffsetIndex, path, segment.base_offset, data, owner)
+            valid = _entries(data, 8)
+            _tail(data, valid, 8, path, active, owner)
+            raw = array("i", data[:valid * 8])
+            if sys.byteorder == "little":
+                raw.byteswap()
+            relatives, positions = raw[0::2], raw[1::2]
+            del raw
         checker = cls(path, segment.base_offset, log_size, relatives, positions, owner, active)
         checker._order()
         return checker
@@ -331,6 +356,8 @@ class IndexChecker(_EntryChecker):
                     f"entry {i} maps offset {offset}, but no batch before the next entry ends there")
 
     def finish(self, end_position: int) -> None:
+        if not self.pending and self.next >= len(self.positions) and not self.violations and not self.suppressed:
+            return  # every entry judged, nothing to report
         for i, offset, following in self.pending:
             if not self.owner.damaged_between(self.positions[i], following):
                 self._error(Code.INDEX_OFFSET_MISMATCH, i, f"entry {i}: no batch ends at offset {offset}")
@@ -375,12 +402,18 @@ class TimeIndexChecker(_EntryChecker):
         except SeglogError as exc:
             owner.add(Code.UNREADABLE_FILE, ERROR, None, exc.message, path=path)
             return _NoIndex()
-        valid = _entries(data, 12)
+        count = len(data) // 12
+        words = _TIME_ENTRIES[count].unpack_from(data) if count <= SMALL_INDEX else None
+        valid = _first_zero_slot(words[1::2]) if words is not None else _entries(data, 12)
         _tail(data, valid, 12, path, active, owner)
         # the zero tail's own effect on the check is reported above as preallocation
-        _sanity(TimeIndex, path, segment.base_offset, data[:valid * 12] + data[len(data) - len(data) % 12:],
-                owner)
-        timestamps, relatives = _time_entries(data, valid)
+        if words is None or len(data) % 12 or (valid and (words[2 * valid - 2] < words[0] or words[2 * valid - 1] < 0)):
+            _sanity(TimeIndex, path, segment.base_offset, data[:valid * 12] + data[len(data) - len(data) % 12:],
+                    owner)
+        if words is not None:
+            timestamps, relatives = array("q", words[0:2 * valid:2]), array("i", words[1:2 * valid:2])
+        else:
+            timestamps, relatives = _time_entries(data, valid)
         checker = cls(path, segment.base_offset, timestamps, relatives, owner, active)
         checker._order()
         return checker
@@ -448,14 +481,8 @@ class TimeIndexChecker(_EntryChecker):
                          f"timestamp {max_timestamps[j]}", offset)
 
     def finish(self, segment_max_timestamp: int) -> None:
-        order = self.by_offset if self.by_offset is not None else range(len(self.timestamps))
-        unjudged = [i for i in list(order)[self.next:] if not self.owner.is_unknown_offset(self.base + self.relatives[i])]
-        for i in self._trailing(unjudged, Code.TIME_INDEX_OFFSET_NOT_FOUND,
-                                lambda one: f"{'names an offset' if one else 'name offsets'} past the last batch"):
-            offset = self.base + self.relatives[i]
-            self._report(Code.TIME_INDEX_OFFSET_NOT_FOUND, ERROR, i,
-                         f"entry {i} names offset {offset}, past the last batch", offset)
-        self._finish_common()
+        if self.next < len(self.timestamps) or self.violations or self.suppressed:
+            self._finish_entries()
         last = self.timestamps[-1] if self.timestamps else -1
         if segment_max_timestamp >= 0 and last < segment_max_timestamp:
             severity = INFO if self.active else WARNING
@@ -465,6 +492,17 @@ class TimeIndexChecker(_EntryChecker):
                                                          if self.active else
                                                          " (time retention reads the last entry)"),
                            path=self.path)
+
+    def _finish_entries(self) -> None:
+        """The entries no batch was given for, and what :meth:`check` held back."""
+        order = self.by_offset if self.by_offset is not None else range(len(self.timestamps))
+        unjudged = [i for i in list(order)[self.next:] if not self.owner.is_unknown_offset(self.base + self.relatives[i])]
+        for i in self._trailing(unjudged, Code.TIME_INDEX_OFFSET_NOT_FOUND,
+                                lambda one: f"{'names an offset' if one else 'name offsets'} past the last batch"):
+            offset = self.base + self.relatives[i]
+            self._report(Code.TIME_INDEX_OFFSET_NOT_FOUND, ERROR, i,
+                         f"entry {i} names offset {offset}, past the last batch", offset)
+        self._finish_common()
 
 
 def _sanity(index_class, path: str, base: int, data: bytes, owner) -> None:

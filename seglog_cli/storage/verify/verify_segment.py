@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seglog_cli.storage.log import native
-from seglog_cli.storage.log.batch_header import INT32_MAX, BatchHeader, read_batch_header, wrap_int64
-from seglog_cli.storage.log.batches import LogScan, VerifyRun
+from seglog_cli.storage.log.batch_header import (HEADER_SIZE_UP_TO_MAGIC, INT32_MAX, BatchHeader, read_batch_header,
+                                                 wrap_int64)
+from seglog_cli.storage.log.batches import NATIVE_RUN, LogScan, VerifyRun
 from seglog_cli.storage.log.codecs import decompress
 from seglog_cli.storage.log.control import parse_control_record
 from seglog_cli.storage.log.errors import DecodeError, SeglogError
-from seglog_cli.storage.log.files import MappedFile
+from seglog_cli.storage.log.files import READ_WHOLE_BYTES, MappedFile
 from seglog_cli.storage.log.findings import Code, Finding, Severity
 from seglog_cli.storage.log.naming import parse_segment_file_name
 from seglog_cli.storage.verify.index_checks import NO_INDEX, IndexChecker, TimeIndexChecker
@@ -193,23 +194,11 @@ class SegmentVerifier:
                 self.time_index = TimeIndexChecker.open(self.segment, self, self.active)
             else:
                 self.index = self.time_index = NO_INDEX
-            scan = self._scan = LogScan(mapped, check_crc=True, resync=True)
-            seen = 0
-            for item in scan.verify_runs(self.segment.base_offset, self.want_txn, self.order):
-                if len(scan.findings) > seen:  # damage between the held stretch and this one
-                    self._damage_after(scan.findings[seen:])
-                    seen = len(scan.findings)
-                if type(item) is VerifyRun:
-                    self._run(mapped, item)
-                else:
-                    self._batch(mapped, item)
-            if len(scan.findings) > seen:
-                self._damage_after(scan.findings[seen:])
-            self.summary.end_position = scan.end_position
-            self._scan_findings(scan)
+            if not self._whole_run(mapped):
+                self._scan_all(mapped)
             while self._held:
                 self._flush()
-            self.index.finish(scan.end_position)
+            self.index.finish(self.summary.end_position)
             self.time_index.finish(self.summary.max_timestamp)
         self.summary.last_offset = self.order.state[0]
         self.summary.unknown_offsets = list(self.unknown_offsets)
@@ -219,16 +208,54 @@ class SegmentVerifier:
             self.add(Code.EMPTY_SEGMENT, INFO, None, "a rolled segment without a batch")
         return self.summary
 
+    def _whole_run(self, mapped) -> bool:
+        """The common case in one call of the compiled walker: a file read into memory that is
+        well-framed batches from its first byte to its last, none with an anomaly. False, with
+        nothing done, otherwise: the scan then takes the file from the start."""
+        compiled = native.module
+        size = mapped.size
+        if compiled is None or type(mapped) is not MappedFile or not HEADER_SIZE_UP_TO_MAGIC < size <= READ_WHOLE_BYTES:
+            return False
+        next_pos, count, state, packed, anomalies, txn, epochs = compiled.verify_walk(
+            mapped.data, 0, size, True, NATIVE_RUN, self.order.state, self.segment.base_offset, self.want_txn)
+        if next_pos != size or anomalies or not count:
+            return False
+        self.order.state = state
+        self._run(mapped, VerifyRun(0, size, count, packed, anomalies, txn, epochs))
+        self.summary.end_position = size
+        return True
+
+    def _scan_all(self, mapped) -> None:
+        """The file through :class:`LogScan`: damage reported, skipped and resynchronised on."""
+        scan = self._scan = LogScan(mapped, check_crc=True, resync=True)
+        seen = 0
+        for item in scan.verify_runs(self.segment.base_offset, self.want_txn, self.order):
+            if len(scan.findings) > seen:  # damage between the held stretch and this one
+                self._damage_after(scan.findings[seen:])
+                seen = len(scan.findings)
+            if type(item) is VerifyRun:
+                self._run(mapped, item)
+            else:
+                self._batch(mapped, item)
+        if len(scan.findings) > seen:
+            self._damage_after(scan.findings[seen:])
+        self.summary.end_position = scan.end_position
+        self._scan_findings(scan)
+
     def _run(self, mapped, run: VerifyRun) -> None:
-        rows = memoryview(run.packed).cast("q")
-        positions, bases, lasts, max_ts, flags = rows[0::5], rows[1::5], rows[2::5], rows[3::5], rows[4::5]
-        self.summary.batches += run.count
-        self.summary.epochs.extend(run.epochs)  # before the anomalies, which may retract one
-        for kind, position, offset, a, b in run.anomalies:
-            self._anomaly(kind, position, offset, a, b)
+        summary = self.summary
+        summary.batches += run.count
+        summary.epochs.extend(run.epochs)  # before the anomalies, which may retract one
         trusted = None
-        if run.anomalies and any(not flag >> 24 & 1 for flag in flags):
-            trusted = bytes(flag >> 24 & 1 for flag in flags)
+        if run.anomalies:
+            for kind, position, offset, a, b in run.anomalies:
+                self._anomaly(kind, position, offset, a, b)
+            rows = memoryview(run.packed).cast("q")
+            flags = rows[4::5]
+            if any(not flag >> 24 & 1 for flag in flags):
+                trusted = bytes(flag >> 24 & 1 for flag in flags)
+            del flags
+            rows.release()
         self._hold(_Stretch(run.packed, trusted, run.end))
         if self.want_txn:
             for event in run.txn_events:
@@ -240,8 +267,6 @@ class SegmentVerifier:
                 self._record_anomaly(kind, position, a, b, c)
             for position in python_positions:
                 self._deep_python(mapped, read_batch_header(mapped.buffer, mapped.view, position, mapped.size))
-        del positions, bases, lasts, max_ts, flags
-        rows.release()
 
     def _batch(self, mapped, batch: BatchHeader) -> None:
         """The same checks as the compiled walker, in Python (no C compiler, or odd entries)."""
@@ -320,15 +345,16 @@ class SegmentVerifier:
         if suspect:
             keep = [i for i in range(len(positions))
                     if (stretch.trusted is None or stretch.trusted[i]) and positions[i] not in blamed]
+            kept = set(keep)
             for i in range(len(positions)):
-                if i in keep:
+                if i in kept:
                     if self._window_lo is not None:
                         self.unknown_offsets.append((self._window_lo, bases[i]))
                         self._window_lo = None
                     self._last_trusted = lasts[i]
                 else:
                     self.summary.damaged = True
-                    if self.summary.first_offset is None and not any(k < i for k in keep):
+                    if self.summary.first_offset is None and not (keep and keep[0] < i):  # keep is ascending
                         self._lost_before_first = True
                     self.damaged_ranges.append((positions[i], positions[i + 1] if i + 1 < len(positions)
                                                 else stretch.end))

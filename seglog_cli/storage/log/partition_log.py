@@ -20,6 +20,7 @@ from seglog_cli.storage.log.errors import UnreadableInputError
 from seglog_cli.storage.log.files import NOT_A_FILE_DIRECTORY, regular_file_problem
 from seglog_cli.storage.log.naming import (
     CHECKPOINT_SUFFIX,
+    INDEX_SUFFIX,
     KRAFT_SNAPSHOT_NAME,
     SEGMENT_NAME,
     MAX_OFFSET,
@@ -27,6 +28,8 @@ from seglog_cli.storage.log.naming import (
     METADATA_TOPIC,
     OFFSET_OUT_OF_RANGE,
     SNAPSHOT_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
     PartitionDirName,
     parse_kraft_snapshot_name,
     parse_partition_dir_name,
@@ -201,25 +204,32 @@ def _list_partition(path: Path, directory: str) -> PartitionFiles:
     match_segment, match_kraft = SEGMENT_NAME.match, KRAFT_SNAPSHOT_NAME.match
     for name, plain in entries:
         problem = None if plain else regular_file_problem(join_name(directory, name))
-        match = match_segment(name)
-        out_of_range = (int(match.group(1)) > MAX_OFFSET if match is not None
-                        else offset_out_of_range(name))
+        suffix, digits = name[20:], name[:20]
+        if suffix in _PLAIN_SUFFIXES and digits.isdigit() and digits.isascii():  # Kafka's own names, at once
+            base, temp = int(digits), ""
+        else:
+            match = match_segment(name)
+            if match is not None:
+                digits, _remote, suffix, temp = match.groups()
+                base = int(digits)
+            else:
+                base = None
+        out_of_range = base > MAX_OFFSET if base is not None else offset_out_of_range(name)
         if problem is not None or out_of_range:
             if problem != NOT_A_FILE_DIRECTORY:
                 unusable.append((path / name, problem or OFFSET_OUT_OF_RANGE))
             continue
         regular.append(name)
-        if match is None:
+        if base is None:
             (kraft if match_kraft(name) is not None else others).append(name)
             continue
-        digits, _remote, suffix, temp = match.groups()
         if temp:
             temps.append(name)
         elif suffix == LOG_SUFFIX:
-            segments.append((int(digits), name))
+            segments.append((base, name))
         elif suffix == SNAPSHOT_SUFFIX:
             snapshots.append(name)
-            snapshot_bases[name] = int(digits)
+            snapshot_bases[name] = base
         elif suffix == CHECKPOINT_SUFFIX:
             kraft.append(name)
         else:
@@ -229,6 +239,10 @@ def _list_partition(path: Path, directory: str) -> PartitionFiles:
     snapshots.sort(key=snapshot_bases.__getitem__)
     return PartitionFiles([LogSegment(join_name(directory, name), base, siblings=siblings) for base, name in segments],
                           unusable=unusable, directory=directory, names=names, regular_names=siblings)
+
+
+# ``<20 digits><suffix>``: what SEGMENT_NAME matches with no remote id and no temporary suffix
+_PLAIN_SUFFIXES = frozenset((LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, SNAPSHOT_SUFFIX))
 
 
 def _first(pair):

@@ -10,6 +10,7 @@ in the log (Kafka's ``ProducerStateManager`` rules, §11-§12), the leader-epoch
 from __future__ import annotations
 
 import bisect
+import os
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -152,9 +153,10 @@ def _rebuilt_at_start_up(log: PartitionLog, findings: list[Finding]) -> None:
     recovered (``LogSegment.recover`` resets and rebuilds its ``.index``, ``.timeindex`` and
     ``.txnindex``), so those files are never used as they are. Known only when the log dir has
     its ``recovery-point-offset-checkpoint`` (a partition copied alone stays judged strictly)."""
-    log_dir = log.path.parent
-    checkpoint = log_dir / "recovery-point-offset-checkpoint"
-    if log.name is None or (log_dir / ".kafka_cleanshutdown").exists() or not checkpoint.is_file():
+    log_dir = _log_dir_of(log)
+    checkpoint = join_name(log_dir, "recovery-point-offset-checkpoint")
+    if (log.name is None or os.path.exists(join_name(log_dir, ".kafka_cleanshutdown"))
+            or not os.path.isfile(checkpoint)):
         return
     from seglog_cli.storage.log.checkpoints import TopicPartition, offset_checkpoint_view
     try:
@@ -197,8 +199,11 @@ def _between(previous: SegmentSummary, current: SegmentSummary, findings: list[F
 def _files(log: PartitionLog, report: PartitionReport, level: str) -> None:
     findings = report.findings
     bases = {segment.base_offset for segment in log.segments}
+    stems = {segment.log_file[:-4] for segment in log.segments if segment.log_file.endswith(".log")}
     files = log.files
     for name, path in zip(files.names("index_files"), files.files("index_files")):
+        if path.rpartition(".")[0] in stems:
+            continue  # the index of a listed segment (same name up to the suffix: same base offset)
         parsed = parse_segment_file_name(name)
         if parsed is not None and parsed.base_offset not in bases:
             if (log.path.parent / JOURNAL_POINTER).is_file():  # seglog writes a new segment's .log last
@@ -259,14 +264,21 @@ def _snapshots(log: PartitionLog, report: PartitionReport) -> None:
 
 def _log_start_offset(log: PartitionLog) -> int:
     """The partition's log start offset as far as the log dir's checkpoint says (0 when unknown)."""
-    path = log.path.parent / "log-start-offset-checkpoint"
-    if log.name is None or not path.is_file():
+    if log.name is None:
+        return 0
+    path = join_name(_log_dir_of(log), "log-start-offset-checkpoint")
+    if not os.path.isfile(path):
         return 0
     from seglog_cli.storage.log.checkpoints import TopicPartition, offset_checkpoint_view
     try:
         return offset_checkpoint_view(path).get(TopicPartition(log.topic, log.partition), 0)
     except SeglogError:
         return 0
+
+
+def _log_dir_of(log: PartitionLog) -> str:
+    """``str(log.path.parent)``: the directory holding the partition directory."""
+    return os.path.dirname(log.directory) or "."
 
 
 def _leader_epochs(log: PartitionLog, report: PartitionReport, summaries: list[SegmentSummary]) -> None:
@@ -380,8 +392,11 @@ def _marker_types(segment, events: list[TxnEvent], findings) -> dict[int, str]:
 def _compare_txn_index(segment, expected: list[tuple], abort_markers: set, unknown: list, uncertain_from: float,
                        findings: list[Finding], log_end: int | None = None) -> None:
     path = segment.txn_index_file
+    has_index = segment.has_file(path)
+    if not expected and not has_index:
+        return  # no entry expected and none written
     actual = []
-    if segment.has_file(path):
+    if has_index:
         index = TransactionIndex(path, segment.base_offset)
         try:
             actual = [(t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset) for t in index.aborted_txns()]

@@ -9,7 +9,7 @@ from typing import List, Optional
 
 import typer
 
-from seglog_cli.commands.options import ReportFormat, command_paths, show_progress
+from seglog_cli.commands.options import JOBS_HELP, ReportFormat, command_paths, jobs_or_default, show_progress
 from seglog_cli.render import verify_report
 from seglog_cli.status import ExitStatus, UsageError, guarded
 from seglog_cli.storage.log.findings import Severity
@@ -34,6 +34,9 @@ Exit status:
 """
 
 
+SERIAL_SECONDS = 0.05  # default --jobs: verify alone this long before forking (a fork costs ~10-40 ms)
+
+
 class Level(str, Enum):
     shallow = "shallow"
     deep = "deep"
@@ -44,7 +47,7 @@ def verify_command(
     level: Level = typer.Option(Level.shallow, "--level", help="shallow: framing and CRC of every batch; deep: also every record."),
     output_format: Optional[ReportFormat] = typer.Option(None, "--format", help="table (default on a terminal), text (default otherwise), json or jsonl."),
     show: Severity = typer.Option(Severity.WARNING, "--show", help="table/text: the least severity listed (json and jsonl list all)."),
-    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Partitions verified in parallel processes."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help=f"Partitions verified in parallel processes {JOBS_HELP}; with the default, a run with little work stays in this process."),
     progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress on stderr (default: when stderr is a terminal and stdout is not a pipe)."),
     spark: Optional[str] = typer.Option(None, "--spark", metavar="MASTER", help="Verify the segments as Spark tasks on this master (local[4], spark://host:7077, yarn); needs the spark extra (pyspark, pyarrow, pandas)."),
     remote: Optional[List[str]] = typer.Option(None, "--remote", help="Tiered storage (LocalTieredStorage's kafka-tiered-storage dir, or remote partition dirs), repeatable: each remote partition is verified with the local partition of the same topic-partition, as one log (the same as giving it as a PATH)."),
@@ -55,7 +58,8 @@ def verify_command(
 
 def _run(paths, level, output_format, show, jobs, progress, spark, remote=None) -> int:
     inputs = _inputs(list(paths or []) + list(remote or []))
-    options = VerifyOptions(level=level.value, jobs=jobs)
+    options = VerifyOptions(level=level.value, jobs=jobs_or_default(jobs),
+                            serial_seconds=SERIAL_SECONDS if jobs is None else 0.0)
     if spark is not None:
         report = _spark_report(inputs, level.value, spark)
     elif show_progress(progress):

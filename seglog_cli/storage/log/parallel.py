@@ -7,6 +7,9 @@ Results come back over pipes (a thread drains them while the caller works, so a 
 blocks on a full pipe). A child that dies (killed, out of memory) loses nothing: the items it
 had started are run again in the calling process.
 
+With ``serial_seconds`` the calling process starts alone and forks only once that much time has
+passed with items left, so a run over a few small partitions costs no process start-up.
+
 Compared with ``ProcessPoolExecutor`` this saves a fork and the executor's queues, which is
 most of the fixed cost when each partition takes tens of milliseconds (verify's shallow level
 runs at memory speed).
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import traceback
 from typing import Callable, Sequence, TypeVar
 
@@ -30,9 +34,12 @@ class WorkerError(Exception):
 
 
 def parallel_map(fn: Callable[[T], R], items: Sequence[T], jobs: int,
-                 on_result: Callable[[int, R], None] | None = None) -> list[R]:
+                 on_result: Callable[[int, R], None] | None = None, serial_seconds: float = 0.0) -> list[R]:
     """``[fn(item) for item in items]`` over ``jobs`` processes; ``on_result(index, result)``
-    is called (in the calling process, from one thread at a time) as each result arrives."""
+    is called (in the calling process, from one thread at a time) as each result arrives.
+
+    ``serial_seconds``: the calling process first takes items alone, and forks only if items
+    are left after that long (work that ends sooner never pays for the processes' start-up)."""
     count = len(items)
     lock = threading.Lock()
 
@@ -41,19 +48,26 @@ def parallel_map(fn: Callable[[T], R], items: Sequence[T], jobs: int,
             with lock:
                 on_result(index, result)
 
-    children = min(jobs, count) - 1
+    results: dict[int, object] = {}
+    first = 0
+    if serial_seconds > 0 and jobs > 1:
+        deadline = time.perf_counter() + serial_seconds
+        while first < count and time.perf_counter() < deadline:
+            results[first] = fn(items[first])
+            deliver(first, results[first])
+            first += 1
+    children = min(jobs, count - first) - 1
     if children <= 0 or not hasattr(os, "fork"):
-        results = []
-        for index, item in enumerate(items):
-            results.append(fn(item))
-            deliver(index, results[-1])
-        return results
+        for index in range(first, count):
+            results[index] = fn(items[index])
+            deliver(index, results[index])
+        return [results[index] for index in range(count)]
 
     import multiprocessing  # here: one job (the default, and one partition) forks nothing
     from multiprocessing.connection import wait
 
     context = multiprocessing.get_context("fork")
-    counter = context.Value("q", 0)
+    counter = context.Value("q", first)
 
     def take() -> int | None:
         with counter.get_lock():
@@ -72,7 +86,6 @@ def parallel_map(fn: Callable[[T], R], items: Sequence[T], jobs: int,
         processes.append(process)
         connections.append(receiver)
 
-    results: dict[int, object] = {}
     started_by_child: dict[int, set[int]] = {i: set() for i in range(children)}
     failures: list[str] = []
 

@@ -96,8 +96,13 @@ class VerifyReport:
 
 @dataclass(frozen=True)
 class VerifyOptions:
+    """``jobs``: processes verifying partitions (1: this process alone). ``serial_seconds``:
+    with several jobs, how long this process verifies alone before forking the others (so a
+    run with little work never pays for their start-up)."""
+
     level: str = SHALLOW
     jobs: int = 1
+    serial_seconds: float = 0.0
 
 
 def verify(paths: list[str], options: VerifyOptions = VerifyOptions(), progress=None,
@@ -182,7 +187,7 @@ def _verify_partitions(directories: list[Path], options: VerifyOptions, progress
 
     level = options.level
     return parallel_map(lambda directory: verify_partition(directory, level), [str(d) for d in directories],
-                        options.jobs, arrived)
+                        options.jobs, arrived, serial_seconds=options.serial_seconds)
 
 
 def _verify_file(path: Path, level: str, report: VerifyReport) -> None:
@@ -257,7 +262,7 @@ def _txn_index_alone(segment: LogSegment, findings: list[Finding]) -> None:
 def _log_dir_files(log_dir: LogDir, report: VerifyReport) -> None:
     ranges = {}
     for partition in report.partitions:
-        if Path(partition.path).parent == log_dir.path and partition.topic is not None:
+        if partition.topic is not None and Path(partition.path).parent == log_dir.path:
             ranges[TopicPartition(partition.topic, partition.partition)] = (partition.log_start_offset,
                                                                            partition.log_end_offset)
     checkpoints = {}

@@ -78,7 +78,7 @@ class MappedFile:
         self.path = str(path)
         self._mmap = None
         self._released_to = 0
-        fd, stat = open_regular(self.path)
+        fd, stat = open_regular(self.path, whole=False)  # no placeholder: __new__ chose this class
         try:
             self.size = stat.st_size
             self._extents = _data_extents(fd, self.size)

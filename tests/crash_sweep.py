@@ -5,7 +5,10 @@
 
 ``--command`` takes a command (recover, rebuild-index, append, simulate-retention, undo: all its
 fixtures), a fixture name (``recover-kafka``, ``undo-append``, ...; ``--list`` names them) or
-``all``. Each fixture is a copy of real corpus partitions (damaged for recover and rebuild-index)
+``all``. ``--command scale`` runs the whole-log-dir fixtures (``recover-scale`` and its undo: a
+killed broker's log dir of 300 partitions, 1 % damaged, from ``make_broker_logdir``), whose
+hundreds of write steps are sampled: ``--sample N`` takes N kill points spread evenly across the
+run, the first and the last included. Each fixture is a copy of real corpus partitions (damaged for recover and rebuild-index)
 and one ``seglog`` command line, run as ``python -m seglog_cli`` with this checkout first on
 PYTHONPATH. An ``undo-*`` fixture runs its command uninterrupted first and sweeps ``undo --apply``
 of that run's backup.
@@ -103,6 +106,7 @@ class Fixture:
     damage: Callable[[Path], None] | None = None
     undo_of: "Fixture | None" = None
     clock_ms: int | None = None  # pin the wall clock (append's markers and snapshots read it)
+    build: Callable[[Path], None] | None = None  # makes the log dir instead of a corpus copy
 
     @property
     def command(self) -> str:
@@ -159,11 +163,36 @@ BASE_FIXTURES += (
 FIXTURES = BASE_FIXTURES + tuple(
     Fixture(f"undo-{base.name}", base.source, base.partition, ("undo", "--apply"), undo_of=base)
     for base in BASE_FIXTURES)
-BY_NAME = {fixture.name: fixture for fixture in FIXTURES}
+
+
+def _broker_log_dir(partitions: int) -> Callable[[Path], None]:
+    """A broker's killed log dir of ``partitions`` data partitions (make_broker_logdir: private
+    copies, no .kafka_cleanshutdown, 1 % damaged: torn tails, CRC flips, a missing index). The
+    active indexes are trimmed to their entries: a sweep holds every file of the log dir in
+    memory, and a preallocated 10 MiB pair per partition would be gigabytes."""
+    def build(log_dir: Path) -> None:
+        from tests.benchmarks.make_broker_logdir import make_broker_logdir
+        make_broker_logdir(log_dir, partitions=partitions, segments=4, unclean=True, damage_percent=1, copy=True,
+                           coordinator_partitions=10)
+        for index in [*log_dir.glob("*/*.index"), *log_dir.glob("*/*.timeindex")]:
+            entry = 8 if index.suffix == ".index" else 12
+            kept = len(index.read_bytes().rstrip(b"\0"))
+            os.truncate(index, -(-kept // entry) * entry)
+    return build
+
+
+# kill points sampled across a whole-log-dir run (--sample): not in "all", whose every point is run
+SCALE = Fixture("recover-scale", "", "", ("recover", "--apply", "--mode", "kafka"), build=_broker_log_dir(300))
+SCALE_FIXTURES = (SCALE, Fixture("undo-recover-scale", "", "", ("undo", "--apply"), undo_of=SCALE, build=SCALE.build))
+BY_NAME = {fixture.name: fixture for fixture in FIXTURES + SCALE_FIXTURES}
 
 
 def copy_fixture(fixture: Fixture, log_dir: Path) -> None:
     """The fixture's partition and log-dir files, writable, preallocated indexes restored, damaged."""
+    if fixture.build is not None:
+        fixture.build(log_dir)
+        (log_dir / ".lock").touch()
+        return
     source = CORPUS / fixture.source
     shutil.copytree(source / fixture.partition, log_dir / fixture.partition)
     for name in LOG_DIR_FILES:
@@ -427,9 +456,17 @@ class SweepResult:
     floor: int = 1  # the fewest kill points a working trace gives (Reference.floor)
 
 
+def sampled(count: int, sample: int) -> list[int]:
+    """``sample`` kill points spread evenly from the first step to the last (all when fewer)."""
+    if sample >= count:
+        return list(range(1, count + 1))
+    return sorted({1 + round(i * (count - 1) / max(1, sample - 1)) for i in range(sample)})
+
+
 def sweep(fixture: Fixture, root: Path, jobs: int = 1, max_points: int | None = None,
-          keep: bool = False) -> SweepResult:
-    """Every kill point of one fixture (the first ``max_points``), ``jobs`` at a time."""
+          keep: bool = False, sample: int | None = None) -> SweepResult:
+    """Every kill point of one fixture (the first ``max_points``, or ``sample`` of them spread
+    across the whole run), ``jobs`` at a time."""
     started = time.monotonic()
     try:
         reference = reference_run(fixture, root / fixture.name)
@@ -437,6 +474,8 @@ def sweep(fixture: Fixture, root: Path, jobs: int = 1, max_points: int | None = 
         return SweepResult(fixture, 0, [Failure(fixture.name, 0, "-", "setup", str(exc))])
     failures = [Failure(fixture.name, 0, "-", "reference", problem) for problem in reference.problems]
     points = list(range(1, len(reference.steps) + 1))[:max_points]
+    if sample is not None:
+        points = sampled(len(points), sample)
 
     def one(point: int) -> list[Failure]:
         work = root / fixture.name / f"kill-{point}"
@@ -457,7 +496,8 @@ def sweep(fixture: Fixture, root: Path, jobs: int = 1, max_points: int | None = 
 
 
 def select(name: str) -> list[Fixture]:
-    chosen = [f for f in FIXTURES if name in ("all", f.name, f.command)]
+    chosen = [f for f in FIXTURES if name in ("all", f.name, f.command)] or [
+        f for f in SCALE_FIXTURES if name in (f.name, "scale")]
     if not chosen:
         raise SystemExit(f"unknown --command {name!r}: all, a command or one of {', '.join(BY_NAME)}")
     return chosen
@@ -477,12 +517,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--command", default="all", help="all, a command or a fixture name (default all)")
     parser.add_argument("--max-points", type=int, default=None, help="only the first N kill points")
+    parser.add_argument("--sample", type=int, default=None,
+                        help="only N kill points spread over the whole run (the scale fixtures: --command scale)")
     parser.add_argument("--jobs", type=int, default=1, help="kill points run in parallel (at most 2 here)")
     parser.add_argument("--keep", action="store_true", help="keep the directories of failing kill points")
     parser.add_argument("--list", action="store_true", help="list the fixtures and exit")
     args = parser.parse_args(argv)
     if args.list:
-        print("\n".join(f"{f.name}\t{' '.join(f.args[:4])}" for f in FIXTURES))
+        print("\n".join(f"{f.name}\t{' '.join(f.args[:4])}" for f in FIXTURES + SCALE_FIXTURES))
         return 0
     if not CORPUS.is_dir():
         raise SystemExit(f"no corpus at {CORPUS} (set SEGLOG_CORPUS)")
@@ -490,7 +532,7 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(tempfile.mkdtemp(prefix="crash-sweep-"))
     points = failures = 0
     for fixture in fixtures:
-        result = sweep(fixture, root, args.jobs, args.max_points, args.keep)
+        result = sweep(fixture, root, args.jobs, args.max_points, args.keep, args.sample)
         report(result)
         points, failures = points + result.points, failures + len(result.failures)
     print(f"total: kill points {points}, failures {failures}")

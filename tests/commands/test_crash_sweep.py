@@ -31,6 +31,25 @@ def test_every_kill_point_keeps_the_promise(corpus, tmp_path, name):
     assert not result.failures, f"{len(result.failures)} failures at {len(failed)} of {result.points} points:\n{lines}"
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [fixture.name for fixture in crash_sweep.SCALE_FIXTURES])
+def test_kill_points_across_a_whole_log_dir_keep_the_promise(tmp_path, name):
+    """recover --apply of a killed broker's 300-partition log dir (and its undo): three kill points
+    spread over its hundreds of write steps, the first and the last among them (``python -m
+    tests.crash_sweep --command scale --sample N`` runs more)."""
+    fixture = crash_sweep.BY_NAME[name]
+    jobs = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
+    result = crash_sweep.sweep(fixture, tmp_path, jobs=jobs, sample=3)
+    lines = "\n".join(failure.line() for failure in result.failures)
+    assert result.points == 3, lines
+    assert not result.failures, f"{len(result.failures)} failures:\n{lines}"
+
+
+def test_sampled_kill_points_span_the_run():
+    assert crash_sweep.sampled(700, 3) == [1, 351, 700]
+    assert crash_sweep.sampled(2, 5) == [1, 2]
+
+
 # -- the checks themselves (no corpus): a broken check would let every kill point pass ----------
 
 ORIGINAL = {"p-0/a.log": b"a" * 100, "p-0/b.log": b"b" * 100, "p-0/c.index": b"c" * 40, "p-0/d.snapshot": b"d" * 10}

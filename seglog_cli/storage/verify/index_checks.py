@@ -93,6 +93,8 @@ def _time_entries(data: bytes, count: int) -> tuple[array, array]:
 
 def _increasing(values: array, strictly: bool = True) -> bool:
     """Whether ``values`` never goes down (strictly: always goes up)."""
+    if len(values) < 2:
+        return True
     if native.module is not None:
         return native.module.first_disorder(values, values.itemsize, strictly) < 0
     return all(map(operator.lt if strictly else operator.le, values, islice(values, 1, None)))

@@ -200,6 +200,7 @@ class SegmentVerifier:
                 self._flush()
             self.index.finish(self.summary.end_position)
             self.time_index.finish(self.summary.max_timestamp)
+            self.index = self.time_index = NO_INDEX  # the checkers point back here: no cycle left for the GC
         self.summary.last_offset = self.order.state[0]
         self.summary.unknown_offsets = list(self.unknown_offsets)
         if self._window_lo is not None:

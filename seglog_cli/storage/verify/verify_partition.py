@@ -307,9 +307,11 @@ def _leader_epochs(log: PartitionLog, report: PartitionReport, summaries: list[S
                 f"truncates the cache at start-up", offset=entry.start_offset))
     starts = [entry.start_offset for entry in entries]
     firsts = []  # (epoch, first offset) where each epoch starts, in log order
+    seen = set()
     for summary in summaries:
         for _position, epoch, first in summary.epochs:
-            if epoch not in {e for e, _ in firsts}:
+            if epoch not in seen:
+                seen.add(epoch)
                 firsts.append((epoch, first))
     log_start = _log_start_offset(log)
     for n, (epoch, first) in enumerate(firsts):

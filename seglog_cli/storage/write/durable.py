@@ -29,6 +29,7 @@ FAULT_ENV = "SEGLOG_FAULT_AT"
 TRACE_ENV = "SEGLOG_FAULT_TRACE"
 FAULT_EXIT_STATUS = 137  # what a shell reports for a process killed by SIGKILL
 COPY_CHUNK = 1 << 20
+OPEN_DIRECTORIES = 256  # directory descriptors a Tree keeps open at most (see Tree.dir_fd)
 _NOFOLLOW = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -100,9 +101,18 @@ class Tree:
     # -- resolving ------------------------------------------------------------------------
 
     def dir_fd(self, relative_dir: str) -> int:
-        """The descriptor of a directory below the root (opened once, no symlink followed)."""
-        if relative_dir in self._fds:
-            return self._fds[relative_dir]
+        """The descriptor of a directory below the root (no symlink followed). At most
+        ``OPEN_DIRECTORIES`` stay open, the least recently used closed first (a run over 10,000
+        partition directories must not exhaust the process's descriptors; one closed is opened
+        again, component by component, when it is next needed); the root's stays open."""
+        fd = self._fds.get(relative_dir)
+        if fd is not None:
+            if relative_dir:
+                self._fds[relative_dir] = self._fds.pop(relative_dir)  # now the most recently used
+            return fd
+        if len(self._fds) > OPEN_DIRECTORIES:
+            oldest = next(key for key in self._fds if key)
+            os.close(self._fds.pop(oldest))
         parent, _, name = relative_dir.rpartition("/")
         parent_fd = self.dir_fd(parent)
         try:

@@ -34,8 +34,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import stat
+import tempfile
 import time
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,7 +85,7 @@ class FileStep:
 
 # -- contents ---------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Content:
     """What a path holds at one point of a run: its size and sha256 (None: no file)."""
 
@@ -191,12 +195,18 @@ class _Model:
 
 
 class Journal:
-    """One run's backup directory, manifest and steps (see the module doc)."""
+    """One run's backup directory, manifest and steps (see the module doc).
+
+    ``document`` holds the manifest's keys but its steps: a run being made keeps its entries in
+    an unnamed scratch file of its backup directory, one line each (never a list in memory: a
+    run may change 10^5 files); a manifest read back from disk has them as a :class:`StepList`."""
 
     def __init__(self, tree: Tree, directory: Path, document: dict):
         self.tree = tree
         self.directory = directory
         self.document = document
+        self.steps: list[FileStep] | None = None
+        self._entries = None  # the run's entries, one canonical JSON line each (a scratch file)
 
     # -- creating ---------------------------------------------------------------------------------
 
@@ -207,14 +217,16 @@ class Journal:
         final, partial = _new_backup_dir(backup_root, command)
         document = {"version": MANIFEST_VERSION, "command": command, "argv": argv,
                     "started": time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()), "logDir": str(tree.root),
-                    "id": final.name, "state": PREPARED, **(extra or {}), "steps": []}
+                    "id": final.name, "state": PREPARED, **(extra or {})}
         journal = cls(tree, partial, document)
         journal.steps = steps
+        journal._entries = tempfile.TemporaryFile(dir=partial)
         model = _Model(tree)
         for index, step in enumerate(steps):
-            document["steps"].append(journal._record(model, index, step))
+            journal._entries.write(_canonical(journal._record(model, index, step)).encode() + b"\n")
         document["expected"] = {relative: None if content is None else content.as_dict()
                                 for relative, (content, _origin) in model.state.items()}
+        del model
         journal.write_manifest()
         fault_point(f"rename {partial.name} -> {final.name}")
         try:
@@ -225,6 +237,24 @@ class Journal:
                                    partial) from None
         journal.directory = final
         return journal
+
+    def entries(self):
+        """The run's step entries, in order (dicts, read one at a time)."""
+        if self._entries is not None:
+            self._entries.seek(0)
+            return (json.loads(line) for line in self._entries)
+        return iter(self.document.get("steps", []))
+
+    def _entry_lines(self):
+        """The canonical JSON text of each entry, in order (what the manifest holds and its
+        checksum covers)."""
+        if self._entries is not None:
+            self._entries.seek(0)
+            return (line.rstrip(b"\n").decode() for line in self._entries)
+        steps = self.document.get("steps", [])
+        if isinstance(steps, StepList):
+            return steps.lines()
+        return (_canonical(entry) for entry in steps)
 
     def _record(self, model: _Model, index: int, step: FileStep) -> dict:
         relative = relative_to_log_dir(self.tree.root, step.path)
@@ -332,11 +362,9 @@ class Journal:
         return name
 
     def write_manifest(self) -> None:
-        document = dict(self.document)
-        document.pop("checksum", None)
-        document["checksum"] = manifest_checksum(document)
-        self.document = document
-        data = (json.dumps(document, indent=1) + "\n").encode()
+        """The manifest, written whole (temporary file, fsync, rename) and streamed: one line per
+        step and per entry of ``expected``, ``final`` and ``listing`` (see :func:`_fragments`),
+        the checksum last; nothing of it is held in memory at once."""
         temp = self.directory / f"{MANIFEST}.{os.getpid()}.tmp"
         fault_point(f"write the manifest of {self.directory.name}")
         try:
@@ -344,7 +372,19 @@ class Journal:
                 temp.unlink()
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             try:
-                _write(fd, data, temp)
+                body = {key: value for key, value in self.document.items() if key not in ("steps", "checksum")}
+                digest, buffer = hashlib.sha256(), bytearray()
+                for fragment in _fragments(body, self._entry_lines()):
+                    data = fragment.encode()
+                    digest.update(data)
+                    buffer += data + b"\n"
+                    if len(buffer) >= 1 << 20:
+                        _write(fd, buffer, temp)
+                        buffer.clear()
+                digest.update(b"}")
+                checksum = digest.hexdigest()
+                buffer += f',"checksum":"{checksum}"}}\n'.encode()
+                _write(fd, buffer, temp)
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -354,6 +394,7 @@ class Journal:
         except OSError as exc:
             raise CannotWriteError(f"cannot write the manifest: {describe_os_error(exc)}; nothing was changed",
                                    temp) from None
+        self.document["checksum"] = checksum
 
     # -- carrying out ---------------------------------------------------------------------------
 
@@ -365,7 +406,7 @@ class Journal:
 
     def execute(self) -> None:
         tree = self.tree
-        for step, entry in zip(self.steps, self.document["steps"]):
+        for step, entry in zip(self.steps, self.entries()):
             op, relative = entry["op"], entry["path"]
             if op == "write":
                 if tree.lstat(entry["temp"]) is not None:
@@ -400,6 +441,12 @@ class Journal:
         self.document["state"] = COMPLETE
         self.write_manifest()
         self.tree.unlink(POINTER)
+        self.close()
+
+    def close(self) -> None:
+        if self._entries is not None:
+            self._entries.close()
+            self._entries = None
 
 
 def _size_of(step: FileStep) -> int:
@@ -470,24 +517,110 @@ def _new_backup_dir(root: Path, command: str) -> tuple[Path, Path]:
 
 
 # -- the manifest -----------------------------------------------------------------------------------
+#
+# manifest.json is one JSON document, written in the key order and the text of its canonical form
+# (json.dumps(body, sort_keys=True, separators=(",", ":"))) cut into lines at its steps and at the
+# entries of its per-file maps: a reader takes the steps one line at a time, and the checksum,
+# the sha256 of that canonical text, is computed as the lines are written (it comes last). Any
+# other layout of the same document (a manifest edited by hand) is read whole and checked the
+# same way.
+
+_LINE_MAPS = ("expected", "final", "listing")  # maps with one entry per file: a line each
+_CHECKSUM_LINE = re.compile(rb',"checksum":"([0-9a-f]{64})"\}\n?')
+WHOLE_READ_LIMIT = 64 << 20  # a manifest not in the line layout is read whole up to this size
+
+
+def _canonical(value) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _fragments(body: dict, entry_lines):
+    """The canonical text of ``body`` with ``steps`` the entries of ``entry_lines`` (each its
+    canonical text), in pieces: one per key, and for ``steps`` and the per-file maps one per
+    item. Their concatenation, then ``}``, is ``_canonical(body with its steps)``."""
+    keys = sorted(set(body) | {"steps"})
+    for n, key in enumerate(keys):
+        lead = "{" if n == 0 else ","
+        name = json.dumps(key)
+        if key == "steps":
+            yield f"{lead}{name}:["
+            for i, line in enumerate(entry_lines):
+                yield line if i == 0 else "," + line
+            yield "]"
+        elif key in _LINE_MAPS and isinstance(body[key], dict) and body[key]:
+            yield f"{lead}{name}:{{"
+            for i, item in enumerate(sorted(body[key])):
+                yield ("" if i == 0 else ",") + json.dumps(item) + ":" + _canonical(body[key][item])
+            yield "}"
+        else:
+            yield f"{lead}{name}:{_canonical(body[key])}"
+
 
 def manifest_checksum(document: dict) -> str:
     body = {key: value for key, value in document.items() if key != "checksum"}
+    if isinstance(body.get("steps"), StepList):
+        digest = hashlib.sha256()
+        for fragment in _fragments({k: v for k, v in body.items() if k != "steps"}, body["steps"].lines()):
+            digest.update(fragment.encode())
+        digest.update(b"}")
+        return digest.hexdigest()
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
+class StepList(Sequence):
+    """A manifest's step entries, read from its file as they are asked for (the file's offset of
+    each is all that is kept: 8 bytes a step). The file stays open, as it was checked."""
+
+    def __init__(self, handle, offsets: array):
+        self._handle = handle
+        self._offsets = offsets
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def _line(self, index: int) -> bytes:
+        self._handle.seek(self._offsets[index])
+        line = self._handle.readline().rstrip(b"\n")
+        return line[1:] if line.startswith(b",") else line
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return json.loads(self._line(index))
+
+    def lines(self):
+        """Each entry's canonical text, in order."""
+        for index in range(len(self)):
+            yield self._line(index).decode()
+
+    def __iter__(self):
+        for line in self.lines():
+            yield json.loads(line)
+
+    def close(self) -> None:
+        self._handle.close()
+
+
 def read_manifest(backup_dir: str | Path) -> dict:
-    """A backup directory's manifest, checked (version, checksum, paths inside its log dir)."""
+    """A backup directory's manifest, checked (version, checksum, paths inside its log dir); its
+    ``steps`` a :class:`StepList` when the file has seglog's line layout (a list otherwise)."""
     path = Path(backup_dir) / MANIFEST
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise BackupError("not a regular file", path)
-            data = b"".join(read_chunks(fd, 0, 64 << 20))
-        finally:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
-        document = json.loads(data)
+            raise BackupError("not a regular file", path)
+        handle = os.fdopen(fd, "rb")
+        document = _read_lines(handle)
+        if document is None:
+            handle.seek(0)
+            data = handle.read(WHOLE_READ_LIMIT)
+            handle.close()
+            document = json.loads(data)
     except (OSError, ValueError) as exc:
         raise BackupError(f"not a seglog backup manifest: {getattr(exc, 'strerror', None) or exc}", path) from None
     if not isinstance(document, dict) or document.get("version") != MANIFEST_VERSION:
@@ -504,5 +637,39 @@ def read_manifest(backup_dir: str | Path) -> dict:
     return document
 
 
+def _read_lines(handle) -> dict | None:
+    """A manifest in seglog's line layout: the document with its steps as a :class:`StepList`,
+    the checksum as the file states it (checked by the caller); None for any other layout."""
+    first = handle.readline()
+    if not first.startswith(b'{"') or not first.endswith(b"\n"):
+        return None
+    head, offsets = [], array("q")
+    in_steps, position, line = False, 0, first
+    while True:
+        following = handle.readline()
+        if not following:  # ``line`` is the last one: the checksum
+            match = _CHECKSUM_LINE.fullmatch(line)
+            if match is None or in_steps:
+                return None
+            head.append(b"}")
+            document = json.loads(b"".join(head))
+            document["checksum"] = match.group(1).decode()
+            document["steps"] = StepList(handle, offsets)
+            return document
+        if not line.endswith(b"\n"):
+            return None
+        text = line[:-1]
+        if in_steps and text != b"]":
+            offsets.append(position)
+        else:
+            head.append(text)
+            if text == b"]":
+                in_steps = False
+            elif text.endswith(b'"steps":[') and text[:1] in (b"{", b","):
+                in_steps = True
+        position += len(line)
+        line = following
+
+
 __all__ = ["COMPLETE", "Content", "FileStep", "Journal", "JournalError", "MANIFEST", "POINTER", "PREPARED",
-           "ROLLED_BACK", "manifest_checksum", "read_manifest"]
+           "ROLLED_BACK", "StepList", "manifest_checksum", "read_manifest"]

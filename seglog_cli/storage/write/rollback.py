@@ -131,35 +131,50 @@ def _describe(files: _Files, relative: str) -> str:
     return f"{relative} ({'missing' if size is None else f'{size} bytes'})"
 
 
-def _states(entries: list[dict]) -> dict[str, list[tuple[int, dict | None, dict | None]]]:
-    """For each file: (step index, content before, content after) of every step that changed it."""
+def _states(entries) -> dict[str, list[tuple[int, bool, str]]]:
+    """For each file: (step index, whether it is the step's rename target, op) of every step
+    that changed it, in order. The contents before and after each are read back when needed
+    (:func:`_sequence`): a run of 10^5 steps keeps only these."""
     per_path: dict[str, list] = {}
     for index, entry in enumerate(entries):
         op = entry["op"]
         if op in ("mkdir", "rmdir"):
             continue
-        per_path.setdefault(entry["path"], []).append((index, entry.get("before"), entry.get("after")))
+        per_path.setdefault(entry["path"], []).append((index, False, op))
         if op == "rename":
-            per_path.setdefault(entry["target"], []).append((index, entry.get("targetBefore"), entry.get("before")))
+            per_path.setdefault(entry["target"], []).append((index, True, op))
     return per_path
 
 
-def _carried_out(files: _Files, entries: list[dict], force: bool) -> tuple[dict[int, bool], list[str]]:
+def _sequence(entries, states: list) -> list[tuple[int, dict | None, dict | None]]:
+    """(step index, content before, content after) of a file's steps."""
+    out = []
+    for index, is_target, _op in states:
+        entry = entries[index]
+        if is_target:
+            out.append((index, entry.get("targetBefore"), entry.get("before")))
+        else:
+            out.append((index, entry.get("before"), entry.get("after")))
+    return out
+
+
+def _carried_out(files: _Files, entries, force: bool) -> tuple[dict[int, bool], list[str]]:
     """{step index: partial?} of the steps the files show were carried out, and the conflicts."""
     done: dict[int, bool] = {}
     conflicts: list[str] = []
     renames: dict[int, list[bool]] = {}
-    for relative, sequence in _states(entries).items():
+    for relative, states in _states(entries).items():
+        sequence = _sequence(entries, states)
         reached = _reached(files, relative, sequence)
-        if reached is None and force and all(entries[i]["op"] in ("write", "remove") for i, _b, _a in sequence):
+        if reached is None and force and all(op in ("write", "remove") for _i, _t, op in states):
             reached = (len(sequence), False)
         if reached is None:
             conflicts.append(_describe(files, relative))
             continue
         count, partial = reached
-        for position, (index, _before, _after) in enumerate(sequence):
+        for position, (index, _target, op) in enumerate(states):
             executed = position < count
-            if entries[index]["op"] == "rename":
+            if op == "rename":
                 renames.setdefault(index, []).append(executed)
             elif executed:
                 done[index] = partial and position == count - 1
@@ -167,7 +182,8 @@ def _carried_out(files: _Files, entries: list[dict], force: bool) -> tuple[dict[
         if all(votes):
             done[index] = False
         elif any(votes):
-            conflicts.append(f"{entries[index]['path']} -> {entries[index]['target']} (renamed half-way)")
+            entry = entries[index]
+            conflicts.append(f"{entry['path']} -> {entry['target']} (renamed half-way)")
     for index, entry in enumerate(entries):
         if entry["op"] in ("mkdir", "rmdir"):
             info = files.tree.lstat(entry["path"])
@@ -282,7 +298,8 @@ def carry_out(tree: Tree, steps: list[FileStep], temp_tag: str) -> None:
 def roll_back(journal: Journal) -> list[FileStep]:
     """Put back what a journaled run changed, mark its manifest rolled back and remove the
     pointer; the inverse steps carried out."""
-    steps = inverse_steps(journal.tree, journal.document, journal.directory)
+    document = journal.document if "steps" in journal.document else read_manifest(journal.directory)
+    steps = inverse_steps(journal.tree, document, journal.directory)
     carry_out(journal.tree, steps, f"{journal.document['id']}-rollback")
     journal.document["state"] = ROLLED_BACK
     journal.write_manifest()

@@ -172,8 +172,7 @@ class Tree:
             raise self._fail(exc, relative, "create") from None
         try:
             fault_point(f"write {relative}")
-            for chunk in chunks:
-                _write_all(fd, chunk)
+            write_sparse(fd, chunks)
             os.fsync(fd)
         except OSError as exc:
             raise self._fail(exc, relative, "write") from None
@@ -368,17 +367,61 @@ def _unnamed_file(directory: Path) -> int:
     return fd
 
 
+class Hole(bytes):
+    """Zeros that a file holds as a hole (no data on disk there: a preallocated index's tail):
+    real zero bytes to whoever reads them, but the writers here seek over them instead of
+    writing, so a copy of a sparse file stays sparse (a killed broker's 10 MiB ``.index`` and
+    ``.timeindex`` per partition would otherwise fill the disk with backups of zeros)."""
+
+    __slots__ = ()
+
+
+_WHOLE_HOLE = Hole(COPY_CHUNK)
+
+
 def read_chunks(fd: int, start: int = 0, end: int | None = None):
-    """The bytes of an open file from ``start`` to ``end`` (default: its end), in chunks."""
+    """The bytes of an open file from ``start`` to ``end`` (default: its end), in chunks; the
+    parts that are holes come as :class:`Hole` chunks, read from nowhere."""
+    stop = os.fstat(fd).st_size if end is None else min(end, os.fstat(fd).st_size)
     position = start
-    while end is None or position < end:
-        size = COPY_CHUNK if end is None else min(COPY_CHUNK, end - position)
-        chunk = os.pread(fd, size, position)
-        if not chunk:
-            return
-        yield chunk
-        position += len(chunk)
+    while position < stop:
+        data = _seek(fd, position, stop, os.SEEK_DATA)
+        while position < data:
+            size = min(COPY_CHUNK, data - position)
+            yield _WHOLE_HOLE if size == COPY_CHUNK else Hole(size)
+            position += size
+        hole = _seek(fd, position, stop, os.SEEK_HOLE) if position < stop else stop
+        while position < hole:
+            chunk = os.pread(fd, min(COPY_CHUNK, hole - position), position)
+            if not chunk:
+                return
+            yield chunk
+            position += len(chunk)
+
+
+def _seek(fd: int, position: int, stop: int, whence: int) -> int:
+    """Where the next data (``SEEK_DATA``) or hole (``SEEK_HOLE``) starts, at most ``stop``; a
+    file system that cannot tell has data everywhere."""
+    try:
+        return min(os.lseek(fd, position, whence), stop)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # no data at or after position: a hole to the end
+            return stop
+        return position if whence == os.SEEK_DATA else stop
+
+
+def write_sparse(fd: int, chunks, write=None) -> None:
+    """Write ``chunks`` at the descriptor's offset (not ``O_APPEND``): a :class:`Hole` is a
+    seek, and the file is extended over a hole at its end."""
+    for chunk in chunks:
+        if type(chunk) is Hole:
+            os.lseek(fd, len(chunk), os.SEEK_CUR)
+        else:
+            (write or _write_all)(fd, chunk)
+    end = os.lseek(fd, 0, os.SEEK_CUR)
+    if os.fstat(fd).st_size < end:
+        os.ftruncate(fd, end)
 
 
 __all__ = ["CannotWriteError", "MissingDirectoryError", "FAULT_ENV", "FAULT_EXIT_STATUS", "Spool", "SpoolRange", "Tally", "TRACE_ENV",
-           "Tree", "describe_os_error", "fault_point", "read_chunks"]
+           "Tree", "describe_os_error", "fault_point", "read_chunks", "Hole", "write_sparse"]

@@ -22,7 +22,10 @@ READ_COMMANDS = {"dump", "verify", "offsets", "transactions", "simulate-retentio
 
 
 # options whose value is never a path (``--spark spark://host:7077`` is a Spark master URL)
-NOT_PATHS = ("--spark",)
+# options whose value is never a path: a value that happens to hold "://" (a --value, a --config
+# value, a mistyped --at) is left to the command's own parsing, never fetched as a URL
+NOT_PATHS = ("--spark", "--at", "--now", "--from-timestamp", "--to-timestamp", "--timestamp", "--config",
+             "--value", "--key", "--header", "--key-separator")
 
 
 def may_hold_paths(argv: list[str]) -> list[bool]:

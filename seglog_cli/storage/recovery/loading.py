@@ -27,6 +27,7 @@ from seglog_cli.storage.log.log_dir_files import (
     REPLICATION_CHECKPOINT,
 )
 from seglog_cli.storage.log.naming import (
+    METADATA_TOPIC,
     OFFSET_OUT_OF_RANGE,
     SegmentFileName,
     format_offset,
@@ -322,7 +323,8 @@ def checkpoint_steps(state: LogDirState, partitions: list[PartitionRecovery]) ->
     changed_points = changed_marks = changed_starts = False
     for p in partitions:
         name = parse_partition_dir_name(p.path.name)
-        if name is None or p.refused is not None:
+        # __cluster_metadata-0 is the Raft log, never one of LogManager's: none of these files lists it
+        if name is None or p.refused is not None or name.topic == METADATA_TOPIC:
             continue
         tp = TopicPartition(name.topic, name.partition)
         if p.lowered_log_start is not None and starts.get(tp) != p.lowered_log_start:

@@ -342,3 +342,13 @@ def test_a_legacy_piece_is_named_by_its_first_inner_message(tmp_path):
     assert created["00000000000000000000.index"] == b""
     assert created["00000000000000000000.timeindex"] == struct.pack(">qi", 1_600_000_000_004, 4)
     assert created[f"{first:020d}.timeindex"] == struct.pack(">qi", 1_600_000_001_002, 2)
+
+
+def test_a_clean_log_dir_keeps_its_checkpoints(corpus):
+    """The broker's own clean log dir: every recovery point is already its log end offset, and
+    __cluster_metadata-0 (the Raft log, which LogManager never loads) is added to no checkpoint."""
+    data = corpus / "kafka-4.2.0" / "data"
+    partitions = sorted(p for p in data.iterdir() if p.is_dir())
+    plan = plan_recover(partitions)
+    assert plan.log_dir_steps.get(data.absolute(), []) == []
+    assert "__cluster_metadata" not in (data / "recovery-point-offset-checkpoint").read_text()

@@ -39,12 +39,12 @@ import stat
 import tempfile
 import time
 from array import array
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from seglog_cli.storage.write.durable import (CannotWriteError, SpoolRange, Tree, describe_os_error, fault_point,
-                                       read_chunks)
+                                       read_chunks, write_sparse)
 from seglog_cli.storage.log.errors import SeglogError
 from seglog_cli.storage.write.safety import BackupError, relative_to_log_dir
 
@@ -58,7 +58,7 @@ class JournalError(SeglogError):
     """An interrupted run's journal cannot be rolled back as it is (nothing was changed)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class FileStep:
     """One change to a file of a log dir. ``op``: ``write`` (the whole file: ``data``, bytes or
     a :class:`~seglog_cli.storage.write.durable.SpoolRange`, or the bytes of the file ``source``),
@@ -224,8 +224,7 @@ class Journal:
         model = _Model(tree)
         for index, step in enumerate(steps):
             journal._entries.write(_canonical(journal._record(model, index, step)).encode() + b"\n")
-        document["expected"] = {relative: None if content is None else content.as_dict()
-                                for relative, (content, _origin) in model.state.items()}
+        document["expected"] = {relative: content for relative, (content, _origin) in model.state.items()}
         del model
         journal.write_manifest()
         fault_point(f"rename {partial.name} -> {final.name}")
@@ -354,9 +353,11 @@ class Journal:
             raise CannotWriteError(f"cannot write the backup: {describe_os_error(exc)}; nothing was changed",
                                    target) from None
         try:
-            for chunk in self._origin_chunks(origin, start, end):
-                _write(fd, chunk, target)
+            write_sparse(fd, self._origin_chunks(origin, start, end), lambda fd, chunk: _write(fd, chunk, target))
             os.fsync(fd)
+        except OSError as exc:
+            raise CannotWriteError(f"cannot write the backup: {describe_os_error(exc)}; nothing was changed",
+                                   target) from None
         finally:
             os.close(fd)
         return name
@@ -435,7 +436,8 @@ class Journal:
         final = {}
         for relative, content in self.document["expected"].items():
             info = self.tree.lstat(relative) if content is not None else None
-            final[relative] = None if info is None else dict(content, ino=info.st_ino, mtimeNs=info.st_mtime_ns)
+            final[relative] = None if info is None else _Final(content.size, content.sha256, info.st_ino,
+                                                               info.st_mtime_ns)
         self.document["final"] = final
         self.document["listing"] = _listings(self.tree, final)
         self.document["state"] = COMPLETE
@@ -547,20 +549,79 @@ def _fragments(body: dict, entry_lines):
             for i, line in enumerate(entry_lines):
                 yield line if i == 0 else "," + line
             yield "]"
+        elif key in _LINE_MAPS and isinstance(body[key], LineMap) and len(body[key]):
+            yield f"{lead}{name}:{{"
+            for i, line in enumerate(body[key].lines()):
+                yield line if i == 0 else "," + line
+            yield "}"
         elif key in _LINE_MAPS and isinstance(body[key], dict) and body[key]:
             yield f"{lead}{name}:{{"
             for i, item in enumerate(sorted(body[key])):
-                yield ("" if i == 0 else ",") + json.dumps(item) + ":" + _canonical(body[key][item])
+                yield ("" if i == 0 else ",") + json.dumps(item) + ":" + _canonical(_plain(body[key][item]))
             yield "}"
         else:
             yield f"{lead}{name}:{_canonical(body[key])}"
 
 
+class _Final(tuple):
+    """A file as the run left it (``final``): size, sha256, inode, mtime."""
+
+    def __new__(cls, size: int, sha256: str, ino: int, mtime_ns: int):
+        return tuple.__new__(cls, (size, sha256, ino, mtime_ns))
+
+    def as_dict(self) -> dict:
+        return {"size": self[0], "sha256": self[1], "ino": self[2], "mtimeNs": self[3]}
+
+
+def _plain(value):
+    """A map's value as JSON has it (the run keeps them as small objects)."""
+    return value.as_dict() if isinstance(value, (Content, _Final)) else value
+
+
+class LineMap(Mapping):
+    """A manifest's per-file map (``expected``, ``final``, ``listing``) read from its file as it
+    is walked: only the file offset of each entry is kept."""
+
+    def __init__(self, handle, offsets: array):
+        self._handle = handle
+        self._offsets = offsets
+        self._index: dict[str, int] | None = None
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def _line(self, index: int) -> bytes:
+        self._handle.seek(self._offsets[index])
+        line = self._handle.readline().rstrip(b"\n")
+        return line[1:] if line.startswith(b",") else line
+
+    def _item(self, index: int):
+        (key, value), = json.loads(b"{" + self._line(index) + b"}").items()
+        return key, value
+
+    def lines(self):
+        for index in range(len(self)):
+            yield self._line(index).decode()
+
+    def items(self):
+        return (self._item(index) for index in range(len(self)))
+
+    def __iter__(self):
+        return (key for key, _value in self.items())
+
+    def __getitem__(self, key: str):
+        if self._index is None:
+            self._index = {k: index for index, k in enumerate(self)}
+        return self._item(self._index[key])[1]
+
+
 def manifest_checksum(document: dict) -> str:
     body = {key: value for key, value in document.items() if key != "checksum"}
-    if isinstance(body.get("steps"), StepList):
+    if isinstance(body.get("steps"), StepList) or any(isinstance(v, LineMap) for v in body.values()):
         digest = hashlib.sha256()
-        for fragment in _fragments({k: v for k, v in body.items() if k != "steps"}, body["steps"].lines()):
+        steps = body.get("steps", [])
+        lines = steps.lines() if isinstance(steps, StepList) else (_canonical(entry) for entry in steps)
+        for fragment in _fragments({k: v for k, v in body.items() if k != "steps"}, lines):
             digest.update(fragment.encode())
         digest.update(b"}")
         return digest.hexdigest()
@@ -643,30 +704,42 @@ def _read_lines(handle) -> dict | None:
     first = handle.readline()
     if not first.startswith(b'{"') or not first.endswith(b"\n"):
         return None
-    head, offsets = [], array("q")
-    in_steps, position, line = False, 0, first
+    head, offsets, maps = [], array("q"), {}
+    in_steps, in_map, position, line = False, None, 0, first
     while True:
         following = handle.readline()
         if not following:  # ``line`` is the last one: the checksum
             match = _CHECKSUM_LINE.fullmatch(line)
             if match is None or in_steps:
                 return None
+            if match is None or in_map is not None:
+                return None
             head.append(b"}")
             document = json.loads(b"".join(head))
             document["checksum"] = match.group(1).decode()
             document["steps"] = StepList(handle, offsets)
+            for key, map_offsets in maps.items():
+                document[key] = LineMap(handle, map_offsets)
             return document
         if not line.endswith(b"\n"):
             return None
         text = line[:-1]
         if in_steps and text != b"]":
             offsets.append(position)
+        elif in_map is not None and text != b"}":
+            maps[in_map].append(position)
         else:
             head.append(text)
             if text == b"]":
                 in_steps = False
+            elif text == b"}":
+                in_map = None
             elif text.endswith(b'"steps":[') and text[:1] in (b"{", b","):
                 in_steps = True
+            elif text[:1] in (b"{", b",") and text.endswith(b":{") and text[2:-3].decode() in _LINE_MAPS \
+                    and text[1:2] == b'"':
+                in_map = text[2:-3].decode()
+                maps[in_map] = array("q")
         position += len(line)
         line = following
 

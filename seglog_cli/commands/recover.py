@@ -10,6 +10,8 @@ from typing import List, Optional
 import typer
 
 from seglog_cli.commands.options import (
+    JOBS_HELP,
+    jobs_or_default,
     METADATA_LOG_HELP,
     SERVER_CONFIG_HELP,
     command_paths,
@@ -78,7 +80,7 @@ def recover_command(
     server_config: Optional[str] = typer.Option(None, "--server-config", help=SERVER_CONFIG_HELP),
     metadata_log: Optional[str] = typer.Option(None, "--metadata-log", help=METADATA_LOG_HELP),
     backup_dir: Optional[str] = typer.Option(None, "--backup-dir", help="Where removed bytes and the manifest go."),
-    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Partitions planned in parallel processes (num.recovery.threads.per.data.dir)."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help=f"Partitions planned in parallel processes (num.recovery.threads.per.data.dir) {JOBS_HELP}."),
     output_format: Format = typer.Option(Format.text, "--format", help="text or json."),
     progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress on stderr (default: when stderr is a terminal and stdout is not a pipe)."),
     show: Severity = typer.Option(Severity.WARNING, "--show", help="text: info lists every partition; warning (default) only those recovery changes, refuses or notes something about, the others counted in one line (json lists all)."),
@@ -93,6 +95,7 @@ def _run(paths, mode, apply, config, server_config, metadata_log, backup_dir, jo
     with writing(apply, [log_dir_of(p) for p in partitions], "recover", backup_dir) as session:
         resolved = effective_configs(sources, partitions)
         topic_config = configs_by_partition(resolved)
+        jobs = jobs_or_default(jobs, len(partitions))
         if show_progress(progress):
             from seglog_cli.render.progress import recover_progress
             with recover_progress(len(partitions)) as advance:

@@ -136,3 +136,23 @@ def test_undo_puts_everything_back(corpus, data, tmp_path):
 def test_undo_of_a_non_backup_is_refused(tmp_path):
     result = run_seglog("undo", str(tmp_path))
     assert result.exit_code == REFUSED and "manifest" in result.err
+
+
+def test_the_command_keeps_a_lean_plan_and_still_lists_every_segment(data, tmp_path):
+    """The command's plan counts the segments that change nothing (their bytes not kept); the
+    text lists only what changes (every file with -v) and the JSON every segment."""
+    from seglog_cli.storage.write.durable import Tally
+    from seglog_cli.storage.write.rebuild_index import RebuildError, apply_rebuild, plan_rebuild
+
+    lean = plan_rebuild([str(data)], fingerprint=False, spool=Tally())
+    full = plan_rebuild([str(data)])
+    assert lean.segment_count == len(full.segments) == 5 and len(lean.segments) == 2  # two segments change
+    assert lean.as_dict()["summary"] == full.as_dict()["summary"] and lean.fingerprint == {}
+    assert all(f.rebuilt is None for s in lean.segments for f in s.files if not f.changes)
+    with pytest.raises(RebuildError, match="shown only"):
+        apply_rebuild(lean, backup_root=tmp_path / "b")
+    shown = json.loads(rebuild("--format", "json", data).out)
+    assert len(shown["segments"]) == 5 and shown["summary"]["segments"] == 5
+    assert [s["log"] for s in shown["segments"]] == [s["log"] for s in full.as_dict()["segments"]]
+    every = rebuild("-v", data).out
+    assert every.count("ok       plain-0/") == sum(1 for s in full.segments for f in s.files if not f.changes)

@@ -165,3 +165,52 @@ def test_compacted_logs_are_checked_by_the_cleaner_thread(data):
     assert timeline["checkIntervalMs"] == 20000 and timeline["checkIntervalSource"].startswith("log.cleaner.backoff.ms")
     plain = sim("--now", NEWEST, "--at", "+1m", "--format", "json", data / "smallseg-0")
     assert json.loads(plain.out)["partitions"][0]["timeline"]["checkIntervalMs"] == 300000
+
+
+def test_apply_over_many_partitions_is_one_run_with_one_checkpoint_write(data, tmp_path):
+    """Every partition's deletions in one journal; log-start-offset-checkpoint written once for
+    all of them (not rewritten whole once per partition); the output names the one backup."""
+    copies = []
+    for n in range(1, 4):  # smallseg-1..3: copies of smallseg-0, in the checkpoint too
+        target = data / f"smallseg-{n}"
+        shutil.copytree(data / "smallseg-0", target)
+        copies.append(target)
+    checkpoint = data / "log-start-offset-checkpoint"
+    lines = checkpoint.read_text().splitlines()
+    checkpoint.write_text("\n".join([lines[0], str(int(lines[1]) + 3)] + lines[2:]
+                                    + [f"smallseg {n} 0" for n in range(1, 4)]) + "\n")
+    partitions = [data / "smallseg-0"] + copies
+    result = sim("--apply", "--backup-dir", tmp_path / "bk", "--now", NEWEST + 1000, "--config", "retention.bytes=300000",
+                 *partitions)
+    assert result.exit_code == OK, result.err
+    (backup,) = (tmp_path / "bk").iterdir()
+    assert result.out.count(f"quarantined in {backup};") == 4 and "\x00" not in result.out
+    manifest = json.loads((backup / "manifest.json").read_text())
+    writes = [c["path"] for c in manifest["steps"] if c["path"] == "log-start-offset-checkpoint"]
+    assert len(writes) == 1
+    assert all(f"smallseg {n} 1200" in checkpoint.read_text() for n in range(4))
+    as_json = sim("--format", "json", "--apply", "--backup-dir", tmp_path / "bk2", "--now", NEWEST + 1000,
+                  "--config", "retention.bytes=100000", *partitions)
+    assert as_json.exit_code == OK, as_json.err
+    (second,) = (tmp_path / "bk2").iterdir()
+    documents = json.loads(as_json.out)["partitions"]
+    assert [d["applied"]["backupDir"] for d in documents] == [str(second)] * 4
+    assert run_seglog("undo", "--apply", str(second)).exit_code == OK
+    assert run_seglog("undo", "--apply", str(backup)).exit_code == OK
+    assert not list(data.glob("smallseg-*/*.deleted"))
+    assert (data / "smallseg-3" / "00000000000000000000.log").exists()
+
+
+def test_a_refused_partition_stops_the_apply_before_anything_is_written(corpus, data, tmp_path):
+    """A compact-only topic after a partition that could be applied: nothing is written, and no
+    half-made output."""
+    source = corpus / "kafka-4.2.0" / "data"
+    shutil.copytree(source / "__cluster_metadata-0", data / "__cluster_metadata-0")
+    shutil.copytree(source / "compacted-0", data / "compacted-0")
+    before = {p.name: p.read_bytes() for p in (data / "smallseg-0").iterdir()}
+    result = sim("--apply", "--backup-dir", tmp_path / "bk", "--now", NEWEST + 10**12,
+                 "--config", "retention.ms=1000", "--config", "cleanup.policy=delete", data / "smallseg-0",
+                 data / "compacted-0")
+    assert result.exit_code == 3 and "compact" in result.err, result.err
+    assert {p.name: p.read_bytes() for p in (data / "smallseg-0").iterdir()} == before
+    assert result.out == "" and (not (tmp_path / "bk").exists() or not list((tmp_path / "bk").iterdir()))

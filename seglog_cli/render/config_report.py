@@ -3,6 +3,7 @@ default with its source, the resolution's notes, and the JSON ``configs`` list."
 
 from __future__ import annotations
 
+import re
 from typing import TextIO
 
 from seglog_cli.storage.config.effective_config import EffectiveConfig
@@ -22,6 +23,10 @@ def render_text(effective: EffectiveConfig, out: TextIO) -> None:
         out.write(f"{name} configs: note: {note}\n")
 
 
+_QUOTED = re.compile(r"'[^']*'")  # the topic a note names
+NAMED = 5  # topics named in a line that stands for the same note about many
+
+
 def render_all_text(resolved: list[EffectiveConfig], out: TextIO) -> None:
     """Many partitions: the values not at Kafka's defaults, once per topic where all its
     partitions given share them (``__consumer_offsets (50 partitions) configs: ...``), each note once."""
@@ -31,16 +36,23 @@ def render_all_text(resolved: list[EffectiveConfig], out: TextIO) -> None:
         topic = parsed.topic if parsed is not None else effective.partition.name
         key = (topic, tuple(value.describe() for value in effective.values))
         groups.setdefault(key, []).append(effective)
-    shown: set[str] = set()
+    notes: dict[str, list[tuple[str, str]]] = {}  # the note with its quoted name left out -> (partition, note)
     for (topic, described), members in groups.items():
         name = members[0].partition.name if len(members) == 1 else f"{topic} ({len(members)} partitions)"
         for index, text in enumerate(described):
             out.write(f"{name if index == 0 else ' ' * len(name)} configs: {text}\n")
         for effective in members:
             for note in effective.notes:
-                if note not in shown:
-                    shown.add(note)
-                    out.write(f"{effective.partition.name} configs: note: {note}\n")
+                alike = notes.setdefault(_QUOTED.sub("''", note, count=1), [])
+                if all(note != seen for _name, seen in alike):
+                    alike.append((effective.partition.name, note))
+    for alike in notes.values():  # the same note about many topics: once, then the others named
+        first, note = alike[0]
+        out.write(f"{first} configs: note: {note}\n")
+        if len(alike) > 1:
+            others = [_QUOTED.search(text).group(0) for _name, text in alike[1:]]
+            listed = ", ".join(others[:NAMED]) + (f" and {len(others) - NAMED} more" if len(others) > NAMED else "")
+            out.write(f"{' ' * len(first)} configs: note: the same for {listed} (--format json lists each)\n")
 
 
 def json_fields(resolved: list[EffectiveConfig]) -> dict:

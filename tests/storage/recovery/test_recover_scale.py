@@ -80,3 +80,19 @@ def test_plan_lines_fit_the_width_and_never_cut_a_name_or_an_offset(corpus):
     narrow = io.StringIO()
     render_text(plan, narrow)  # not a terminal, no width: one line per step, for scripts
     assert any(len(line) > 60 and line.startswith("  truncate ") for line in narrow.getvalue().splitlines())
+
+
+def test_the_same_config_note_about_many_topics_is_one_line(corpus, tmp_path):
+    log_dir = tmp_path / "data"
+    shutil.copytree(corpus / DATA / "__cluster_metadata-0", log_dir / "__cluster_metadata-0")
+    for name in ("meta.properties", ".kafka_cleanshutdown"):
+        shutil.copy(corpus / DATA / name, log_dir / name)
+    for n in range(8):  # topics the cluster metadata does not know
+        shutil.copytree(corpus / DATA / "smallseg-0", log_dir / f"gone{n}-0")
+    result = run_seglog("recover", str(log_dir))
+    notes = [line for line in result.out.splitlines() if "configs: note:" in line]
+    assert len(notes) == 2, result.out
+    assert "'__cluster_metadata' is not in __cluster_metadata-0" in notes[0]  # the first partition listed
+    assert notes[1].strip().startswith("configs: note: the same for ") and "and 3 more (--format json lists each)" in notes[1]
+    document = json.loads(run_seglog("recover", "--format", "json", str(log_dir)).out)
+    assert len(document["configNotes"]) == 9  # every partition's note, in full

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+import textwrap
 from typing import Iterator, TextIO
 
 IN_MEMORY = 1 << 20  # a scratch file stays in memory up to this many bytes
@@ -68,3 +69,28 @@ def write_json(document: dict, key: str, items: Scratch, out: TextIO, replace: d
             out.write(("" if index == 0 else ",\n") + "\n".join("  " + piece for piece in item.split("\n")))
         out.write("\n ]")
     out.write(tail + "\n")
+
+
+def terminal_width(out: TextIO) -> int | None:
+    """The width to wrap plan lines to: the terminal's when ``out`` is one (``$COLUMNS`` first),
+    else None: piped, every line stays whole for scripts."""
+    from seglog_cli.render import fit
+
+    try:
+        terminal = out.isatty()
+    except (AttributeError, ValueError):
+        terminal = False
+    return fit.terminal_width(out) if terminal else None
+
+
+def write_line(out: TextIO, text: str, width: int | None) -> None:
+    """``text`` as one line, or wrapped to ``width`` between words, the continuation lines
+    indented under it: a file name, an offset or a path is one word and never cut (one longer
+    than the width stays whole on a line of its own)."""
+    if width is None or len(text) <= width:
+        out.write(text + "\n")
+        return
+    indent = text[:len(text) - len(text.lstrip(" "))]
+    pieces = textwrap.wrap(text, max(width, 1), break_long_words=False, break_on_hyphens=False,
+                           subsequent_indent=indent + "    ")
+    out.write("\n".join(pieces) + "\n")

@@ -10,7 +10,7 @@ import json
 import os
 from typing import TextIO
 
-from seglog_cli.render.plan_stream import Scratch, json_item, write_json
+from seglog_cli.render.plan_stream import Scratch, json_item, terminal_width, write_json, write_line
 from seglog_cli.storage.write.rebuild_index import ApplyResult, RebuildPlan, SegmentPlan
 from seglog_cli.storage.log.text import printable
 
@@ -68,19 +68,21 @@ def _shown(plan: RebuildPlan, json_format: bool, verbose: bool) -> Shown:
 
 
 def render_text(plan: RebuildPlan, out: TextIO, applied: ApplyResult | None = None, verbose: bool = False,
-                shown: Shown | None = None) -> None:
+                shown: Shown | None = None, width: int | None = None) -> None:
     """One line per segment that needs something (every segment with ``verbose``), then a summary.
-    ``shown``: the segments as the plan went (else the plan's own)."""
+    ``shown``: the segments as the plan went (else the plan's own). ``width``: wrap the lines to
+    it (default: the terminal's when ``out`` is one; piped, no wrapping)."""
     shown = shown or _shown(plan, False, verbose)
+    width = width or terminal_width(out)
     base = shown.base
     for line in plan.unreadable:
         out.write(f"unreadable  {printable(line)}\n")
     for line in shown.scratch.lines():
         word, path, detail = json.loads(line)
         if word == "refused":
-            out.write(f"refused  {printable(_short(path, base))}: {printable(detail)}\n")
+            write_line(out, f"refused  {printable(_short(path, base))}: {printable(detail)}", width)
         else:
-            out.write(f"{word:<8} {printable(_short(path, base))}: {printable(detail)}\n")
+            write_line(out, f"{word:<8} {printable(_short(path, base))}: {printable(detail)}", width)
     to_write = len(plan.changes)
     refused = len(plan.refused)
     summary = (f"{plan.segment_count} segment(s), {plan.batch_count} batches walked; "

@@ -11,11 +11,10 @@ offset is never cut); piped, each step stays one line for scripts.
 from __future__ import annotations
 
 import os
-import textwrap
 from typing import TextIO
 
 from seglog_cli.render import fit
-from seglog_cli.render.plan_stream import Scratch, json_item, write_json
+from seglog_cli.render.plan_stream import Scratch, json_item, terminal_width, write_json, write_line
 from seglog_cli.storage.recovery.recover import RecoveryPlan, RecoveryResult
 from seglog_cli.storage.log.text import printable
 
@@ -46,8 +45,8 @@ def render_text(plan: RecoveryPlan, out: TextIO, applied: RecoveryResult | None 
     partitions, and the summary. Alike steps are grouped (every step on its own line with
     ``show_all``). ``width``: wrap the lines to it (default: the terminal's, when ``out`` is one;
     no wrapping otherwise)."""
-    if width is None and _is_terminal(out):
-        width = fit.terminal_width(out)
+    if width is None:
+        width = terminal_width(out)
     silent = 0
     for partition in plan.partitions:
         if not show_all and quiet(partition):
@@ -84,23 +83,8 @@ def render_text(plan: RecoveryPlan, out: TextIO, applied: RecoveryResult | None 
     _line(out, line, width)
 
 
-def _is_terminal(out) -> bool:
-    try:
-        return out.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
 def _line(out: TextIO, text: str, width: int | None) -> None:
-    """``text`` as one line, or wrapped to ``width`` between words (continuation lines indented
-    under it): a file name, an offset or a path is one word, never cut."""
-    if width is None or len(text) <= width:
-        out.write(text + "\n")
-        return
-    indent = text[:len(text) - len(text.lstrip(" "))]
-    pieces = textwrap.wrap(text, max(width, 1), break_long_words=False, break_on_hyphens=False,
-                           subsequent_indent=indent + "    ")
-    out.write("\n".join(pieces) + "\n")
+    write_line(out, text, width)
 
 
 def _groups(steps, show_all: bool) -> list[list]:

@@ -46,6 +46,7 @@ class WriteSession:
         self.notes: list[str] = []  # what was finished or rolled back on the way in
         self.backup_dirs: list[Path] = []
         self._by_log_dir: dict[Path, Path] = {}  # real log dir -> the backup directory of its last run
+        self._log_dir_by_parent: dict[Path, Path] = {}
         self._locks: list[LogDirLock] = []
 
     def __enter__(self) -> "WriteSession":
@@ -78,11 +79,15 @@ class WriteSession:
         return Spool(root)
 
     def log_dir_of(self, path: Path) -> Path:
-        parent = Path(os.path.realpath(Path(path).parent))
-        for candidate in (parent, parent.parent):
-            if candidate in self.log_dirs:
-                return candidate
-        raise CannotWriteError("is not inside a log dir this command locked; nothing was changed", path)
+        directory = Path(path).parent
+        found = self._log_dir_by_parent.get(directory)  # each directory resolved once, not once per step
+        if found is None:
+            parent = Path(os.path.realpath(directory))
+            found = next((c for c in (parent, parent.parent) if c in self.log_dirs), None)
+            if found is None:
+                raise CannotWriteError("is not inside a log dir this command locked; nothing was changed", path)
+            self._log_dir_by_parent[directory] = found
+        return found
 
     def backup_dir_of(self, log_dir: Path) -> Path | None:
         """The backup directory of the last run :meth:`apply` made in ``log_dir`` (None: none)."""

@@ -43,7 +43,11 @@ class Work:
     bytes_mapped: int = 0
     listings: int = 0
     entries_listed: int = 0
+    within: str | None = None  # count only the files and directories under this one (None: all)
     _inside: bool = False
+
+    def counts(self, path) -> bool:
+        return self.within is None or os.path.abspath(os.fsdecode(path)).startswith(self.within)
 
     def figures(self) -> dict[str, int]:
         return {"files opened": self.opens, "bytes of files opened": self.bytes_opened,
@@ -68,7 +72,7 @@ def _hook(event: str, args) -> None:
     try:
         if event == "open":
             path = args[0]
-            if isinstance(path, (str, bytes, os.PathLike)):
+            if isinstance(path, (str, bytes, os.PathLike)) and work.counts(path):
                 work.opens += 1
                 work.bytes_opened += _size(path)
         elif event == "mmap.__new__":
@@ -76,7 +80,7 @@ def _hook(event: str, args) -> None:
             work.bytes_mapped += length or (_size(fileno) if fileno >= 0 else 0)
         else:
             path = args[0] if args and args[0] is not None else "."
-            if isinstance(path, int):
+            if isinstance(path, int) or not work.counts(path):
                 return
             work.listings += 1
             try:
@@ -90,13 +94,15 @@ def _hook(event: str, args) -> None:
 _HOOKED = False
 
 
-def count_work(run) -> tuple[object, Work]:
-    """``run()``'s result and the work it did (in this process: forked children are not seen)."""
+def count_work(run, within: str | os.PathLike | None = None) -> tuple[object, Work]:
+    """``run()``'s result and the work it did (in this process: forked children are not seen);
+    files and listings only under ``within`` when given (a test's own directory: what other
+    tests running beside it do to /tmp is no work of this run)."""
     global _HOOKED
     if not _HOOKED:
         sys.addaudithook(_hook)  # cannot be removed: it is idle unless a count is running
         _HOOKED = True
-    work = Work()
+    work = Work(within=None if within is None else os.path.abspath(within))
     profile = cProfile.Profile()
     _ACTIVE.append(work)
     profile.enable()

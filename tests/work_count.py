@@ -23,10 +23,15 @@ import cProfile
 import os
 import pstats
 import sys
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 
 _ACTIVE: list["Work"] = []
+# per thread: inside the hook (its own stat/listdir must not count, nor recurse). One flag shared
+# by every thread made a thread pool's listings uncounted while another thread was in the hook.
+_IN_HOOK = threading.local()
+_LOCK = threading.Lock()  # the counts are added to from every thread
 # the inputs at N and 4N are alike, not identical (longer names, the one metadata log that holds
 # every topic): 1 % more than 4x is noise, while work that grows with the square is 16x
 RELATIVE_SLACK = 0.01
@@ -44,7 +49,6 @@ class Work:
     listings: int = 0
     entries_listed: int = 0
     within: str | None = None  # count only the files and directories under this one (None: all)
-    _inside: bool = False
 
     def counts(self, path) -> bool:
         return self.within is None or os.path.abspath(os.fsdecode(path)).startswith(self.within)
@@ -63,32 +67,38 @@ def _size(target) -> int:
 
 
 def _hook(event: str, args) -> None:
-    if not _ACTIVE or _ACTIVE[-1]._inside:
+    if not _ACTIVE or getattr(_IN_HOOK, "busy", False):
         return
     work = _ACTIVE[-1]
     if event not in ("open", "mmap.__new__", "os.scandir", "os.listdir"):
         return
-    work._inside = True  # the hook's own stat/listdir must not count (nor recurse)
+    _IN_HOOK.busy = True
     try:
         if event == "open":
             path = args[0]
             if isinstance(path, (str, bytes, os.PathLike)) and work.counts(path):
-                work.opens += 1
-                work.bytes_opened += _size(path)
+                size = _size(path)
+                with _LOCK:
+                    work.opens += 1
+                    work.bytes_opened += size
         elif event == "mmap.__new__":
             fileno, length = args[0], args[1]
-            work.bytes_mapped += length or (_size(fileno) if fileno >= 0 else 0)
+            size = length or (_size(fileno) if fileno >= 0 else 0)
+            with _LOCK:
+                work.bytes_mapped += size
         else:
             path = args[0] if args and args[0] is not None else "."
             if isinstance(path, int) or not work.counts(path):
                 return
-            work.listings += 1
             try:
-                work.entries_listed += len(os.listdir(path))
+                entries = len(os.listdir(path))
             except OSError:
-                pass
+                entries = 0
+            with _LOCK:
+                work.listings += 1
+                work.entries_listed += entries
     finally:
-        work._inside = False
+        _IN_HOOK.busy = False
 
 
 _HOOKED = False

@@ -209,11 +209,12 @@ def test_spark_split_planning_is_linear(dirs):
     plan_splits([str(dirs["warm"]["clean"])], options)
     splits, works = [], []
     for label in ("small", "large"):
-        # planning lists partitions from a thread pool: of two counts, the one with the least
-        # listed (a stray thread of another run only adds work, never removes it)
+        # planning lists partitions from a thread pool: every thread's listings are counted, so
+        # two counts of one dir agree
         counts = [count_work(lambda: plan_splits([str(dirs[label]["clean"])], options), within=dirs[label]["clean"])
                   for _ in range(2)]
-        found, work = min(counts, key=lambda count: count[1].entries_listed)
+        assert counts[0][1].figures() == counts[1][1].figures(), label
+        found, work = counts[0]
         splits.append(len(found))
         works.append(work)
     assert splits[1] > splits[0] > 0

@@ -17,7 +17,7 @@ class RecoverError(SeglogError):
     """A partition recover cannot plan (Kafka itself would fail to load it)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Step:
     """One change: ``op`` is "remove", "rename", "truncate", "replace" or "cut" (salvage: remove
     a byte range from the middle of a ``.log``)."""
@@ -51,7 +51,7 @@ class Step:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DamagedRange:
     """Bytes of a ``.log`` that a plan removes as damage: the region salvage cuts out, or the
     tail Kafka's truncation drops (the valid batches after the damage included).
@@ -87,7 +87,7 @@ class DamagedRange:
 NO_OFFSETS, KNOWN, UNKNOWN = "none", "known", "unknown"
 
 
-@dataclass
+@dataclass(slots=True)
 class KeptBeyond:
     """The valid batches a plan keeps after the first damaged range of a partition (in the
     damaged segment after the cut, and in every later segment): what salvage keeps and Kafka's
@@ -110,7 +110,7 @@ class KeptBeyond:
         return {"batches": self.batches, "records": self.records, "firstOffset": self.first, "lastOffset": self.last}
 
 
-@dataclass
+@dataclass(slots=True)
 class PartitionRecovery:
     path: Path
     mode: str

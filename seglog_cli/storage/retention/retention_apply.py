@@ -63,10 +63,11 @@ def deletion_of(plan: RetentionPlan) -> RetentionDeletion:
     removed = []
     for verdict in plan.deleted:
         base = verdict.segment.base_offset
+        why = f"segment {base} deleted by retention"  # one string for the segment's files
         for suffix in SEGMENT_FILE_SUFFIXES:  # the .log first: what is left is an orphan index Kafka deletes
             path = partition / (format_offset(base) + suffix)
             if path.is_file():
-                steps.append(FileStep("remove", path, f"segment {base} deleted by retention"))
+                steps.append(FileStep("remove", path, why))
                 removed.append(path)
     return RetentionDeletion(partition, [v.segment.base_offset for v in plan.deleted], steps, removed,
                              plan.new_log_start_offset)

@@ -323,6 +323,8 @@ class Spool:
 class SpoolRange:
     """``[start, end)`` of a :class:`Spool`: ``len()`` and :meth:`chunks`."""
 
+    __slots__ = ("spool", "start", "end")
+
     def __init__(self, spool, start: int, end: int):
         self.spool, self.start, self.end = spool, start, end
 

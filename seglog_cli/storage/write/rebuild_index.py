@@ -60,7 +60,7 @@ class RebuildError(SeglogError):
     """Kafka's recovery itself would fail on this segment (not damage it truncates)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class IndexFilePlan:
     """One index file: what is there and what recovery would write. ``rebuilt``: the bytes, in
     memory or in the plan's spool (a lean plan keeps none of a file that does not change, and
@@ -92,7 +92,7 @@ class IndexFilePlan:
                 "rebuiltEntries": self.rebuilt_size // self.entry_size}
 
 
-@dataclass
+@dataclass(slots=True)
 class SegmentPlan:
     """One segment: the walk's outcome and its index files."""
 

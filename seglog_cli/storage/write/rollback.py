@@ -117,13 +117,43 @@ def inverse_steps(tree: Tree, document: dict, backup_dir: Path, expect_final: bo
     if conflicts:
         raise ConflictError(list(dict.fromkeys(conflicts)), document.get("logDir"))
     out: list[FileStep] = []
+    paths = _Paths(root, backup_dir)
     for index in reversed(range(len(entries))):
         entry = entries[index]
         if entry["op"] == "write" and tree.lstat(entry["temp"]) is not None:
             out.append(FileStep("remove", root / entry["temp"], "a temporary file of the interrupted run"))
-        if index in done:
-            out.extend(_invert(entry, root, backup_dir, done[index]))
+        if done[index]:
+            out.extend(_invert(entry, paths, done[index] == PARTIAL))
     return out
+
+
+class _Paths:
+    """The paths of inverse steps, made from one shared :class:`Path` per directory (a run of
+    10^5 steps makes 10^5 of each), and their reasons, each text once."""
+
+    def __init__(self, root: Path, backup_dir: Path):
+        self.root = root
+        self.backup_dir = backup_dir
+        self._dirs: dict[tuple[Path, str], Path] = {}
+        self._whys: dict[str, str] = {}
+
+    def of(self, base: Path, relative: str) -> Path:
+        directory, _, name = relative.rpartition("/")
+        if not directory:
+            return base / name
+        parent = self._dirs.get((base, directory))
+        if parent is None:
+            parent = self._dirs[(base, directory)] = base / directory
+        return parent / name
+
+    def file(self, relative: str) -> Path:
+        return self.of(self.root, relative)
+
+    def backup(self, name: str) -> Path:
+        return self.of(self.backup_dir, name)
+
+    def why(self, text: str) -> str:
+        return self._whys.setdefault(text, text)
 
 
 def _describe(files: _Files, relative: str) -> str:
@@ -131,56 +161,72 @@ def _describe(files: _Files, relative: str) -> str:
     return f"{relative} ({'missing' if size is None else f'{size} bytes'})"
 
 
-def _states(entries) -> dict[str, list[tuple[int, bool, str]]]:
-    """For each file: (step index, whether it is the step's rename target, op) of every step
-    that changed it, in order. The contents before and after each are read back when needed
-    (:func:`_sequence`): a run of 10^5 steps keeps only these."""
-    per_path: dict[str, list] = {}
+NOT_DONE, DONE, PARTIAL = 0, 1, 2
+
+
+def _states(entries) -> dict[str, int | list[int]]:
+    """For each file the steps that changed it, in order, as ``2 * index + 1`` when the file is
+    the target of a rename, else ``2 * index`` (one int for a file one step changed, a list for
+    more). The contents before and after each are read back when needed (:func:`_sequence`): a
+    run of 10^5 steps keeps only these."""
+    per_path: dict[str, int | list[int]] = {}
+
+    def add(relative: str, code: int) -> None:
+        found = per_path.get(relative)
+        if found is None:
+            per_path[relative] = code
+        elif isinstance(found, int):
+            per_path[relative] = [found, code]
+        else:
+            found.append(code)
+
     for index, entry in enumerate(entries):
         op = entry["op"]
         if op in ("mkdir", "rmdir"):
             continue
-        per_path.setdefault(entry["path"], []).append((index, False, op))
+        add(entry["path"], 2 * index)
         if op == "rename":
-            per_path.setdefault(entry["target"], []).append((index, True, op))
+            add(entry["target"], 2 * index + 1)
     return per_path
 
 
-def _sequence(entries, states: list) -> list[tuple[int, dict | None, dict | None]]:
-    """(step index, content before, content after) of a file's steps."""
+def _sequence(entries, codes: list[int]) -> list[tuple[int, dict | None, dict | None, str]]:
+    """(step index, content before, content after, op) of a file's steps."""
     out = []
-    for index, is_target, _op in states:
+    for code in codes:
+        index, is_target = divmod(code, 2)
         entry = entries[index]
         if is_target:
-            out.append((index, entry.get("targetBefore"), entry.get("before")))
+            out.append((index, entry.get("targetBefore"), entry.get("before"), entry["op"]))
         else:
-            out.append((index, entry.get("before"), entry.get("after")))
+            out.append((index, entry.get("before"), entry.get("after"), entry["op"]))
     return out
 
 
-def _carried_out(files: _Files, entries, force: bool) -> tuple[dict[int, bool], list[str]]:
-    """{step index: partial?} of the steps the files show were carried out, and the conflicts."""
-    done: dict[int, bool] = {}
+def _carried_out(files: _Files, entries, force: bool) -> tuple[bytearray, list[str]]:
+    """For each step whether the files show it was carried out (``DONE``, ``PARTIAL`` when cut
+    short), and the conflicts."""
+    done = bytearray(len(entries))
     conflicts: list[str] = []
     renames: dict[int, list[bool]] = {}
-    for relative, states in _states(entries).items():
-        sequence = _sequence(entries, states)
+    for relative, codes in _states(entries).items():
+        sequence = _sequence(entries, [codes] if isinstance(codes, int) else codes)
         reached = _reached(files, relative, sequence)
-        if reached is None and force and all(op in ("write", "remove") for _i, _t, op in states):
+        if reached is None and force and all(op in ("write", "remove") for *_rest, op in sequence):
             reached = (len(sequence), False)
         if reached is None:
             conflicts.append(_describe(files, relative))
             continue
         count, partial = reached
-        for position, (index, _target, op) in enumerate(states):
+        for position, (index, _before, _after, op) in enumerate(sequence):
             executed = position < count
             if op == "rename":
                 renames.setdefault(index, []).append(executed)
             elif executed:
-                done[index] = partial and position == count - 1
+                done[index] = PARTIAL if partial and position == count - 1 else DONE
     for index, votes in renames.items():
         if all(votes):
-            done[index] = False
+            done[index] = DONE
         elif any(votes):
             entry = entries[index]
             conflicts.append(f"{entry['path']} -> {entry['target']} (renamed half-way)")
@@ -188,14 +234,14 @@ def _carried_out(files: _Files, entries, force: bool) -> tuple[dict[int, bool], 
         if entry["op"] in ("mkdir", "rmdir"):
             info = files.tree.lstat(entry["path"])
             if (info is not None) == (entry["op"] == "mkdir"):
-                done[index] = False
+                done[index] = DONE
     return done, conflicts
 
 
 def _reached(files: _Files, relative: str, sequence: list) -> tuple[int, bool] | None:
     """How many of the file's steps it shows carried out (the latest state it matches), and
     whether the last of them was cut short; None when it matches no state."""
-    states = [sequence[0][1]] + [after for _i, _b, after in sequence]
+    states = [sequence[0][1]] + [after for _i, _b, after, _op in sequence]
     for count in range(len(states) - 1, -1, -1):
         if files.matches(relative, states[count]):
             return count, False
@@ -212,30 +258,30 @@ def _grows(before: dict | None, after: dict | None) -> bool:
     return before is not None and after is not None and after["size"] > before["size"]
 
 
-def _invert(entry: dict, root: Path, backup_dir: Path, partial: bool) -> list[FileStep]:
-    op, path = entry["op"], root / entry["path"]
+def _invert(entry: dict, paths: _Paths, partial: bool) -> list[FileStep]:
+    op, path = entry["op"], paths.file(entry["path"])
     before = entry.get("before")
-    why = f"undoing `{op}` ({entry.get('why') or 'no reason recorded'})"
+    why = paths.why(f"undoing `{op}` ({entry.get('why') or 'no reason recorded'})")
     mtime = (before or {}).get("mtimeNs")
     if op == "write":
         if before is None:
             return [FileStep("remove", path, why)]
-        return [FileStep("write", path, why, source=backup_dir / entry["backup"], mtime_ns=mtime)]
+        return [FileStep("write", path, why, source=paths.backup(entry["backup"]), mtime_ns=mtime)]
     if op == "append":
         return [FileStep("truncate", path, why, size=before["size"], mtime_ns=mtime)]
     if op == "truncate":
         cut = [FileStep("truncate", path, why + ": a partial restore cut back", size=entry["after"]["size"])]
-        return (cut if partial else []) + [FileStep("append", path, why, source=backup_dir / entry["backup"],
+        return (cut if partial else []) + [FileStep("append", path, why, source=paths.backup(entry["backup"]),
                                                     mtime_ns=mtime)]
     if op == "remove":
         if before is None:
             return []
-        return [FileStep("write", path, why, source=backup_dir / entry["backup"], mtime_ns=mtime)]
+        return [FileStep("write", path, why, source=paths.backup(entry["backup"]), mtime_ns=mtime)]
     if op == "rename":
-        target = root / entry["target"]
+        target = paths.file(entry["target"])
         steps = [FileStep("rename", target, why, target=path)]
         if entry.get("targetBefore") is not None:
-            steps.append(FileStep("write", target, why, source=backup_dir / entry["targetBackup"],
+            steps.append(FileStep("write", target, why, source=paths.backup(entry["targetBackup"]),
                                   mtime_ns=entry["targetBefore"].get("mtimeNs")))
         return steps
     if op == "mkdir":

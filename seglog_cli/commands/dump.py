@@ -8,7 +8,7 @@ from typing import List, Optional
 
 import typer
 
-from seglog_cli.commands.options import command_paths, parse_timestamp, show_progress
+from seglog_cli.commands.options import JOBS_HELP, command_paths, jobs_or_default, parse_timestamp, show_progress
 from seglog_cli.render.text import DECODERS, TextDumpRenderer, decoder_for
 from seglog_cli.status import ExitStatus, UsageError, guarded
 from seglog_cli.storage.dump.dump import INT32_MAX, DumpOptions, dump, expand_paths
@@ -69,6 +69,7 @@ def dump_command(
     cluster_metadata_decoder: bool = typer.Option(False, "--cluster-metadata-decoder", help="Decode records as KRaft __cluster_metadata records (implies --print-data-log)."),
     remote_log_metadata_decoder: bool = typer.Option(False, "--remote-log-metadata-decoder", help="Decode records as tiered storage's __remote_log_metadata records (implies --print-data-log)."),
     share_group_state_decoder: bool = typer.Option(False, "--share-group-state-decoder", help="Decode records as __share_group_state data (implies --print-data-log)."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Deep iteration: threads decoding batches at once " + JOBS_HELP + "."),
 ) -> None:
     arguments = dict(locals())
     raise typer.Exit(guarded(lambda: _run(**arguments)))
@@ -78,15 +79,30 @@ def _run(paths, files, deep_iteration, print_data_log, skip_record_metadata, ver
          index_sanity_check, max_message_size, max_bytes, key_decoder_class, value_decoder_class,
          output_format, payload_encoding, from_offset, to_offset, from_timestamp, to_timestamp, types,
          resync, progress, offsets_decoder=False, transaction_log_decoder=False,
-         cluster_metadata_decoder=False, remote_log_metadata_decoder=False, share_group_state_decoder=False) -> int:
+         cluster_metadata_decoder=False, remote_log_metadata_decoder=False, share_group_state_decoder=False,
+         jobs=None) -> int:
     inputs = _inputs(paths, files)
     kinds = _kinds(types)
     decoder = _decoder_flag(offsets_decoder, transaction_log_decoder, cluster_metadata_decoder,
                             remote_log_metadata_decoder, share_group_state_decoder)
     record_parser = _record_parser(decoder)
     print_data_log = print_data_log or bool(key_decoder_class or value_decoder_class) or record_parser is not None
+    deep_iteration = deep_iteration or print_data_log
+    out, err = sys.stdout.buffer, sys.stderr.buffer
+    if output_format == OutputFormat.jsonl:
+        from seglog_cli.render.jsonl import JsonLinesDumpRenderer
+
+        renderer = JsonLinesDumpRenderer(out, err, payload_encoding=payload_encoding.value,
+                                         deep_iteration=deep_iteration,
+                                         record_fields=_record_fields(decoder))
+    else:
+        renderer = TextDumpRenderer(out, err, print_data_log=print_data_log,
+                                    skip_record_metadata=skip_record_metadata,
+                                    key_decoder=_decoder(key_decoder_class),
+                                    value_decoder=_decoder(value_decoder_class),
+                                    record_parser=record_parser)
     options = DumpOptions(
-        deep_iteration=deep_iteration or print_data_log,
+        deep_iteration=deep_iteration,
         verify_index_only=verify_index_only,
         index_sanity_check=index_sanity_check,
         max_message_size=max_message_size,
@@ -96,25 +112,14 @@ def _run(paths, files, deep_iteration, print_data_log, skip_record_metadata, ver
         to_offset=to_offset,
         from_timestamp=parse_timestamp(from_timestamp, "--from-timestamp"),
         to_timestamp=parse_timestamp(to_timestamp, "--to-timestamp"),
+        jobs=jobs_or_default(jobs),
+        format_run=getattr(renderer, "format_run", None),
     )
     events = dump(expand_paths(inputs, kinds, options), options)
     if show_progress(progress):
         from seglog_cli.render.progress import dump_progress  # rich only when it is used
 
         events = dump_progress(events)
-    out, err = sys.stdout.buffer, sys.stderr.buffer
-    if output_format == OutputFormat.jsonl:
-        from seglog_cli.render.jsonl import JsonLinesDumpRenderer
-
-        renderer = JsonLinesDumpRenderer(out, err, payload_encoding=payload_encoding.value,
-                                         deep_iteration=options.deep_iteration,
-                                         record_fields=_record_fields(decoder))
-    else:
-        renderer = TextDumpRenderer(out, err, print_data_log=print_data_log,
-                                    skip_record_metadata=skip_record_metadata,
-                                    key_decoder=_decoder(key_decoder_class),
-                                    value_decoder=_decoder(value_decoder_class),
-                                    record_parser=record_parser)
     report = renderer.render(events)
     if report is None:
         return ExitStatus.OK

@@ -95,8 +95,7 @@ class TextDumpRenderer(LineOutput):
 
     def render(self, events) -> DumpReport | None:
         compiled = native.module
-        custom_decoders = (self.key_decoder is not string_decoder or self.value_decoder is not string_decoder
-                           or self.record_parser is not None)
+        custom_decoders = self._custom_decoders()
         # the compiled lines know only Java's StringDecoder
         fast = compiled if compiled is not None and not (self.print_data_log and custom_decoders) else None
         report = None
@@ -123,6 +122,20 @@ class TextDumpRenderer(LineOutput):
             for batch in run:
                 self.emit(batch_line(batch).encode("ascii"))
 
+    def format_run(self, run: RecordRun):
+        """The lines of a RecordRun as far as the compiled formatter goes, ``(text, done)``:
+        called on dump's decode threads (``DumpOptions.format_run``), where the formatting runs
+        with the GIL released; None when these lines are not the compiled formatter's."""
+        compiled = native.module
+        if compiled is None or (self.print_data_log and self._custom_decoders()):
+            return None
+        return compiled.deep_lines(run.buffer, run.headers, run.sections, 0, self.print_data_log,
+                                   self.skip_record_metadata)
+
+    def _custom_decoders(self) -> bool:
+        return (self.key_decoder is not string_decoder or self.value_decoder is not string_decoder
+                or self.record_parser is not None)
+
     def _record_run(self, run: RecordRun, compiled) -> None:
         """Batches and records straight from the bytes; a batch the compiled formatter refuses
         (a line needing Java's UTF-8 replacement) is built and rendered in Python."""
@@ -130,9 +143,13 @@ class TextDumpRenderer(LineOutput):
             self._run(list(run))
             return
         start, count = 0, len(run)
+        formatted = run.formatted
         while start < count:
-            text, done = compiled.deep_lines(run.buffer, run.headers, run.sections, start,
-                                             self.print_data_log, self.skip_record_metadata)
+            if formatted is not None:  # formatted on a decode thread
+                (text, done), formatted = formatted, None
+            else:
+                text, done = compiled.deep_lines(run.buffer, run.headers, run.sections, start,
+                                                 self.print_data_log, self.skip_record_metadata)
             if done > start:
                 self.emit(text)
             if done < count:

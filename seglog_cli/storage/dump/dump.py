@@ -11,13 +11,14 @@ batch follows (resync), else with the next file.
 from __future__ import annotations
 
 import os
+from collections import deque
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from seglog_cli.storage.dump import dump_indexes
-from seglog_cli.storage.log import native
+from seglog_cli.storage.log import decode_pool, native
 from seglog_cli.storage.log.batch_header import BatchHeader
 from seglog_cli.storage.log.batches import BatchRun, LogScan
 from seglog_cli.storage.log.codecs import decompress
@@ -51,7 +52,7 @@ from seglog_cli.storage.log.naming import (
     parse_segment_file_name,
 )
 from seglog_cli.storage.log.partition_log import LogDir, PartitionLog, looks_like_partition_dir
-from seglog_cli.storage.log.records import RecordRun, read_records
+from seglog_cli.storage.log.records import NOT_KEPT, RecordRun, read_records
 from seglog_cli.storage.log.segments import LogSegment
 
 INT32_MAX = 2**31 - 1
@@ -71,6 +72,11 @@ class DumpOptions:
     to_offset: int | None = None
     from_timestamp: int | None = None
     to_timestamp: int | None = None
+    # deep iteration: workers decoding batches at once (1: this process alone)
+    jobs: int = 1
+    # called by the decode workers with each RecordRun; its result is kept in ``run.formatted``
+    # (the text renderer formats the lines there, in parallel: TextDumpRenderer.format_run)
+    format_run: Callable[[RecordRun], object] | None = None
 
     @property
     def has_range(self) -> bool:
@@ -226,7 +232,12 @@ def _log_body(path, mapped, scan, options, report, from_offset, to_offset) -> It
     would cost more than decoding them. Problems and notices come between lists, in order."""
     deep = options.deep_iteration
     if from_offset is None and to_offset is None and native.module is not None:
-        yield from _log_deep_runs(path, mapped, scan, report) if deep else _log_runs(scan)
+        if not deep:
+            yield from _log_runs(scan)
+        elif options.jobs > 1 and mapped.size >= decode_pool.MIN_PARALLEL_BYTES and mapped.is_local:
+            yield from _log_deep_runs_parallel(path, mapped, scan, report, options)
+        else:
+            yield from _log_deep_runs(path, mapped, scan, report)
         return
     buf = mapped.data  # the batches LogScan yields lie in its present window
     offsets = _Offsets(path, report)
@@ -275,8 +286,8 @@ def _log_deep_runs(path, mapped, scan: LogScan, report: DumpReport) -> Iterator[
             reported = len(scan.findings)
         start, count = 0, len(chunk)
         while start < count:
-            done, offsets.last, sections = check_run(BatchHeader, buf, chunk, start, offsets.last, gaps,
-                                                     decompress)
+            done, offsets.last, sections, _first = check_run(BatchHeader, buf, chunk, start, offsets.last, gaps,
+                                                             decompress)
             if gaps:
                 offsets.add(gaps)
                 gaps.clear()
@@ -291,6 +302,89 @@ def _log_deep_runs(path, mapped, scan: LogScan, report: DumpReport) -> Iterator[
             start = done + 1
     if len(scan.findings) != reported:
         yield from _scan_problems(scan, reported)
+
+
+def _log_deep_runs_parallel(path, mapped, scan: LogScan, report: DumpReport, options: DumpOptions) -> Iterator[object]:
+    """:func:`_log_deep_runs` with the batches decoded by ``options.jobs`` workers, a few
+    hundred KiB of the file per unit: each unit is decompressed, checked and (with
+    ``options.format_run``) formatted by a worker, and the events come out in file order.
+
+    A worker is sent only where its unit lies (it reads the headers again from the mapped
+    file) and sends back the formatted lines, the offsets check's findings and, only where the
+    lines stop short, the decompressed sections. The non-consecutive offsets check is joined
+    across units here, as one pass makes it: a unit is checked from no previous offset and its
+    first record compared with the last record before it. A batch the compiled decoder does
+    not take goes through the Python path here, in order, exactly as in the one-worker walk."""
+    compiled = native.module
+    buf = mapped.data
+    check_crc = scan.check_crc
+    offsets = _Offsets(path, report)
+    format_run = options.format_run
+    unit_headers: deque = deque()  # the headers of the units in flight, in order
+
+    def decode(unit: tuple[int, int, int]) -> list:
+        first_position, end_position, count = unit
+        headers, _next = compiled.scan(BatchHeader, buf, first_position, end_position, check_crc, count)
+        if len(headers) != count:
+            raise SeglogError(f"a decode worker read {len(headers)} batches where the scan found {count}",
+                              path, first_position)
+        pieces = []
+        start = 0
+        while start < count:
+            gaps: list = []
+            done, last, sections, first = compiled.check_run(BatchHeader, buf, headers, start, -1, gaps, decompress)
+            if done > start:
+                formatted = None
+                if format_run is not None:
+                    run = RecordRun(buf, headers[start:done], sections)
+                    formatted = format_run(run)
+                if formatted is not None and formatted[1] == done - start:
+                    sections = None  # every line is formatted: the sections need not travel
+                pieces.append((start, done, formatted, gaps, first, last, sections))
+            if done < count:
+                pieces.append(done)
+            start = done + 1
+        mapped.release(first_position, end_position)  # a worker keeps no pages of the file resident
+        return pieces
+
+    def units() -> Iterator[object]:
+        reported = 0
+        for chunk in scan.chunks():
+            if len(scan.findings) != reported:
+                yield decode_pool.Ready(list(_scan_problems(scan, reported)))
+                reported = len(scan.findings)
+            for headers in decode_pool.split_by_bytes(chunk):
+                unit_headers.append(headers)
+                yield headers[0].position, headers[-1].end_position, len(headers)
+        if len(scan.findings) != reported:
+            yield decode_pool.Ready(list(_scan_problems(scan, reported)))
+
+    for result in decode_pool.ordered_map(decode, units(), options.jobs):
+        if type(result) is decode_pool.Ready:
+            yield from result.value
+            continue
+        headers = unit_headers.popleft()
+        for piece in result:
+            if type(piece) is not tuple:
+                batch = headers[piece]
+                items, problem = _batch_records(path, buf, batch, offsets, None, None)
+                yield [batch, *items]
+                if problem is not None:
+                    yield problem
+                continue
+            start, done, formatted, gaps, first, last, sections = piece
+            if first is not None:
+                if offsets.last != -1 and (first - offsets.last - 1) % _LONG_RANGE:
+                    gaps.insert(0, (offsets.last, first))  # what one pass would have found
+                offsets.last = last
+            if gaps:
+                offsets.add(gaps)
+            run = RecordRun(buf, headers[start:done], [NOT_KEPT] * (done - start) if sections is None else sections)
+            run.formatted = formatted
+            yield run
+
+
+_LONG_RANGE = 1 << 64  # offsets compare as Java longs: Long.MAX_VALUE + 1 wraps
 
 
 def _log_runs(scan: LogScan) -> Iterator[object]:

@@ -23,17 +23,18 @@
  *       The records of a v2 records section (decompressed) or of an uncompressed batch read
  *       from the mapped file; None when anything is off.
  *   check_run(header_type, buffer, headers, start, last_offset, gaps, decompress)
- *       -> (done, last_offset, sections)
+ *       -> (done, last_offset, sections, first_offset)
  *       Confirms that headers[start:done] are v2 data batches whose records decode cleanly,
  *       without building a record; appends DumpLogSegments' non-consecutive offset pairs to
- *       gaps; sections[i] is the decompressed records section of a compressed batch (or None).
+ *       gaps; sections[i] is the decompressed records section of a compressed batch (or None);
+ *       first_offset: the offset of the run's first record (None when it has none).
  * Text (DumpLogSegments 4.2)
  *   batch_line(batch) -> bytes;  batch_lines(buffer, pos, end, check_crc) -> bytes
  *   record_line(record, batch, print_data_log, skip_record_metadata) -> bytes | None
  *   render_lines(header_type, record_type, items, start, batch, print_data_log, skip)
  *       -> (bytes, done, batch)
  *   deep_lines(buffer, headers, sections, start, print_data_log, skip) -> (bytes, done)
- *       Lines are joined by newlines, without a trailing one. A record line is refused (None,
+ *       Formats with the GIL released (threads format in parallel). Lines are joined by newlines, without a trailing one. A record line is refused (None,
  *       or an early stop) when a key, value or header key is not valid UTF-8: the Python
  *       renderer then applies Java's replacement rules.
  *   crc32c(data) -> int
@@ -492,14 +493,16 @@ static BatchContext context_of(const Header *h, int stream) {
 
 /* ==== text ================================================================================= */
 
-typedef struct { char *buf; Py_ssize_t len, cap; } Out;
+/* Text built in a growing buffer. The raw allocator, so lines can be formatted with the GIL
+ * released (``nogil``: a failure sets no exception; the caller raises once it holds the GIL). */
+typedef struct { char *buf; Py_ssize_t len, cap; int nogil; } Out;
 
 static int out_reserve(Out *o, Py_ssize_t extra) {
     if (o->len + extra <= o->cap) return 1;
     Py_ssize_t cap = o->cap ? o->cap : 256;
     while (cap < o->len + extra) cap *= 2;
-    char *b = PyMem_Realloc(o->buf, (size_t)cap);
-    if (!b) { PyErr_NoMemory(); return 0; }
+    char *b = PyMem_RawRealloc(o->buf, (size_t)cap);
+    if (!b) { if (!o->nogil) PyErr_NoMemory(); return 0; }
     o->buf = b;
     o->cap = cap;
     return 1;
@@ -542,7 +545,7 @@ static int out_ll(Out *o, long long v) {
 }
 static PyObject *out_finish(Out *o) {
     PyObject *b = PyBytes_FromStringAndSize(o->buf ? o->buf : "", o->len);
-    PyMem_Free(o->buf);
+    PyMem_RawFree(o->buf);
     return b;
 }
 
@@ -959,7 +962,7 @@ static PyObject *native_verify_walk(PyObject *self, PyObject *args) {
 #undef ANOMALY
     PyBuffer_Release(&view);
     if (!ok) {
-        PyMem_Free(packed.buf);
+        PyMem_RawFree(packed.buf);
         Py_XDECREF(anomalies);
         Py_XDECREF(txn);
         Py_XDECREF(epochs);
@@ -1021,13 +1024,16 @@ static PyObject *native_decode_v2_batch(PyObject *self, PyObject *args) {
 
 /* Whether the records section decodes cleanly; appends the offset gaps. -1 on error. */
 static int check_records(const uint8_t *p, Py_ssize_t n, Py_ssize_t count, const BatchContext *c,
-                         long long *last, PyObject *gaps) {
+                         long long *last, PyObject *gaps, long long *first) {
     Py_ssize_t pos = 0;
     long long previous = *last;
+
     Py_ssize_t gaps_before = PyList_GET_SIZE(gaps);
     for (Py_ssize_t i = 0; i < count; i++) {
         RawRecord r;
         if (!parse_record(p, n, &pos, c, &r)) goto unclean;
+        if (i == 0) *first = r.offset;  /* joins a run checked from an unknown last offset (a decode
+                                         * thread's) to the one before it */
         if (previous != -1 && (unsigned long long)r.offset != (unsigned long long)previous + 1ULL) {
             PyObject *pair = Py_BuildValue("(LL)", previous, (long long)r.offset);
             if (!pair || PyList_Append(gaps, pair) < 0) { Py_XDECREF(pair); return -1; }
@@ -1056,6 +1062,8 @@ static PyObject *native_check_run(PyObject *self, PyObject *args) {
     const uint8_t *data = (const uint8_t *)view.buf;
     PyObject *sections = PyList_New(0);
     Py_ssize_t i = start, n = PyList_GET_SIZE(headers);
+    long long first = 0, batch_first = 0;
+    int have_first = 0;
     for (; sections && i < n; i++) {
         PyObject *batch = PyList_GET_ITEM(headers, i);
         Header h;
@@ -1072,7 +1080,8 @@ static PyObject *native_check_run(PyObject *self, PyObject *args) {
             clean = 1;  /* Kafka reads nothing of an empty batch */
         } else if (codec == 0) {
             BatchContext c = context_of(&h, 0);
-            clean = check_records(data + h.position + 61, (Py_ssize_t)(h.length - 49), (Py_ssize_t)h.count, &c, &last, gaps);
+            clean = check_records(data + h.position + 61, (Py_ssize_t)(h.length - 49), (Py_ssize_t)h.count, &c, &last, gaps,
+                                  &batch_first);
         } else {
             PyObject *raw = PyBytes_FromStringAndSize((const char *)data + h.position + 61, (Py_ssize_t)(h.length - 49));
             PyObject *plain = raw ? PyObject_CallFunction(decompress, "iOi", codec, raw, 2) : NULL;
@@ -1087,7 +1096,11 @@ static PyObject *native_check_run(PyObject *self, PyObject *args) {
             section = plain;
             BatchContext c = context_of(&h, 1);
             clean = check_records((const uint8_t *)PyBytes_AS_STRING(plain), PyBytes_GET_SIZE(plain),
-                                  (Py_ssize_t)h.count, &c, &last, gaps);
+                                  (Py_ssize_t)h.count, &c, &last, gaps, &batch_first);
+        }
+        if (clean == 1 && h.count > 0 && !have_first) {
+            first = batch_first;
+            have_first = 1;
         }
         if (clean != 1 || PyList_Append(sections, section) < 0) {
             Py_DECREF(section);
@@ -1098,7 +1111,8 @@ static PyObject *native_check_run(PyObject *self, PyObject *args) {
     }
     PyBuffer_Release(&view);
     if (!sections) return NULL;
-    return Py_BuildValue("(nLN)", i, last, sections);
+    if (!have_first) return Py_BuildValue("(nLNO)", i, last, sections, Py_None);
+    return Py_BuildValue("(nLNL)", i, last, sections, first);
 }
 
 /* verify_records(buffer, packed, decompress) -> (anomalies, python_positions, records)
@@ -1212,7 +1226,7 @@ static PyObject *native_batch_line(PyObject *self, PyObject *batch) {
     if (!header_from_tuple(batch, &h)) return NULL;
     if (h.magic >= 2 && !h.has_count) { PyErr_SetString(PyExc_TypeError, "v2 batch without a count"); return NULL; }
     Out o = {0};
-    if (!format_batch(&o, &h)) { PyMem_Free(o.buf); return NULL; }
+    if (!format_batch(&o, &h)) { PyMem_RawFree(o.buf); return NULL; }
     return out_finish(&o);
 }
 
@@ -1236,7 +1250,7 @@ static PyObject *native_batch_lines(PyObject *self, PyObject *args) {
         pos += size;
     }
     PyBuffer_Release(&view);
-    if (!ok) { PyMem_Free(o.buf); return NULL; }
+    if (!ok) { PyMem_RawFree(o.buf); return NULL; }
     return out_finish(&o);
 }
 
@@ -1250,7 +1264,7 @@ static PyObject *native_record_line(PyObject *self, PyObject *args) {
     Out o = {0};
     int done = format_record(&o, &r, h.magic, h.attributes, print_data_log, skip_metadata);
     if (done == 1) return out_finish(&o);
-    PyMem_Free(o.buf);
+    PyMem_RawFree(o.buf);
     if (done == 0) return NULL;
     Py_RETURN_NONE;
 }
@@ -1292,10 +1306,16 @@ static PyObject *native_render_lines(PyObject *self, PyObject *args) {
     PyObject *text = out_finish(&o);
     return text ? Py_BuildValue("(NnO)", text, i, batch) : NULL;
 error:
-    PyMem_Free(o.buf);
+    PyMem_RawFree(o.buf);
     return NULL;
 }
 
+/* One batch of deep_lines: its header and where its records section lies. */
+typedef struct { Header h; const uint8_t *p; Py_ssize_t len; int compressed; } DeepBatch;
+
+/* deep_lines(buffer, headers, sections, start, print_data_log, skip_metadata) -> (text, done)
+ * The headers are read with the GIL held, then every line is formatted with it released (the
+ * sections are kept alive by the caller's list): dump's decode threads format in parallel. */
 static PyObject *native_deep_lines(PyObject *self, PyObject *args) {
     PyObject *buffer, *headers, *sections;
     Py_ssize_t start;
@@ -1308,50 +1328,68 @@ static PyObject *native_deep_lines(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "one section per header");
         return NULL;
     }
+    if (start < 0) start = 0;
     Py_buffer view;
     if (PyObject_GetBuffer(buffer, &view, PyBUF_SIMPLE) < 0) return NULL;
-    Out o = {0};
-    Py_ssize_t i = start;
-    for (; i < n; i++) {
-        Header h;
-        if (!header_from_tuple(PyList_GET_ITEM(headers, i), &h)) goto error;
+    DeepBatch *batches = n > start ? PyMem_RawMalloc((size_t)(n - start) * sizeof(DeepBatch)) : NULL;
+    if (n > start && !batches) { PyBuffer_Release(&view); return PyErr_NoMemory(); }
+    Py_ssize_t ready = 0;
+    for (Py_ssize_t i = start; i < n; i++) {  /* the batches the loop below may format */
+        DeepBatch *d = &batches[ready];
+        if (!header_from_tuple(PyList_GET_ITEM(headers, i), &d->h)) {
+            PyMem_RawFree(batches);
+            PyBuffer_Release(&view);
+            return NULL;
+        }
         PyObject *section = PyList_GET_ITEM(sections, i);
-        const uint8_t *p;
-        Py_ssize_t len;
         if (section == Py_None) {
-            if (h.position < 0 || h.length < 49 || h.position + 12 + h.length > view.len) break;
-            p = (const uint8_t *)view.buf + h.position + 61;
-            len = (Py_ssize_t)(h.length - 49);
+            if (d->h.position < 0 || d->h.length < 49 || d->h.position + 12 + d->h.length > view.len) break;
+            d->p = (const uint8_t *)view.buf + d->h.position + 61;
+            d->len = (Py_ssize_t)(d->h.length - 49);
+            d->compressed = 0;
         } else if (PyBytes_Check(section)) {
-            p = (const uint8_t *)PyBytes_AS_STRING(section);
-            len = PyBytes_GET_SIZE(section);
+            d->p = (const uint8_t *)PyBytes_AS_STRING(section);
+            d->len = PyBytes_GET_SIZE(section);
+            d->compressed = 1;
         } else {
             break;
         }
+        ready++;
+    }
+    Out o = {0};
+    o.nogil = 1;
+    int failed = 0;
+    Py_ssize_t k = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (; k < ready && !failed; k++) {
+        const DeepBatch *d = &batches[k];
         Py_ssize_t mark = o.len;
-        if ((mark && !OUT_LIT(&o, "\n")) || !format_batch(&o, &h)) goto error;
-        BatchContext c = context_of(&h, section != Py_None);
+        if ((mark && !OUT_LIT(&o, "\n")) || !format_batch(&o, &d->h)) { failed = 1; break; }
+        BatchContext c = context_of(&d->h, d->compressed);
         Py_ssize_t pos = 0;
         int refused = 0;
-        for (long long k = 0; k < h.count; k++) {
+        for (long long r = 0; r < d->h.count; r++) {
             RawRecord raw;
-            LineRecord r;
-            if (!parse_record(p, len, &pos, &c, &raw)) { refused = 1; break; }
-            line_record_raw(&raw, &r);
-            if (!OUT_LIT(&o, "\n")) goto error;
-            int done = format_record(&o, &r, h.magic, h.attributes, print_data_log, skip_metadata);
-            if (done == 0) goto error;
+            LineRecord line;
+            if (!parse_record(d->p, d->len, &pos, &c, &raw)) { refused = 1; break; }
+            line_record_raw(&raw, &line);
+            if (!OUT_LIT(&o, "\n")) { failed = 1; break; }
+            int done = format_record(&o, &line, d->h.magic, d->h.attributes, print_data_log, skip_metadata);
+            if (done == 0) { failed = 1; break; }
             if (done < 0) { refused = 1; break; }
         }
+        if (failed) break;
         if (refused) { o.len = mark; break; }
     }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(batches);
     PyBuffer_Release(&view);
+    if (failed) {
+        PyMem_RawFree(o.buf);
+        return PyErr_NoMemory();
+    }
     PyObject *text = out_finish(&o);
-    return text ? Py_BuildValue("(Nn)", text, i) : NULL;
-error:
-    PyBuffer_Release(&view);
-    PyMem_Free(o.buf);
-    return NULL;
+    return text ? Py_BuildValue("(Nn)", text, start + k) : NULL;
 }
 
 static PyObject *native_crc32c(PyObject *self, PyObject *args) {
@@ -1592,8 +1630,8 @@ static PyObject *native_recover_walk(PyObject *self, PyObject *args) {
             ok = append_position(positions, last_pos);
     }
     if (!ok) {
-        PyMem_Free(offsets.buf);
-        PyMem_Free(times.buf);
+        PyMem_RawFree(offsets.buf);
+        PyMem_RawFree(times.buf);
         Py_XDECREF(positions);
         if (!PyErr_Occurred()) PyErr_NoMemory();
         return NULL;

@@ -97,6 +97,10 @@ class MappedFile:
         self.view = memoryview(self.buffer)
         self.data, self.data_view = self.buffer, self.view
 
+    # every byte of ``data`` is readable at any time (a remote file's only inside its window):
+    # threads may read batches anywhere in it at once
+    is_local = True
+
     def ensure(self, start: int, end: int) -> None:
         """Make ``[start, end)`` readable through ``data``: a no-op for a local file."""
 

@@ -84,16 +84,22 @@ class Record(tuple):
         return f"Record(offset={self.offset}, timestamp={self.timestamp}, key={self.key!r})"
 
 
+NOT_KEPT = "not kept"  # a RecordRun section a decode process did not send back
+
+
 class RecordRun:
     """Consecutive v2 data batches whose records all decode cleanly (checked by the compiled
     decoder's ``check_run``), records not built yet. Iterating gives each ``BatchHeader``
     followed by its ``Record`` items; ``sections[i]`` is the decompressed records section of
-    ``headers[i]`` when it is compressed, else None (the records are read from ``buffer``)."""
+    ``headers[i]`` when it is compressed, else None (the records are read from ``buffer``), or
+    ``NOT_KEPT`` when a decode process formatted the batch and did not send its section back
+    (it is decompressed again if anything asks for the records)."""
 
-    __slots__ = ("buffer", "headers", "sections")
+    __slots__ = ("buffer", "headers", "sections", "formatted")
 
     def __init__(self, buffer, headers: list[BatchHeader], sections: list):
         self.buffer, self.headers, self.sections = buffer, headers, sections
+        self.formatted = None  # what DumpOptions.format_run made of it on a decode thread
 
     def __len__(self) -> int:
         return len(self.headers)
@@ -105,7 +111,7 @@ class RecordRun:
 
     def records(self, batch: BatchHeader, section) -> list[Record]:
         compiled = native.module
-        if compiled is None or not batch.records_count:
+        if compiled is None or not batch.records_count or section is NOT_KEPT:
             return list(read_records(self.buffer, batch)) if batch.records_count else []
         if section is None:
             return compiled.decode_v2_batch(Record, self.buffer, batch)

@@ -292,6 +292,8 @@ class RemoteMappedFile(files.MappedFile):
     mapped; ``buffer``/``view`` fetch the whole file, ``data``/``data_view`` only what
     :meth:`ensure` or :meth:`scan_window` made present."""
 
+    is_local = False  # bytes are present only inside the scan's window
+
     __slots__ = ("remote",)
 
     def __init__(self, path):

@@ -1,0 +1,289 @@
+"""Decoding many batches at once on the available cores, results in file order.
+
+A segment's batches are independent: decompressing them (and checking and formatting their
+records) parallelises, and only what is printed or reported must keep the file's order. The
+work goes to threads, not processes: every decompressor seglog uses releases the GIL while it
+inflates (stdlib ``zlib``, ``isal``, ``zstandard``, ``lz4``, ``cramjam``), and so do the
+compiled record loops that format lines (``_native.deep_lines``), so threads share the mapped
+file without copying it and hand back their results without pickling them
+(see :func:`ordered_map` for the two modes and ``tests/benchmarks/bench_parallel_decode.py``
+for what each gives).
+
+:func:`ordered_map` keeps a bounded window of units in flight (memory is a few units' sections
+and lines, never the file's), and gives results in submission order. Units are cut by bytes
+(:func:`split_by_bytes`), so a segment of 1 MiB batches and one of 200-byte batches hold alike
+amounts in flight.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from bisect import bisect_left
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Callable, Iterable, Iterator, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+UNIT_BYTES = 1024 * 1024  # stored (compressed) bytes per unit of work handed to a worker
+MIN_PARALLEL_BYTES = 4 * 1024 * 1024  # a smaller file is decoded in the calling thread alone
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_SIZE = 0
+_POOL_LOCK = threading.Lock()
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, as ``nproc`` counts them)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _pool(jobs: int) -> ThreadPoolExecutor:
+    """One process-wide pool, grown when more jobs are asked for (threads start on first use)."""
+    global _POOL, _POOL_SIZE
+    with _POOL_LOCK:
+        if _POOL is None or _POOL_SIZE < jobs:
+            if _POOL is not None:
+                _POOL.shutdown(wait=False)
+            _POOL = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="seglog-decode")
+            _POOL_SIZE = jobs
+        return _POOL
+
+
+class Ready:
+    """An item of :func:`ordered_map`'s input that needs no work: passed through in its place."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+def ordered_map(fn: Callable[[T], R], items: Iterable["T | Ready"], jobs: int, mode: str | None = None,
+                window: int | None = None) -> Iterator["R | Ready"]:
+    """``fn(item)`` for each item on ``jobs`` workers, yielded in the items' order; a
+    :class:`Ready` item is yielded as it is, in its place. At most ``window`` items (default
+    two per worker) are in flight, so memory holds that many results, never the file's.
+
+    ``mode``: "processes" (forked children, which see the caller's mapped files as they were at
+    the fork; items and results are pickled: keep them small) or "threads" (one pool). A child
+    that fails or dies loses nothing: its items are run here, in their place.
+    """
+    if jobs <= 1 or (mode == "processes" and not hasattr(os, "fork")):
+        for item in items:
+            yield item if type(item) is Ready else fn(item)
+        return
+    if mode == "threads":
+        yield from _thread_map(fn, items, jobs, window or 2 * jobs + 2)
+    else:
+        yield from _process_map(fn, items, jobs, window or SLOTS * jobs)
+
+
+def _thread_map(fn, items, jobs: int, limit: int):
+    pool = _pool(jobs)
+    pending: deque = deque()
+    running = 0
+    try:
+        for item in items:
+            if type(item) is Ready:
+                pending.append(item)
+                continue
+            pending.append(pool.submit(fn, item))
+            running += 1
+            while running >= limit:
+                head = pending.popleft()
+                if type(head) is Ready:
+                    yield head
+                else:
+                    running -= 1
+                    yield head.result()
+        while pending:
+            head = pending.popleft()
+            yield head if type(head) is Ready else head.result()
+    finally:
+        for future in pending:  # threads may be reading a buffer the caller is about to close
+            if isinstance(future, Future) and not future.cancel():
+                try:
+                    future.result()
+                except BaseException:  # noqa: BLE001 - the consumer has gone; nothing to report to
+                    pass
+
+
+SLOTS = 2  # units in flight per child: one being decoded while the other waits to be taken
+SLOT_BYTES = 32 * 1024 * 1024  # a result larger than this comes through the pipe instead
+
+
+class _Child:
+    """A forked worker. Items go in over a pipe; each result is pickled into one of the child's
+    slots of a shared anonymous mapping, and only its length comes back over the pipe (a
+    result bigger than a slot comes through the pipe). The parent takes results in order, so
+    a slot is written again only after its result was taken (:func:`_process_map`)."""
+
+    __slots__ = ("pid", "tasks", "results", "alive", "shared", "base", "sent", "outstanding")
+
+    def __init__(self, fn, index: int, shared, siblings: list["_Child"]):
+        from multiprocessing.connection import Connection
+
+        self.shared, self.base = shared, index * SLOTS * SLOT_BYTES
+        task_read, task_write = os.pipe()
+        result_read, result_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            os.close(task_write)
+            os.close(result_read)
+            for sibling in siblings:  # else a sibling's task pipe never ends: it would wait forever
+                sibling.tasks.close()
+                sibling.results.close()
+            _child_loop(fn, Connection(task_read, writable=False), Connection(result_write, readable=False),
+                        shared, self.base)
+        os.close(task_read)
+        os.close(result_write)
+        self.pid = pid
+        self.tasks = Connection(task_write, readable=False)
+        self.results = Connection(result_read, writable=False)
+        self.alive = True
+        self.sent = self.outstanding = 0
+
+    def send(self, item) -> None:
+        slot = self.sent % SLOTS
+        self.sent += 1
+        self.outstanding += 1
+        if self.alive:
+            try:
+                self.tasks.send((slot, item))
+            except OSError:
+                self.alive = False
+
+    def receive(self):
+        """(True, result), or (False, None) when the child failed or died."""
+        import pickle
+
+        slot = (self.sent - self.outstanding) % SLOTS
+        self.outstanding -= 1
+        if not self.alive:
+            return False, None
+        try:
+            kind, payload = self.results.recv()
+        except (EOFError, OSError):
+            kind, payload = None, None
+        if kind == "slot":
+            start = self.base + slot * SLOT_BYTES
+            with memoryview(self.shared) as view:
+                return True, pickle.loads(view[start:start + payload])
+        if kind == "pipe":
+            return True, payload
+        self.alive = False
+        return False, None
+
+    def close(self, kill: bool = False) -> None:
+        import signal
+
+        for connection in (self.tasks, self.results):
+            try:
+                connection.close()
+            except OSError:
+                pass
+        if kill:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+
+
+def _child_loop(fn, tasks, results, shared, base: int) -> None:
+    import pickle
+    import signal
+
+    status = 0
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends the child quietly, with the parent
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        while True:
+            try:
+                slot, item = tasks.recv()
+            except (EOFError, OSError):
+                break
+            try:
+                data = pickle.dumps(fn(item), protocol=pickle.HIGHEST_PROTOCOL)
+            except BaseException:  # noqa: BLE001 - the parent runs the item itself
+                results.send(("failed", None))
+                break
+            if len(data) <= SLOT_BYTES:
+                start = base + slot * SLOT_BYTES
+                shared[start:start + len(data)] = data
+                results.send(("slot", len(data)))
+            else:
+                results.send(("pipe", pickle.loads(data)))
+    except BaseException:  # noqa: BLE001 - nothing may unwind into the parent's code
+        status = 1
+    finally:
+        os._exit(status)  # no atexit handlers, no flush of buffers copied from the parent
+
+
+def _process_map(fn, items, jobs: int, limit: int):
+    import mmap
+
+    children: list[_Child] = []
+    shared = None
+    pending: deque = deque()  # Ready, or (child, item)
+    turn = 0
+    finished = False
+
+    def take(head):
+        if type(head) is Ready:
+            return head
+        child, item = head
+        ok, result = child.receive()
+        return result if ok else fn(item)  # a failed or dead child: the item is run here
+
+    try:
+        for item in items:
+            if type(item) is Ready:
+                pending.append(item)
+                continue
+            if not children:  # forked only once there is work (after the caller's set-up)
+                shared = mmap.mmap(-1, jobs * SLOTS * SLOT_BYTES)  # pages exist once written
+                for index in range(jobs):
+                    children.append(_Child(fn, index, shared, children))
+            child = children[turn % jobs]
+            turn += 1
+            while child.outstanding >= SLOTS or len(pending) >= limit:  # its slot is free once taken
+                yield take(pending.popleft())
+            child.send(item)
+            pending.append((child, item))
+        while pending:
+            yield take(pending.popleft())
+        finished = True
+    finally:
+        for child in children:
+            child.close(kill=not finished)
+        if shared is not None:
+            shared.close()
+
+
+def split_by_bytes(headers: list, unit_bytes: int | None = None) -> Iterator[list]:
+    """``headers`` (batch headers, positions ascending) in slices of about ``unit_bytes``
+    (default :data:`UNIT_BYTES`) of the file each (at least one batch)."""
+    unit_bytes = unit_bytes or UNIT_BYTES
+    count = len(headers)
+    start = 0
+    while start < count:
+        end = bisect_left(headers, headers[start][0] + unit_bytes, lo=start + 1, key=_position)
+        yield headers[start:end] if start or end < count else headers
+        start = end
+
+
+def _position(header) -> int:
+    return header[0]
+
+
+__all__ = ["MIN_PARALLEL_BYTES", "Ready", "UNIT_BYTES", "available_cpus", "ordered_map", "split_by_bytes"]

@@ -349,15 +349,21 @@ def _log_deep_runs_parallel(path, mapped, scan: LogScan, report: DumpReport, opt
 
     def units() -> Iterator[object]:
         reported = 0
+        cutter = decode_pool.UnitCutter()
         for chunk in scan.chunks():
             if len(scan.findings) != reported:
+                yield from described(cutter.flush())
                 yield decode_pool.Ready(list(_scan_problems(scan, reported)))
                 reported = len(scan.findings)
-            for headers in decode_pool.split_by_bytes(chunk):
-                unit_headers.append(headers)
-                yield headers[0].position, headers[-1].end_position, len(headers)
+            yield from described(cutter.add(chunk))
+        yield from described(cutter.flush())
         if len(scan.findings) != reported:
             yield decode_pool.Ready(list(_scan_problems(scan, reported)))
+
+    def described(cut: Iterator[list]) -> Iterator[tuple[int, int, int]]:
+        for headers in cut:
+            unit_headers.append(headers)
+            yield headers[0].position, headers[-1].end_position, len(headers)
 
     for result in decode_pool.ordered_map(decode, units(), options.jobs):
         if type(result) is decode_pool.Ready:

@@ -100,8 +100,28 @@ def test_parallel_dump_is_the_serial_dump(tmp_path, tiny_units, monkeypatch, cod
     serial = render([path], jobs=1)
     assert serial[0].count(b"\n") > 500 and serial[1], "the segment holds records and damage"
     assert serial[2], "the segment holds offset gaps"
+    spied = spy_workers(monkeypatch)
     for jobs in (2, 3):
         assert render([path], jobs=jobs) == serial
+    assert spied[mode] > 20, "the units went to the workers"
+
+
+def spy_workers(monkeypatch) -> dict:
+    """How many units went to forked children and to threads."""
+    counts = {"processes": 0, "threads": 0}
+    send, submit = decode_pool._Child.send, decode_pool.ThreadPoolExecutor.submit
+
+    def counting_send(self, item):
+        counts["processes"] += 1
+        return send(self, item)
+
+    def counting_submit(self, *args, **kwargs):
+        counts["threads"] += 1
+        return submit(self, *args, **kwargs)
+
+    monkeypatch.setattr(decode_pool._Child, "send", counting_send)
+    monkeypatch.setattr(decode_pool.ThreadPoolExecutor, "submit", counting_submit)
+    return counts
 
 
 @pytest.mark.parametrize("codec", [ZSTD, GZIP])

@@ -47,7 +47,7 @@ def verify_command(
     level: Level = typer.Option(Level.shallow, "--level", help="shallow: framing and CRC of every batch; deep: also every record."),
     output_format: Optional[ReportFormat] = typer.Option(None, "--format", help="table (default on a terminal), text (default otherwise), json or jsonl."),
     show: Severity = typer.Option(Severity.WARNING, "--show", help="table/text: the least severity listed (json and jsonl list all)."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help=f"Partitions verified in parallel processes {JOBS_HELP}; with the default, a run with little work stays in this process."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help=f"Partitions verified in parallel processes {JOBS_HELP}; with the default, a run with little work stays in this process. With one partition or file, its big segments' records are decoded by that many processes (--level deep)."),
     progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress on stderr (default: when stderr is a terminal and stdout is not a pipe)."),
     spark: Optional[str] = typer.Option(None, "--spark", metavar="MASTER", help="Verify the segments as Spark tasks on this master (local[4], spark://host:7077, yarn); needs the spark extra (pyspark, pyarrow, pandas)."),
     remote: Optional[List[str]] = typer.Option(None, "--remote", help="Tiered storage (LocalTieredStorage's kafka-tiered-storage dir, or remote partition dirs), repeatable: each remote partition is verified with the local partition of the same topic-partition, as one log (the same as giving it as a PATH)."),

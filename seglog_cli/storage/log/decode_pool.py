@@ -67,53 +67,104 @@ class Ready:
 def ordered_map(fn: Callable[[T], R], items: Iterable["T | Ready"], jobs: int, mode: str | None = None,
                 window: int | None = None) -> Iterator["R | Ready"]:
     """``fn(item)`` for each item on ``jobs`` workers, yielded in the items' order; a
-    :class:`Ready` item is yielded as it is, in its place. At most ``window`` items (default
-    two per worker) are in flight, so memory holds that many results, never the file's.
-
-    ``mode``: "processes" (forked children, which see the caller's mapped files as they were at
-    the fork; items and results are pickled: keep them small) or "threads" (one pool). A child
-    that fails or dies loses nothing: its items are run here, in their place. The default mode
-    is ``$SEGLOG_DECODE_MODE`` if set (the benchmark compares both), else "processes".
-    """
-    mode = mode or os.environ.get("SEGLOG_DECODE_MODE") or "processes"
-    if jobs <= 1 or (mode == "processes" and not hasattr(os, "fork")):
-        for item in items:
-            yield item if type(item) is Ready else fn(item)
-        return
-    if mode == "threads":
-        yield from _thread_map(fn, items, jobs, window or 2 * jobs + 2)
-    else:
-        yield from _process_map(fn, items, jobs, window or SLOTS * jobs)
-
-
-def _thread_map(fn, items, jobs: int, limit: int):
-    pool = _pool(jobs)
-    pending: deque = deque()
-    running = 0
+    :class:`Ready` item is yielded as it is, in its place (:class:`OrderedWorkers`, pulled)."""
+    workers = OrderedWorkers(fn, jobs, mode, window)
+    finished = False
     try:
         for item in items:
-            if type(item) is Ready:
-                pending.append(item)
-                continue
-            pending.append(pool.submit(fn, item))
-            running += 1
-            while running >= limit:
-                head = pending.popleft()
-                if type(head) is Ready:
-                    yield head
-                else:
-                    running -= 1
-                    yield head.result()
-        while pending:
-            head = pending.popleft()
-            yield head if type(head) is Ready else head.result()
+            yield from workers.submit(item)
+        yield from workers.drain()
+        finished = True
     finally:
-        for future in pending:  # threads may be reading a buffer the caller is about to close
-            if isinstance(future, Future) and not future.cancel():
+        workers.close(finished)
+
+
+class OrderedWorkers:
+    """``fn(item)`` on ``jobs`` workers, results in submission order, for a caller that pushes
+    items as it finds them: :meth:`submit` gives the results that had to be taken to make room,
+    :meth:`drain` the rest. At most ``window`` items (default two per worker) are in flight,
+    so memory holds that many results, never the file's. A :class:`Ready` item is given back
+    as it is, in its place.
+
+    ``mode``: "processes" (forked children, which see the caller's mapped files as they were
+    at the fork; items and results are pickled: keep them small) or "threads" (one pool). A
+    child that fails or dies loses nothing: its items are run here, in their place. The default
+    mode is ``$SEGLOG_DECODE_MODE`` if set (the benchmark compares both), else "processes".
+    With one job (or no ``fork``) every item runs here, as it is submitted.
+    """
+
+    __slots__ = ("fn", "jobs", "mode", "limit", "pending", "children", "shared", "turn")
+
+    def __init__(self, fn, jobs: int, mode: str | None = None, window: int | None = None):
+        mode = mode or os.environ.get("SEGLOG_DECODE_MODE") or "processes"
+        if mode == "processes" and not hasattr(os, "fork"):
+            jobs = 1
+        self.fn, self.jobs, self.mode = fn, max(1, jobs), mode
+        self.limit = window or (SLOTS * self.jobs if mode == "processes" else 2 * self.jobs + 2)
+        self.pending: deque = deque()  # Ready, a Future (threads) or (child, item) (processes)
+        self.children: list[_Child] = []
+        self.shared = None
+        self.turn = 0
+
+    def submit(self, item) -> Iterator:
+        if type(item) is Ready:
+            if self.pending:
+                self.pending.append(item)
+            else:
+                yield item
+            return
+        if self.jobs <= 1:
+            yield self.fn(item)
+            return
+        if self.mode == "threads":
+            while len(self.pending) >= self.limit:
+                yield self._take()
+            self.pending.append(_pool(self.jobs).submit(self.fn, item))
+            return
+        if not self.children:  # forked only once there is work (after the caller's set-up)
+            import mmap
+
+            _keep_big_buffers()
+            self.shared = mmap.mmap(-1, self.jobs * SLOTS * SLOT_BYTES)  # pages exist once written
+            for index in range(self.jobs):
+                self.children.append(_Child(self.fn, index, self.shared, self.children))
+        child = self.children[self.turn % self.jobs]
+        self.turn += 1
+        while child.outstanding >= SLOTS or len(self.pending) >= self.limit:  # its slot is free once taken
+            yield self._take()
+        child.send(item)
+        self.pending.append((child, item))
+
+    def drain(self) -> Iterator:
+        while self.pending:
+            yield self._take()
+
+    def _take(self):
+        head = self.pending.popleft()
+        if type(head) is Ready:
+            return head
+        if type(head) is tuple:
+            child, item = head
+            ok, result = child.receive()
+            return result if ok else self.fn(item)  # a failed or dead child: the item is run here
+        return head.result()
+
+    def close(self, finished: bool = True) -> None:
+        """Stop the workers: children are killed unless every result was taken; threads still
+        running are waited for (they may be reading a buffer the caller is about to close)."""
+        for head in self.pending:
+            if isinstance(head, Future) and not head.cancel():
                 try:
-                    future.result()
+                    head.result()
                 except BaseException:  # noqa: BLE001 - the consumer has gone; nothing to report to
                     pass
+        self.pending.clear()
+        for child in self.children:
+            child.close(kill=not finished)
+        self.children = []
+        if self.shared is not None:
+            self.shared.close()
+            self.shared = None
 
 
 SLOTS = 2  # units in flight per child: one being decoded while the other waits to be taken
@@ -250,48 +301,6 @@ def _child_loop(fn, tasks, results, shared, base: int) -> None:
         os._exit(status)  # no atexit handlers, no flush of buffers copied from the parent
 
 
-def _process_map(fn, items, jobs: int, limit: int):
-    import mmap
-
-    children: list[_Child] = []
-    shared = None
-    pending: deque = deque()  # Ready, or (child, item)
-    turn = 0
-    finished = False
-
-    def take(head):
-        if type(head) is Ready:
-            return head
-        child, item = head
-        ok, result = child.receive()
-        return result if ok else fn(item)  # a failed or dead child: the item is run here
-
-    try:
-        for item in items:
-            if type(item) is Ready:
-                pending.append(item)
-                continue
-            if not children:  # forked only once there is work (after the caller's set-up)
-                _keep_big_buffers()
-                shared = mmap.mmap(-1, jobs * SLOTS * SLOT_BYTES)  # pages exist once written
-                for index in range(jobs):
-                    children.append(_Child(fn, index, shared, children))
-            child = children[turn % jobs]
-            turn += 1
-            while child.outstanding >= SLOTS or len(pending) >= limit:  # its slot is free once taken
-                yield take(pending.popleft())
-            child.send(item)
-            pending.append((child, item))
-        while pending:
-            yield take(pending.popleft())
-        finished = True
-    finally:
-        for child in children:
-            child.close(kill=not finished)
-        if shared is not None:
-            shared.close()
-
-
 class UnitCutter:
     """Cuts a walk's header chunks into units of about ``UNIT_BYTES`` of the file each (at
     least one batch), across chunk boundaries: workers get alike units whatever size of chunk
@@ -335,4 +344,5 @@ def _position(header) -> int:
     return header[0]
 
 
-__all__ = ["MIN_PARALLEL_BYTES", "Ready", "UNIT_BYTES", "UnitCutter", "available_cpus", "ordered_map"]
+__all__ = ["MIN_PARALLEL_BYTES", "OrderedWorkers", "Ready", "UNIT_BYTES", "UnitCutter", "available_cpus",
+           "ordered_map"]

@@ -96,7 +96,8 @@ class VerifyReport:
 
 @dataclass(frozen=True)
 class VerifyOptions:
-    """``jobs``: processes verifying partitions (1: this process alone). ``serial_seconds``:
+    """``jobs``: processes verifying partitions (1: this process alone); with one partition (or
+    file), processes decoding its segments' records at the deep level. ``serial_seconds``:
     with several jobs, how long this process verifies alone before forking the others (so a
     run with little work never pays for their start-up)."""
 
@@ -134,7 +135,7 @@ def verify(paths: list[str], options: VerifyOptions = VerifyOptions(), progress=
                 log_dirs.extend(LogDir(found) for found in found_logs)
                 partition_dirs.extend(found_partitions)
         else:
-            _verify_file(path, options.level, report)
+            _verify_file(path, options.level, report, options.jobs)
     for log_dir in log_dirs:
         partition_dirs.extend(_log_dir_partitions(log_dir, report))
     alone, pairs = pair_tiered(partition_dirs)
@@ -179,7 +180,9 @@ def _log_dir_partitions(log_dir: LogDir, report: VerifyReport) -> list[Path]:
 
 def _verify_partitions(directories: list[Path], options: VerifyOptions, progress) -> list[PartitionReport]:
     if options.jobs <= 1 or len(directories) <= 1:
-        return [verify_partition(directory, options.level, progress) for directory in directories]
+        # one partition: its segments' records are decoded on every job instead (deep level)
+        return [verify_partition(directory, options.level, progress, deep_jobs=options.jobs)
+                for directory in directories]
 
     def arrived(_index: int, report: PartitionReport) -> None:
         if progress is not None:
@@ -190,7 +193,7 @@ def _verify_partitions(directories: list[Path], options: VerifyOptions, progress
                         options.jobs, arrived, serial_seconds=options.serial_seconds)
 
 
-def _verify_file(path: Path, level: str, report: VerifyReport) -> None:
+def _verify_file(path: Path, level: str, report: VerifyReport, deep_jobs: int = 1) -> None:
     """A file given on its own: a segment file (the segment is verified with its sibling
     indexes), a producer snapshot, a checkpoint or metadata file, a KRaft snapshot, a leftover."""
     name = path.name
@@ -221,7 +224,8 @@ def _verify_file(path: Path, level: str, report: VerifyReport) -> None:
                                     "an index file without its .log: Kafka deletes it at start-up"))
             return
         segment = LogSegment(log_path)
-        _count(stats, SegmentVerifier(segment, findings, active=is_last_segment(log_path), level=level).run())
+        _count(stats, SegmentVerifier(segment, findings, active=is_last_segment(log_path), level=level,
+                                      deep_jobs=deep_jobs).run())
         _txn_index_alone(segment, findings)
     elif parsed is not None and parsed.suffix == ".snapshot":
         try:

@@ -62,13 +62,14 @@ class PartitionReport:
         return out
 
 
-def verify_partition(path: str | Path, level: str = SHALLOW, progress=None) -> PartitionReport:
-    """Verify the partition directory at ``path``; ``progress(bytes)`` is called per segment."""
-    return verify_partition_log(path, level, progress)[0]
+def verify_partition(path: str | Path, level: str = SHALLOW, progress=None, deep_jobs: int = 1) -> PartitionReport:
+    """Verify the partition directory at ``path``; ``progress(bytes)`` is called per segment.
+    ``deep_jobs``: processes decoding each segment's records at the deep level."""
+    return verify_partition_log(path, level, progress, deep_jobs)[0]
 
 
-def verify_partition_log(path: str | Path, level: str = SHALLOW,
-                         progress=None) -> tuple[PartitionReport, PartitionLog | None, list[SegmentSummary]]:
+def verify_partition_log(path: str | Path, level: str = SHALLOW, progress=None,
+                         deep_jobs: int = 1) -> tuple[PartitionReport, PartitionLog | None, list[SegmentSummary]]:
     """:func:`verify_partition`, also returning the partition read and each segment's summary
     (for checks across directories: a tiered partition's remote and local logs)."""
     report, log = open_partition_report(path)
@@ -76,7 +77,7 @@ def verify_partition_log(path: str | Path, level: str = SHALLOW,
         return report, None, []
     results = []
     for i in range(len(log.segments)):
-        results.append(verify_segment_at(log, i, level))
+        results.append(verify_segment_at(log, i, level, deep_jobs))
         if progress is not None:
             progress(results[-1][0].size, results[-1][0].batches)
     summaries = finish_partition(report, log, results, level)
@@ -99,14 +100,16 @@ def open_partition_report(path: str | Path) -> tuple[PartitionReport, PartitionL
     return report, log
 
 
-def verify_segment_at(log: PartitionLog, i: int, level: str = SHALLOW) -> tuple[SegmentSummary, list[Finding]]:
+def verify_segment_at(log: PartitionLog, i: int, level: str = SHALLOW,
+                      deep_jobs: int = 1) -> tuple[SegmentSummary, list[Finding]]:
     """The checks of the partition's ``i``-th segment alone (the last one is the active
     segment): its summary and findings. Independent of the other segments, so segments can be
     verified anywhere, in any order (``seglog verify --spark``), and handed to
     :func:`finish_partition` in order."""
     findings: list[Finding] = []
     segment = log.segments[i]
-    summary = SegmentVerifier(segment, findings, active=i == len(log.segments) - 1, level=level).run()
+    summary = SegmentVerifier(segment, findings, active=i == len(log.segments) - 1, level=level,
+                              deep_jobs=deep_jobs).run()
     segment.close()
     return summary, findings
 

@@ -11,11 +11,12 @@ against the batches as the scan passes them (Kafka's lookup depends on both).
 
 from __future__ import annotations
 
+import bisect
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seglog_cli.storage.log import native
+from seglog_cli.storage.log import decode_pool, native
 from seglog_cli.storage.log.batch_header import (HEADER_SIZE_UP_TO_MAGIC, INT32_MAX, BatchHeader, read_batch_header,
                                                  wrap_int64)
 from seglog_cli.storage.log.batches import NATIVE_RUN, LogScan, VerifyRun
@@ -151,8 +152,10 @@ class SegmentVerifier:
     """
 
     def __init__(self, segment: LogSegment, findings: list[Finding], *, active: bool, level: str = SHALLOW,
-                 want_txn: bool = True, indexes: bool = True):
+                 want_txn: bool = True, indexes: bool = True, deep_jobs: int = 1):
         self.segment = segment
+        self.deep_jobs = deep_jobs  # deep level: processes decoding the records of a big segment
+        self._deep_workers = None
         self.findings = findings
         self.active = active
         self.level = level
@@ -194,8 +197,16 @@ class SegmentVerifier:
                 self.time_index = TimeIndexChecker.open(self.segment, self, self.active)
             else:
                 self.index = self.time_index = NO_INDEX
-            if not self._whole_run(mapped):
-                self._scan_all(mapped)
+            try:
+                if not self._whole_run(mapped):
+                    self._scan_all(mapped)
+                if self._deep_workers is not None:
+                    for result in self._deep_workers.drain():
+                        self._deep_result(mapped, result)
+            finally:
+                if self._deep_workers is not None:
+                    self._deep_workers.close()
+                    self._deep_workers = None
             while self._held:
                 self._flush()
             self.index.finish(self.summary.end_position)
@@ -262,12 +273,27 @@ class SegmentVerifier:
             for event in run.txn_events:
                 self.summary.txn_events.append(TxnEvent(*event))
         if self.level == DEEP:  # data: the run lies in the scan's present window (remote files)
-            anomalies, python_positions, records = native.module.verify_records(mapped.data, run.packed, decompress)
-            self.summary.records += records
-            for kind, position, a, b, c in anomalies:
-                self._record_anomaly(kind, position, a, b, c)
-            for position in python_positions:
-                self._deep_python(mapped, read_batch_header(mapped.buffer, mapped.view, position, mapped.size))
+            workers = self._deep_workers
+            if workers is None and self.deep_jobs > 1 and mapped.is_local and \
+                    mapped.size >= decode_pool.MIN_PARALLEL_BYTES:
+                workers = self._deep_workers = decode_pool.OrderedWorkers(
+                    lambda packed: _verify_records_released(mapped, packed), self.deep_jobs)
+            if workers is None:
+                self._deep_result(mapped, native.module.verify_records(mapped.data, run.packed, decompress))
+                return
+            for packed in _packed_units(run.packed):  # checked by the workers, applied in order
+                for result in workers.submit(packed):
+                    self._deep_result(mapped, result)
+
+    def _deep_result(self, mapped, result) -> None:
+        """What ``verify_records`` found in a run (the findings are put in order at the end, so
+        a worker's results may come after later batches' shallow findings)."""
+        anomalies, python_positions, records = result
+        self.summary.records += records
+        for kind, position, a, b, c in anomalies:
+            self._record_anomaly(kind, position, a, b, c)
+        for position in python_positions:
+            self._deep_python(mapped, read_batch_header(mapped.buffer, mapped.view, position, mapped.size))
 
     def _batch(self, mapped, batch: BatchHeader) -> None:
         """The same checks as the compiled walker, in Python (no C compiler, or odd entries)."""
@@ -573,6 +599,30 @@ def _unreadable_offsets(finding: Finding, buffer) -> str:
             return f"; offset {expected} is unreadable"
         return f"; offsets {expected} to {next_base - 1} are unreadable"
     return f"; offsets from {expected} are unreadable up to the next batch"
+
+
+def _verify_records_released(mapped, packed: bytes):
+    """``verify_records`` of a worker's unit, its pages dropped after (a worker keeps none)."""
+    result = native.module.verify_records(mapped.data, packed, decompress)
+    rows = memoryview(packed).cast("q")
+    first, last = rows[0], rows[len(rows) - 5]
+    rows.release()
+    mapped.release(first, last)
+    return result
+
+
+def _packed_units(packed: bytes):
+    """A run's packed rows (5 int64 per batch, its position first) in pieces spanning about
+    ``decode_pool.UNIT_BYTES`` of the file each."""
+    rows = memoryview(packed).cast("q")
+    positions = rows[0::5].tolist()
+    rows.release()
+    count = len(positions)
+    start = 0
+    while start < count:
+        end = bisect.bisect_left(positions, positions[start] + decode_pool.UNIT_BYTES, lo=start + 1)
+        yield packed if start == 0 and end == count else packed[start * 40:end * 40]
+        start = end
 
 
 def verify_segment_file(path: str | Path, findings: list[Finding], level: str = SHALLOW,

@@ -12,8 +12,11 @@ record-section bytes (records from ``make_segment``, encoded as in a v2 batch) c
   whole frame, and ``lz4.block`` vs ``cramjam.lz4.decompress_block`` on its blocks (cramjam's
   is given each block's exact size, which a real frame does not record: it returns a buffer of
   ``output_len`` bytes, so it cannot take an upper bound as ``lz4.block`` does);
-* zstd: a frame without content size (as Java writes it); ``zstandard`` decompressobj (as
-  seglog), ``stream_reader`` (as kafka-python), one-shot with ``max_output_size``, ``cramjam.zstd``.
+* zstd: a frame without content size (as Java writes it); ``zstandard`` decompressobj over one
+  reused context (as seglog), ``stream_reader`` (as kafka-python), one-shot with
+  ``max_output_size``, ``cramjam.zstd``, and ``pyzstd`` when installed;
+* gzip, when installed: ``isal`` (ISA-L, seglog's choice), ``zlib-ng``, ``deflate``
+  (libdeflate).
 
 ``seglog`` rows time ``codecs.decompress`` (binding plus framing), the path the dump takes.
 cramjam returns a ``cramjam.Buffer``; the ``bytes(...)`` rows include the copy seglog makes.
@@ -144,9 +147,43 @@ def candidates(data: bytes) -> dict[str, dict]:
     if python_snappy is not None:
         out["snappy"]["python-snappy uncompress"] = lambda: b"".join(
             [python_snappy.uncompress(c) for c in chunks])
+    _optional_candidates(out, gz, zst, len(data))
     ratios = {"gzip": len(gz), "snappy": len(xerial), "lz4": len(kafka_lz4), "zstd": len(zst)}
     return {codec: {"functions": functions, "compressed_bytes": ratios[codec]}
             for codec, functions in out.items()}
+
+
+def _optional_candidates(out: dict, gz: bytes, zst: bytes, size: int) -> None:
+    """The faster decompressors on PyPI, each when installed (``pip install isal zlib-ng
+    deflate pyzstd``): ISA-L, zlib-ng and libdeflate for gzip; pyzstd for zstd. The gzip rows
+    inflate raw deflate after the 10-byte header, as seglog's one-member path does."""
+    try:
+        from isal import isal_zlib
+
+        out["gzip"]["isal decompressobj(-15)"] = lambda: isal_zlib.decompressobj(-15).decompress(gz[10:])
+        out["gzip"]["isal.decompress(wbits=31)"] = lambda: isal_zlib.decompress(gz, 31)
+    except ImportError:
+        pass
+    try:
+        from zlib_ng import zlib_ng
+
+        out["gzip"]["zlib-ng decompressobj(-15)"] = lambda: zlib_ng.decompressobj(-15).decompress(gz[10:])
+    except ImportError:
+        pass
+    try:
+        import deflate
+
+        out["gzip"]["deflate.gzip_decompress (libdeflate)"] = lambda: deflate.gzip_decompress(gz)
+    except ImportError:
+        pass
+    try:
+        import pyzstd
+
+        out["zstd"]["pyzstd.decompress"] = lambda: pyzstd.decompress(zst)
+        context = pyzstd.ZstdDecompressor  # one per frame: a decompressor object ends with its frame
+        out["zstd"]["pyzstd.ZstdDecompressor"] = lambda: context().decompress(zst)
+    except ImportError:
+        pass
 
 
 def _zstd_stream_reader(decompressor, data: bytes) -> bytes:

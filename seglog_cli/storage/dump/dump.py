@@ -234,7 +234,9 @@ def _log_body(path, mapped, scan, options, report, from_offset, to_offset) -> It
     if from_offset is None and to_offset is None and native.module is not None:
         if not deep:
             yield from _log_runs(scan)
-        elif options.jobs > 1 and mapped.size >= decode_pool.MIN_PARALLEL_BYTES and mapped.is_local:
+        elif options.jobs > 1 and options.format_run is not None and mapped.is_local and \
+                mapped.size >= decode_pool.MIN_PARALLEL_BYTES:  # (JSON Lines is rendered here, from
+            # records: sending sections back would cost what the workers save)
             yield from _log_deep_runs_parallel(path, mapped, scan, report, options)
         else:
             yield from _log_deep_runs(path, mapped, scan, report)

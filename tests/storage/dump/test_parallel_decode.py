@@ -168,13 +168,15 @@ def test_a_worker_that_fails_loses_nothing(tmp_path, tiny_units, monkeypatch):
     assert render([path], 2) == serial
 
 
-def test_stopping_early_leaves_no_worker(tmp_path, tiny_units):
+def test_stopping_early_leaves_no_worker(tmp_path, tiny_units, monkeypatch):
     path = segment(tmp_path / "00000000000000000000.log", ZSTD, damaged=False)
-    events = dump([path], DumpOptions(deep_iteration=True, jobs=2))
+    spied = spy_workers(monkeypatch)
+    events = dump([path], DumpOptions(deep_iteration=True, jobs=2, format_run=lambda run: None))
     for count, _event in enumerate(events):
         if count == 5:
             break
     events.close()
+    assert spied["processes"] > 0
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)  # every worker was reaped
 
@@ -188,7 +190,12 @@ def test_small_files_and_one_job_fork_nothing(tmp_path, monkeypatch):
     render([path], 2)
     monkeypatch.setattr(decode_pool, "MIN_PARALLEL_BYTES", 0)
     render([path], 1)
-    assert forks == []
+    out, err = io.BytesIO(), io.BytesIO()  # JSON Lines renders from records, here: no workers
+    from seglog_cli.render.jsonl import JsonLinesDumpRenderer
+
+    JsonLinesDumpRenderer(out, err, payload_encoding="utf8", deep_iteration=True).render(
+        dump([path], DumpOptions(deep_iteration=True, jobs=2)))
+    assert forks == [] and out.getvalue()
 
 
 def test_results_come_in_order_with_ready_items_in_place():

@@ -248,6 +248,12 @@ def _uvarint_prefix(data) -> int:
 
 
 def _xerial_snappy(data, max_output: int) -> bytes:
+    end = len(data)
+    if end > 20 and data[:8] == _XERIAL_MAGIC:
+        (size,) = struct.unpack_from(">i", data, 16)
+        if size == end - 20 and size <= _MAX_SNAPPY_CHUNK and data[16:20] != _XERIAL_MAGIC[:4]:
+            # the usual batch: one chunk (up to 32 KiB of records), the same checks as below
+            return _raw_snappy(data[20:], max_output)
     data = memoryview(bytes(data))
     if len(data) == 0:
         raise DecompressionError("Cannot decompress empty stream")

@@ -170,15 +170,23 @@ def test_a_worker_that_fails_loses_nothing(tmp_path, tiny_units, monkeypatch):
 
 def test_stopping_early_leaves_no_worker(tmp_path, tiny_units, monkeypatch):
     path = segment(tmp_path / "00000000000000000000.log", ZSTD, damaged=False)
-    spied = spy_workers(monkeypatch)
+    pids = []
+    init = decode_pool._Child.__init__
+
+    def recording_init(self, *args):
+        init(self, *args)
+        pids.append(self.pid)
+
+    monkeypatch.setattr(decode_pool._Child, "__init__", recording_init)
     events = dump([path], DumpOptions(deep_iteration=True, jobs=2, format_run=lambda run: None))
     for count, _event in enumerate(events):
         if count == 5:
             break
     events.close()
-    assert spied["processes"] > 0
-    with pytest.raises(ChildProcessError):
-        os.waitpid(-1, os.WNOHANG)  # every worker was reaped
+    assert len(pids) == 2
+    for pid in pids:  # every worker was killed and reaped
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
 
 
 def test_small_files_and_one_job_fork_nothing(tmp_path, monkeypatch):

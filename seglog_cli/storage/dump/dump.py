@@ -172,7 +172,7 @@ def _dump_log(path: str, start: FileStart, options: DumpOptions, report: DumpRep
         first_position, from_offset, to_offset = _range(path, start, options)
         scan = LogScan(mapped, first_position, options.max_bytes if bounded else None,
                        resync=options.resync, bounded=bounded)
-        yield from _log_body(path, mapped, scan, options, report, from_offset, to_offset)
+        yield from _log_body(path, mapped, scan, options, report, from_offset, to_offset, first_position)
         findings.extend(scan.findings)
         if scan.kafka_error is None and not bounded:
             trailing = scan.end - (scan.end_position if scan.resynced else scan.valid_bytes)
@@ -227,16 +227,14 @@ def _batch_records(path, buf, batch, offsets: _Offsets, from_offset, to_offset):
     return items, problem
 
 
-def _log_body(path, mapped, scan, options, report, from_offset, to_offset) -> Iterator[object]:
+def _log_body(path, mapped, scan, options, report, from_offset, to_offset, first_position=0) -> Iterator[object]:
     """Batches (and their records) in lists of up to RUN_LENGTH items: per-item generator hops
     would cost more than decoding them. Problems and notices come between lists, in order."""
     deep = options.deep_iteration
     if from_offset is None and to_offset is None and native.module is not None:
         if not deep:
             yield from _log_runs(scan)
-        elif options.jobs > 1 and options.format_run is not None and mapped.is_local and \
-                mapped.size >= decode_pool.MIN_PARALLEL_BYTES:  # (JSON Lines is rendered here, from
-            # records: sending sections back would cost what the workers save)
+        elif _decode_in_workers(mapped, first_position, options):
             yield from _log_deep_runs_parallel(path, mapped, scan, report, options)
         else:
             yield from _log_deep_runs(path, mapped, scan, report)
@@ -304,6 +302,13 @@ def _log_deep_runs(path, mapped, scan: LogScan, report: DumpReport) -> Iterator[
             start = done + 1
     if len(scan.findings) != reported:
         yield from _scan_problems(scan, reported)
+
+
+def _decode_in_workers(mapped, position: int, options: DumpOptions) -> bool:
+    """Whether a file's deep iteration goes to decode workers: several jobs, the text renderer
+    formatting there (JSON Lines is rendered here, from records: sending the sections back would
+    cost what the workers save), and a file :func:`decode_pool.worth_workers` says so of."""
+    return options.jobs > 1 and options.format_run is not None and decode_pool.worth_workers(mapped, position)
 
 
 def _log_deep_runs_parallel(path, mapped, scan: LogScan, report: DumpReport, options: DumpOptions) -> Iterator[object]:

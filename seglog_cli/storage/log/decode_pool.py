@@ -301,6 +301,19 @@ def _child_loop(fn, tasks, results, shared, base: int) -> None:
         os._exit(status)  # no atexit handlers, no flush of buffers copied from the parent
 
 
+def worth_workers(mapped, position: int = 0) -> bool:
+    """Whether decoding a file's batches is worth handing to workers: a local file of
+    :data:`MIN_PARALLEL_BYTES` or more whose batches are compressed (judged by the batch at
+    ``position``: a topic's batches share one codec). Uncompressed records cost less to check
+    and format in the calling process than to hand over (``bench_parallel_decode.py``)."""
+    if not mapped.is_local or mapped.size < MIN_PARALLEL_BYTES or mapped.size < position + 23:
+        return False
+    data = mapped.data
+    magic = data[position + 16]
+    attributes = data[position + 22] if magic >= 2 else data[position + 17]  # v2: int16 at 21; v0/v1: int8 at 17
+    return attributes & 7 != 0
+
+
 class UnitCutter:
     """Cuts a walk's header chunks into units of about ``UNIT_BYTES`` of the file each (at
     least one batch), across chunk boundaries: workers get alike units whatever size of chunk
@@ -344,5 +357,5 @@ def _position(header) -> int:
     return header[0]
 
 
-__all__ = ["MIN_PARALLEL_BYTES", "OrderedWorkers", "Ready", "UNIT_BYTES", "UnitCutter", "available_cpus",
+__all__ = ["MIN_PARALLEL_BYTES", "OrderedWorkers", "worth_workers", "Ready", "UNIT_BYTES", "UnitCutter", "available_cpus",
            "ordered_map"]

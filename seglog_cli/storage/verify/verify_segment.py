@@ -274,8 +274,7 @@ class SegmentVerifier:
                 self.summary.txn_events.append(TxnEvent(*event))
         if self.level == DEEP:  # data: the run lies in the scan's present window (remote files)
             workers = self._deep_workers
-            if workers is None and self.deep_jobs > 1 and mapped.is_local and \
-                    mapped.size >= decode_pool.MIN_PARALLEL_BYTES:
+            if workers is None and self.deep_jobs > 1 and decode_pool.worth_workers(mapped, self._first_run_at(run)):
                 workers = self._deep_workers = decode_pool.OrderedWorkers(
                     lambda packed: _verify_records_released(mapped, packed), self.deep_jobs)
             if workers is None:
@@ -284,6 +283,10 @@ class SegmentVerifier:
             for packed in _packed_units(run.packed):  # checked by the workers, applied in order
                 for result in workers.submit(packed):
                     self._deep_result(mapped, result)
+
+    @staticmethod
+    def _first_run_at(run: VerifyRun) -> int:
+        return array("q", run.packed[:8])[0] if run.packed else 0  # the run's first row: its position
 
     def _deep_result(self, mapped, result) -> None:
         """What ``verify_records`` found in a run (the findings are put in order at the end, so

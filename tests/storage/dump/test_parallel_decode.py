@@ -103,7 +103,10 @@ def test_parallel_dump_is_the_serial_dump(tmp_path, tiny_units, monkeypatch, cod
     spied = spy_workers(monkeypatch)
     for jobs in (2, 3):
         assert render([path], jobs=jobs) == serial
-    assert spied[mode] > 20, "the units went to the workers"
+    if codec == NONE:  # uncompressed: formatted here, cheaper than handing the lines over
+        assert spied == {"processes": 0, "threads": 0}
+    else:
+        assert spied[mode] > 20, "the units went to the workers"
 
 
 def spy_workers(monkeypatch) -> dict:

@@ -31,4 +31,7 @@ def test_parallel_deep_verify_finds_what_one_process_finds(tmp_path, monkeypatch
         assert "DECOMPRESSION_FAILED" in repr(serial[0]) or "decompress" in repr(serial[0]).lower()
     spied = spy_workers(monkeypatch)
     assert outcome(path, 2) == serial
-    assert spied["processes"] > 10, "the units went to the workers"
+    if codec == CODECS[0]:  # uncompressed records are checked here, cheaper than handing them over
+        assert spied["processes"] == 0
+    else:
+        assert spied["processes"] > 10, "the units went to the workers"

@@ -18,6 +18,15 @@ class LineOutput:
         self._bytes = 0
 
     def emit(self, line: bytes) -> None:
+        if len(line) >= FLUSH_BYTES:  # a block of lines formatted at once: written as it is, not
+            if self._lines:           # copied into a join (hundreds of MB in a deep dump)
+                self._lines.append(b"")
+                self.out.write(b"\n".join(self._lines))
+                self._lines = []
+                self._bytes = 0
+            self.out.write(line)
+            self.out.write(b"\n")
+            return
         self._lines.append(line)
         self._bytes += len(line)
         if self._bytes >= FLUSH_BYTES or len(self._lines) >= self.flush_lines:

@@ -1,18 +1,23 @@
 """Decoding many batches at once on the available cores, results in file order.
 
 A segment's batches are independent: decompressing them (and checking and formatting their
-records) parallelises, and only what is printed or reported must keep the file's order. The
-work goes to threads, not processes: every decompressor seglog uses releases the GIL while it
-inflates (stdlib ``zlib``, ``isal``, ``zstandard``, ``lz4``, ``cramjam``), and so do the
-compiled record loops that format lines (``_native.deep_lines``), so threads share the mapped
-file without copying it and hand back their results without pickling them
-(see :func:`ordered_map` for the two modes and ``tests/benchmarks/bench_parallel_decode.py``
-for what each gives).
+records) parallelises, and only what is printed or reported must keep the file's order.
 
-:func:`ordered_map` keeps a bounded window of units in flight (memory is a few units' sections
-and lines, never the file's), and gives results in submission order. Units are cut by bytes
-(:class:`UnitCutter`), so a segment of 1 MiB batches and one of 200-byte batches hold alike
-amounts in flight.
+The work goes to forked processes by default. They see the caller's mapped file as it was at
+the fork (nothing is copied to them: a unit is sent as its byte range) and put each result in
+a slot of a shared anonymous mapping (one copy, no pipe traffic but its length). Threads are
+the other mode (``SEGLOG_DECODE_MODE=threads``): the decompressors release the GIL while they
+inflate and ``_native.deep_lines`` formats with it released, but Kafka's framing around each
+batch (gzip's member rules, xerial chunks, the LZ4 frame) is Python that holds it, a few
+microseconds per batch, so two threads ran no faster than one
+(``tests/benchmarks/bench_parallel_decode.py``: on 2 cores, 256 MiB of gzip batches 3.39 s in
+one process, 3.27 s with threads, 2.35 s with processes).
+
+:class:`OrderedWorkers` keeps a bounded window of units in flight (memory is a few units'
+sections and lines, never the file's) and gives results in submission order. Units are cut by
+bytes (:class:`UnitCutter`, about :data:`UNIT_BYTES` each), so a segment of 1 MiB batches and
+one of 200-byte batches hold alike amounts in flight; only compressed files of
+:data:`MIN_PARALLEL_BYTES` or more are handed over (:func:`worth_workers`).
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 UNIT_BYTES = 1024 * 1024  # stored (compressed) bytes per unit of work handed to a worker
-MIN_PARALLEL_BYTES = 4 * 1024 * 1024  # a smaller file is decoded in the calling thread alone
+MIN_PARALLEL_BYTES = 4 * 1024 * 1024  # a smaller file is decoded in the calling process alone (a fork
+# and its first unit cost more than a few MiB take)
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_SIZE = 0

@@ -247,13 +247,19 @@ def _uvarint_prefix(data) -> int:
     raise DecompressionError("snappy: invalid uncompressed length")
 
 
-def _xerial_snappy(data, max_output: int) -> bytes:
+def _xerial_one_chunk(data) -> bool:
+    """A xerial stream of exactly one chunk after its header, which the loop of
+    :func:`_xerial_snappy` would read as the chunk alone."""
     end = len(data)
-    if end > 20 and data[:8] == _XERIAL_MAGIC:
-        (size,) = struct.unpack_from(">i", data, 16)
-        if size == end - 20 and size <= _MAX_SNAPPY_CHUNK and data[16:20] != _XERIAL_MAGIC[:4]:
-            # the usual batch: one chunk (up to 32 KiB of records), the same checks as below
-            return _raw_snappy(data[20:], max_output)
+    if end <= 20 or data[:8] != _XERIAL_MAGIC:
+        return False
+    (size,) = struct.unpack_from(">i", data, 16)
+    return size == end - 20 and size <= _MAX_SNAPPY_CHUNK and data[16:20] != _XERIAL_MAGIC[:4]
+
+
+def _xerial_snappy(data, max_output: int) -> bytes:
+    if _xerial_one_chunk(data):  # the usual batch: one chunk (up to 32 KiB of records)
+        return _raw_snappy(data[20:], max_output)  # the same checks as the loop below makes
     data = memoryview(bytes(data))
     if len(data) == 0:
         raise DecompressionError("Cannot decompress empty stream")
@@ -305,16 +311,9 @@ def _zstd(data, max_output: int) -> bytes:
 
     data = bytes(data)
     end = len(data)
-    if 0 < end <= max(_ZSTD_MIN_STEP, max_output // _ZSTD_MAX_RATIO):
-        # the usual batch: one frame, fed whole (it cannot decode past the cap); anything else
-        # (more frames, a truncated one, an error) is read again by the loop below
-        try:
-            inflater = _zstd_decompressor().decompressobj()
-            chunk = inflater.decompress(data)
-            if inflater.eof and not inflater.unused_data and len(chunk) <= max_output:
-                return chunk
-        except zstandard.ZstdError:
-            pass
+    whole = _zstd_one_frame(data, max_output)
+    if whole is not None:
+        return whole
     out = []
     total = pos = 0
     try:
@@ -334,6 +333,23 @@ def _zstd(data, max_output: int) -> bytes:
     except zstandard.ZstdError as exc:
         raise DecompressionError(f"zstd: {exc}") from None
     return b"".join(out)
+
+
+def _zstd_one_frame(data: bytes, max_output: int) -> bytes | None:
+    """The usual batch: one frame, fed whole when it cannot decode past the cap. None for
+    anything else (more frames, a truncated one, an error): :func:`_zstd` reads it again."""
+    import zstandard
+
+    if not 0 < len(data) <= max(_ZSTD_MIN_STEP, max_output // _ZSTD_MAX_RATIO):
+        return None
+    try:
+        inflater = _zstd_decompressor().decompressobj()
+        chunk = inflater.decompress(data)
+    except zstandard.ZstdError:
+        return None
+    if inflater.eof and not inflater.unused_data and len(chunk) <= max_output:
+        return chunk
+    return None
 
 
 _PER_THREAD = threading.local()

@@ -578,14 +578,13 @@ def _plain(value):
     return value.as_dict() if isinstance(value, (Content, _Final)) else value
 
 
-class LineMap(Mapping):
-    """A manifest's per-file map (``expected``, ``final``, ``listing``) read from its file as it
-    is walked: only the file offset of each entry is kept."""
+class _ManifestLines:
+    """Entries of a manifest read from its file as they are asked for: only the file offset of
+    each is kept (8 bytes an entry). The file stays open, as it was checked."""
 
     def __init__(self, handle, offsets: array):
         self._handle = handle
         self._offsets = offsets
-        self._index: dict[str, int] | None = None
 
     def __len__(self) -> int:
         return len(self._offsets)
@@ -595,13 +594,23 @@ class LineMap(Mapping):
         line = self._handle.readline().rstrip(b"\n")
         return line[1:] if line.startswith(b",") else line
 
+    def lines(self):
+        """Each entry's canonical text, in order."""
+        for index in range(len(self)):
+            yield self._line(index).decode()
+
+
+class LineMap(_ManifestLines, Mapping):
+    """A manifest's per-file map (``expected``, ``final``, ``listing``) read from its file as it
+    is walked."""
+
+    def __init__(self, handle, offsets: array):
+        super().__init__(handle, offsets)
+        self._index: dict[str, int] | None = None
+
     def _item(self, index: int):
         (key, value), = json.loads(b"{" + self._line(index) + b"}").items()
         return key, value
-
-    def lines(self):
-        for index in range(len(self)):
-            yield self._line(index).decode()
 
     def items(self):
         return (self._item(index) for index in range(len(self)))
@@ -628,21 +637,8 @@ def manifest_checksum(document: dict) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-class StepList(Sequence):
-    """A manifest's step entries, read from its file as they are asked for (the file's offset of
-    each is all that is kept: 8 bytes a step). The file stays open, as it was checked."""
-
-    def __init__(self, handle, offsets: array):
-        self._handle = handle
-        self._offsets = offsets
-
-    def __len__(self) -> int:
-        return len(self._offsets)
-
-    def _line(self, index: int) -> bytes:
-        self._handle.seek(self._offsets[index])
-        line = self._handle.readline().rstrip(b"\n")
-        return line[1:] if line.startswith(b",") else line
+class StepList(_ManifestLines, Sequence):
+    """A manifest's step entries, read from its file as they are asked for."""
 
     def __getitem__(self, index):
         if isinstance(index, slice):
@@ -652,11 +648,6 @@ class StepList(Sequence):
         if not 0 <= index < len(self):
             raise IndexError(index)
         return json.loads(self._line(index))
-
-    def lines(self):
-        """Each entry's canonical text, in order."""
-        for index in range(len(self)):
-            yield self._line(index).decode()
 
     def __iter__(self):
         for line in self.lines():

@@ -69,7 +69,7 @@ def dump_command(
     cluster_metadata_decoder: bool = typer.Option(False, "--cluster-metadata-decoder", help="Decode records as KRaft __cluster_metadata records (implies --print-data-log)."),
     remote_log_metadata_decoder: bool = typer.Option(False, "--remote-log-metadata-decoder", help="Decode records as tiered storage's __remote_log_metadata records (implies --print-data-log)."),
     share_group_state_decoder: bool = typer.Option(False, "--share-group-state-decoder", help="Decode records as __share_group_state data (implies --print-data-log)."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Deep iteration: threads decoding batches at once " + JOBS_HELP + "."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Deep iteration: processes decoding a compressed segment's batches at once " + JOBS_HELP + "."),
 ) -> None:
     arguments = dict(locals())
     raise typer.Exit(guarded(lambda: _run(**arguments)))

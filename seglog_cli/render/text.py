@@ -124,8 +124,8 @@ class TextDumpRenderer(LineOutput):
 
     def format_run(self, run: RecordRun):
         """The lines of a RecordRun as far as the compiled formatter goes, ``(text, done)``:
-        called on dump's decode threads (``DumpOptions.format_run``), where the formatting runs
-        with the GIL released; None when these lines are not the compiled formatter's."""
+        called by dump's decode workers (``DumpOptions.format_run``); None when these lines are
+        not the compiled formatter's."""
         compiled = native.module
         if compiled is None or (self.print_data_log and self._custom_decoders()):
             return None
@@ -145,7 +145,7 @@ class TextDumpRenderer(LineOutput):
         start, count = 0, len(run)
         formatted = run.formatted
         while start < count:
-            if formatted is not None:  # formatted on a decode thread
+            if formatted is not None:  # formatted by a decode worker
                 (text, done), formatted = formatted, None
             else:
                 text, done = compiled.deep_lines(run.buffer, run.headers, run.sections, start,

@@ -184,11 +184,12 @@ def seglog_command() -> list[str]:
     return [found] if found else [sys.executable, "-m", "seglog_cli"]
 
 
-def run_process(argv: list[str], stdout=subprocess.DEVNULL) -> dict:
-    """Run ``argv``; wall time, exit status, stderr and the child's own peak RSS (wait4)."""
+def run_process(argv: list[str], stdout=subprocess.DEVNULL, env: dict | None = None) -> dict:
+    """Run ``argv`` (in ``env``, default this process's); wall time, exit status, stderr and
+    the child's own peak RSS (wait4)."""
     with tempfile.TemporaryFile() as err:
         started = time.perf_counter()
-        process = subprocess.Popen(argv, stdout=stdout, stderr=err, stdin=subprocess.DEVNULL)
+        process = subprocess.Popen(argv, stdout=stdout, stderr=err, stdin=subprocess.DEVNULL, env=env)
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - started
         process.returncode = os.waitstatus_to_exitcode(status)

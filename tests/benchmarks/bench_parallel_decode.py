@@ -93,14 +93,7 @@ def run_step(step: str, path: str, jobs: int) -> dict:
     if step == "decompress":
         result = subprocess.run(argv, capture_output=True, check=True, env=env)
         return json.loads(result.stdout)
-    saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(env)  # run_process's child inherits this process's environment
-    try:
-        run = run_process(argv)
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    run = run_process(argv, env=env)
     if run["returncode"] not in (0, 1):  # 1: verify's warnings (no index beside a generated segment)
         raise RuntimeError(f"{step} failed ({run['returncode']}): {run['stderr'][-2000:]}")
     return {"seconds": run["wall"], "peak_rss_mb": run["peak_rss_mb"]}
@@ -180,7 +173,7 @@ def main(argv=None) -> list[dict]:
     if args.step:
         print(json.dumps(step_decompress(args.path)))
         return []
-    from seglog_cli.storage.log.decode_pool import available_cpus
+    from seglog_cli.commands.options import available_cpus
 
     jobs = args.jobs or available_cpus()
     steps = tuple(s for s in args.steps.split(",") if s)

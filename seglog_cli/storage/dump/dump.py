@@ -312,9 +312,9 @@ def _decode_in_workers(mapped, position: int, options: DumpOptions) -> bool:
 
 
 def _log_deep_runs_parallel(path, mapped, scan: LogScan, report: DumpReport, options: DumpOptions) -> Iterator[object]:
-    """:func:`_log_deep_runs` with the batches decoded by ``options.jobs`` workers, a few
-    hundred KiB of the file per unit: each unit is decompressed, checked and (with
-    ``options.format_run``) formatted by a worker, and the events come out in file order.
+    """:func:`_log_deep_runs` with the batches decoded by ``options.jobs`` workers, about
+    ``decode_pool.UNIT_BYTES`` of the file per unit: each unit is decompressed, checked and
+    formatted (``options.format_run``) by a worker, and the events come out in file order.
 
     A worker is sent only where its unit lies (it reads the headers again from the mapped
     file) and sends back the formatted lines, the offsets check's findings and, only where the
@@ -341,10 +341,7 @@ def _log_deep_runs_parallel(path, mapped, scan: LogScan, report: DumpReport, opt
             gaps: list = []
             done, last, sections, first = compiled.check_run(BatchHeader, buf, headers, start, -1, gaps, decompress)
             if done > start:
-                formatted = None
-                if format_run is not None:
-                    run = RecordRun(buf, headers[start:done], sections)
-                    formatted = format_run(run)
+                formatted = format_run(RecordRun(buf, headers[start:done], sections))
                 if formatted is not None and formatted[1] == done - start:
                     sections = None  # every line is formatted: the sections need not travel
                 pieces.append((start, done, formatted, gaps, first, last, sections))

@@ -34,9 +34,10 @@
  *   render_lines(header_type, record_type, items, start, batch, print_data_log, skip)
  *       -> (bytes, done, batch)
  *   deep_lines(buffer, headers, sections, start, print_data_log, skip) -> (bytes, done)
- *       Formats with the GIL released (threads format in parallel). Lines are joined by newlines, without a trailing one. A record line is refused (None,
- *       or an early stop) when a key, value or header key is not valid UTF-8: the Python
- *       renderer then applies Java's replacement rules.
+ *       Formats with the GIL released (threads format in parallel). Lines are joined by
+ *       newlines, without a trailing one. A record line is refused (None, or an early stop)
+ *       when a key, value or header key is not valid UTF-8: the Python renderer then applies
+ *       Java's replacement rules.
  *   crc32c(data) -> int
  * Columns (the Spark reader)
  *   columns_run(buffer, chunk, index, split_end, skip_invalid, max_rows, payload, max_payload,
@@ -1027,13 +1028,12 @@ static int check_records(const uint8_t *p, Py_ssize_t n, Py_ssize_t count, const
                          long long *last, PyObject *gaps, long long *first) {
     Py_ssize_t pos = 0;
     long long previous = *last;
-
     Py_ssize_t gaps_before = PyList_GET_SIZE(gaps);
     for (Py_ssize_t i = 0; i < count; i++) {
         RawRecord r;
         if (!parse_record(p, n, &pos, c, &r)) goto unclean;
-        if (i == 0) *first = r.offset;  /* joins a run checked from an unknown last offset (a decode
-                                         * thread's) to the one before it */
+        if (i == 0) *first = r.offset;  /* joins a run checked from no last offset (a decode
+                                         * worker's unit) to the one before it */
         if (previous != -1 && (unsigned long long)r.offset != (unsigned long long)previous + 1ULL) {
             PyObject *pair = Py_BuildValue("(LL)", previous, (long long)r.offset);
             if (!pair || PyList_Append(gaps, pair) < 0) { Py_XDECREF(pair); return -1; }

@@ -29,6 +29,8 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, Iterable, Iterator, TypeVar
 
+from seglog_cli.formats import layout
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -39,14 +41,6 @@ MIN_PARALLEL_BYTES = 4 * 1024 * 1024  # a smaller file is decoded in the calling
 _POOL: ThreadPoolExecutor | None = None
 _POOL_SIZE = 0
 _POOL_LOCK = threading.Lock()
-
-
-def available_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask, as ``nproc`` counts them)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def _pool(jobs: int) -> ThreadPoolExecutor:
@@ -181,7 +175,7 @@ class _Child:
     """A forked worker. Items go in over a pipe; each result is pickled into one of the child's
     slots of a shared anonymous mapping, and only its length comes back over the pipe (a
     result bigger than a slot comes through the pipe). The parent takes results in order, so
-    a slot is written again only after its result was taken (:func:`_process_map`)."""
+    a slot is written again only after its result was taken (:meth:`OrderedWorkers.submit`)."""
 
     __slots__ = ("pid", "tasks", "results", "alive", "shared", "base", "sent", "outstanding")
 
@@ -307,21 +301,27 @@ def _child_loop(fn, tasks, results, shared, base: int) -> None:
         os._exit(status)  # no atexit handlers, no flush of buffers copied from the parent
 
 
+# where a batch's codec bits are: v2, the low byte of the int16 attributes after the magic and the
+# CRC-32C; v0/v1, the attributes byte right after the magic
+_V2_CODEC_BYTE = layout.MAGIC_OFFSET + 1 + 4 + 1
+
+
 def worth_workers(mapped, position: int = 0) -> bool:
     """Whether decoding a file's batches is worth handing to workers: a local file of
     :data:`MIN_PARALLEL_BYTES` or more whose batches are compressed (judged by the batch at
     ``position``: a topic's batches share one codec). Uncompressed records cost less to check
     and format in the calling process than to hand over (``bench_parallel_decode.py``)."""
-    if not mapped.is_local or mapped.size < MIN_PARALLEL_BYTES or mapped.size < position + 23:
+    attributes_at = position + _V2_CODEC_BYTE
+    if not mapped.is_local or mapped.size < MIN_PARALLEL_BYTES or mapped.size <= attributes_at:
         return False
     data = mapped.data
-    magic = data[position + 16]
-    attributes = data[position + 22] if magic >= 2 else data[position + 17]  # v2: int16 at 21; v0/v1: int8 at 17
-    return attributes & 7 != 0
+    if data[position + layout.MAGIC_OFFSET] < 2:
+        attributes_at = position + layout.MAGIC_OFFSET + 1
+    return data[attributes_at] & layout.COMPRESSION_CODEC_MASK != 0
 
 
 class UnitCutter:
-    """Cuts a walk's header chunks into units of about ``UNIT_BYTES`` of the file each (at
+    """Cuts a walk's chunks of ``BatchHeader`` into units of about ``UNIT_BYTES`` of the file each (at
     least one batch), across chunk boundaries: workers get alike units whatever size of chunk
     the scan reads (round robin over units of alternating sizes would leave one worker idle).
     A unit is one stretch of the file: a chunk that does not start where the last one ended
@@ -337,12 +337,12 @@ class UnitCutter:
         """The units complete once ``chunk`` is added."""
         if not chunk:
             return
-        if self.headers and _end(self.headers[-1]) != chunk[0][0]:
+        if self.headers and self.headers[-1].end_position != chunk[0].position:
             yield from self.flush()
         headers = self.headers
         headers.extend(chunk)
         start, count = 0, len(headers)
-        while start < count and _end(headers[-1]) - headers[start][0] >= self.unit_bytes:
+        while start < count and headers[-1].end_position - headers[start].position >= self.unit_bytes:
             end = bisect_left(headers, headers[start][0] + self.unit_bytes, lo=start + 1, key=_position)
             yield headers[start:end]
             start = end
@@ -355,13 +355,8 @@ class UnitCutter:
             self.headers = []
 
 
-def _end(header) -> int:
-    return header[0] + header[2] + 12  # position + size field + the 12 bytes before it (v2 and legacy alike)
-
-
 def _position(header) -> int:
-    return header[0]
+    return header[0]  # BatchHeader.position, without the property's call (a bisect key)
 
 
-__all__ = ["MIN_PARALLEL_BYTES", "OrderedWorkers", "worth_workers", "Ready", "UNIT_BYTES", "UnitCutter", "available_cpus",
-           "ordered_map"]
+__all__ = ["MIN_PARALLEL_BYTES", "OrderedWorkers", "Ready", "UNIT_BYTES", "UnitCutter", "ordered_map", "worth_workers"]

@@ -99,7 +99,7 @@ class RecordRun:
 
     def __init__(self, buffer, headers: list[BatchHeader], sections: list):
         self.buffer, self.headers, self.sections = buffer, headers, sections
-        self.formatted = None  # what DumpOptions.format_run made of it on a decode thread
+        self.formatted = None  # what DumpOptions.format_run made of it in a decode worker
 
     def __len__(self) -> int:
         return len(self.headers)

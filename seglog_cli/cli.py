@@ -27,6 +27,7 @@ COMMANDS = {
     "transactions": ("transactions", "transactions_command"),
     "diff": ("diff", "diff_command"),
     "repair": ("repair", "repair_command"),
+    "replay": ("replay", "replay_command"),
 }
 
 

@@ -10,7 +10,13 @@ import sys
 from enum import IntEnum
 
 # the engine's light error module only: the write path (durable, safety) is imported by writing commands
-from seglog_cli.storage.log.errors import CannotWriteError, LogDirLockedError, SeglogError, UnreadableInputError
+from seglog_cli.storage.log.errors import (
+    CannotWriteError,
+    ClusterError,
+    LogDirLockedError,
+    SeglogError,
+    UnreadableInputError,
+)
 from seglog_cli.storage.log.text import printable
 
 
@@ -19,9 +25,11 @@ class ExitStatus(IntEnum):
     WARNINGS = 1  # dump: an input was damaged where kafka-dump-log stops (seglog carried on)
     USAGE = 2  # bad options or arguments
     DAMAGE = 3  # verify / recover: damage found
+    REFUSED = 3  # replay: a destination check failed, or someone else wrote there (an alias of DAMAGE)
     UNREADABLE = 4  # an input could not be read at all (missing, unreadable, not a log)
     LOCKED = 5  # a command that writes found the log dir locked by a running broker; nothing written
     CANNOT_WRITE = 6  # read-only file system, permission, disk full, a symlink: the message says what changed
+    CLUSTER = 7  # replay: the cluster is unreachable, refused a request (authentication, authorization) or a produce failed
     INTERRUPTED = 130
     INTERNAL = 70  # a bug in seglog; the message says so
 
@@ -49,6 +57,9 @@ def guarded(action) -> int:
     except CannotWriteError as exc:
         print(f"seglog: {exc}", file=sys.stderr)
         return ExitStatus.CANNOT_WRITE
+    except ClusterError as exc:
+        print(f"seglog: {exc}", file=sys.stderr)
+        return ExitStatus.CLUSTER
     except UnreadableInputError as exc:
         print(f"seglog: {exc}", file=sys.stderr)
         return ExitStatus.UNREADABLE

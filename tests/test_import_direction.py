@@ -34,6 +34,7 @@ ALLOWED = {
     "verify": {"log", "serde", "config", "tiered"},
     "dump": {"log", "serde", "tiered"},
     "coordinator": {"log", "serde", "config", "tiered"},
+    "replay": {"log", "serde", "config", "tiered", "dump", "coordinator"},
 }
 FRAMEWORKS = {"typer", "click", "rich", "pyspark", "pyarrow", "pandas", "py4j"}
 # the one exception: the object-store package may use pyarrow's filesystem layer (an alternative

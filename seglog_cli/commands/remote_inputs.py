@@ -18,13 +18,13 @@ from seglog_cli.status import ExitStatus
 from seglog_cli.storage.objectstore.remote_urls import is_remote, local_path, url_scheme
 
 # the commands that read only; the others write (simulate-retention writes with --apply)
-READ_COMMANDS = {"dump", "verify", "offsets", "transactions", "simulate-retention", "diff"}
+READ_COMMANDS = {"dump", "verify", "offsets", "transactions", "simulate-retention", "diff", "replay"}
 
 
 # options whose value is never a path (``--spark spark://host:7077`` is a Spark master URL)
 # options whose value is never a path: a value that happens to hold "://" (a --value, a --config
 # value, a mistyped --at) is left to the command's own parsing, never fetched as a URL
-NOT_PATHS = ("--spark", "--at", "--now", "--from-timestamp", "--to-timestamp", "--timestamp", "--config",
+NOT_PATHS = ("--spark", "--bootstrap-server", "--at", "--now", "--from-timestamp", "--to-timestamp", "--timestamp", "--config",
              "--value", "--key", "--header", "--key-separator")
 
 

@@ -67,9 +67,12 @@ class MetadataImage:
     topics: dict[str, str] = field(default_factory=dict)  # name -> topic id (Kafka's base64 text)
     configs: dict[tuple[int, str], dict[str, tuple[str, str]]] = field(default_factory=dict)
     undecodable: int = 0  # records Kafka's serde refuses (skipped), among the types replayed
+    # topic id -> partition ids (PARTITION_RECORDs), kept only when read with partitions=True
+    partitions: dict[str, set] = field(default_factory=dict)
     REPLAYED = ("TOPIC_RECORD", "REMOVE_TOPIC_RECORD", "CONFIG_RECORD", "BEGIN_TRANSACTION_RECORD",
                 "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD")  # what configs depend on
     _before_transaction: tuple | None = None
+    _types: frozenset = frozenset()
 
     def resource(self, resource_type: int, name: str) -> dict[str, tuple[str, str]]:
         return self.configs.get((resource_type, name), {})
@@ -78,7 +81,10 @@ class MetadataImage:
         """One record, as ``MetadataDelta.replay`` applies it (only what configs depend on)."""
         if type_name == "TOPIC_RECORD":
             self.topics[data["name"]] = data["topic_id"]
+        elif type_name == "PARTITION_RECORD":
+            self.partitions.setdefault(data["topic_id"], set()).add(data["partition_id"])
         elif type_name == "REMOVE_TOPIC_RECORD":
+            self.partitions.pop(data["topic_id"], None)
             for name in [n for n, topic_id in self.topics.items() if topic_id == data["topic_id"]]:
                 del self.topics[name]
                 self.configs.pop((TOPIC_RESOURCE, name), None)  # ConfigurationsDelta.replay(RemoveTopicRecord)
@@ -107,11 +113,13 @@ def latest_snapshot(directory: Path) -> Path | None:
     return max(snapshots)[2] if snapshots else None
 
 
-def read_metadata_image(directory: str | Path) -> MetadataImage:
+def read_metadata_image(directory: str | Path, partitions: bool = False) -> MetadataImage:
     """Replay ``directory`` (a ``__cluster_metadata-0``): the latest snapshot, then the log from
-    the snapshot's end offset on."""
+    the snapshot's end offset on. ``partitions``: also each topic's partitions (``image.partitions``;
+    a cluster's worth of PARTITION_RECORDs is decoded only when asked)."""
     directory = Path(directory)
     image = MetadataImage(directory)
+    image._types = _PARTITION_TYPES if partitions else _REPLAYED_TYPES
     start = 0
     snapshot = latest_snapshot(directory)
     if snapshot is not None:
@@ -133,7 +141,7 @@ def _replay_file(image: MetadataImage, path: Path, start: int, label: str | None
                 if record.offset < start:
                     continue
                 try:
-                    if not _replayed(record.value):
+                    if not _replayed(record.value, image._types):
                         continue  # partitions, brokers, features: decoded only when configs need them
                     decoded = decode_metadata_record(record.value)
                 except MetadataRecordError:
@@ -147,15 +155,18 @@ _REPLAYED_TYPES = frozenset(record_type.api_key for record_type in RECORD_TYPES.
                             if record_type.name in MetadataImage.REPLAYED)
 
 
-def _replayed(value) -> bool:
+_PARTITION_TYPES = _REPLAYED_TYPES | {t.api_key for t in RECORD_TYPES.values() if t.name == "PARTITION_RECORD"}
+
+
+def _replayed(value, types: frozenset = _REPLAYED_TYPES) -> bool:
     """Whether the image replays this record's type (read from its frame, nothing decoded);
     a frame Kafka cannot read raises :class:`MetadataRecordError`."""
     if value is not None and len(value) >= 2 and value[0] == 1 and value[1] < 0x80:
-        return value[1] in _REPLAYED_TYPES  # frame version 1 and a one-byte type: what Kafka writes
+        return value[1] in types  # frame version 1 and a one-byte type: what Kafka writes
     if value is None:
         raise MetadataRecordError("Error while reading frame version")
     api_key, _ = read_frame(io.BytesIO(bytes(value[:16])))
-    return api_key in _REPLAYED_TYPES
+    return api_key in types
 
 
 # -- effective values ------------------------------------------------------------------------------

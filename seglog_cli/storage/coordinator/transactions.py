@@ -257,6 +257,15 @@ def _read_partition(directory: Path, report: TransactionsReport, remote: Path | 
         log.close()
 
 
+def partition_transactions(directory: str | Path, remote: str | Path | None = None) -> TransactionsReport:
+    """The transactions one partition's log holds (its tiered ``remote`` directory first when
+    given), each committed, aborted or open as its markers say, in log order. The walk stops at
+    the first damaged batch (``report.problems`` says where); transactions past it are unknown."""
+    report = TransactionsReport()
+    _read_partition(Path(directory), report, None if remote is None else Path(remote))
+    return report
+
+
 def _data(partition: str, batch, open_txns: dict[int, Transaction]) -> None:
     txn = open_txns.get(batch.producer_id)
     if txn is None:

@@ -468,8 +468,8 @@ def expand_paths(paths: Iterable[str], kinds: tuple[str, ...] = DEFAULT_DIR_KIND
     tiered partition's remote directory given with its local one (directly or in log dirs, such
     as LocalTieredStorage's ``kafka-tiered-storage``) is read as one log, where the local one is:
     the remote segments below the local log start, then the local ones."""
-    groups = [(raw, _partitions_of(raw)) for raw in paths]  # None: a file (or no directory)
-    remote_of = _tiered_pairs([p for _, partitions in groups for p in partitions or ()])
+    groups = [(raw, partition_dirs_of(raw)) for raw in paths]  # None: a file (or no directory)
+    remote_of = tiered_pairs([p for _, partitions in groups for p in partitions or ()])
     joined = set(remote_of.values())
     for raw, partitions in groups:
         if partitions is None:
@@ -480,14 +480,14 @@ def expand_paths(paths: Iterable[str], kinds: tuple[str, ...] = DEFAULT_DIR_KIND
             if partition in joined:
                 found = True  # dumped with its local partition
                 continue
-            for name in _readable_partition_files(partition, kinds, options, remote_of.get(partition)):
+            for name in readable_partition_files(partition, kinds, options, remote_of.get(partition)):
                 found = True
                 yield name
         if not found:
             yield raw  # _dump_file reports why nothing came out of it
 
 
-def _partitions_of(raw: str) -> list[str] | None:
+def partition_dirs_of(raw: str) -> list[str] | None:
     """The partition directories a directory argument stands for (itself, or a log dir's)."""
     path = Path(raw)
     if not path.is_dir():
@@ -500,7 +500,7 @@ def _partitions_of(raw: str) -> list[str] | None:
         return []
 
 
-def _tiered_pairs(paths: list[str]) -> dict[str, str]:
+def tiered_pairs(paths: list[str]) -> dict[str, str]:
     """local partition dir -> remote partition dir, for the tiered partitions given both ways."""
     from seglog_cli.storage.tiered.tiered import is_remote_partition_dir, pair_tiered
     dirs = {Path(raw): raw for raw in paths}
@@ -510,7 +510,7 @@ def _tiered_pairs(paths: list[str]) -> dict[str, str]:
     return {dirs[pair.local]: dirs[pair.remote] for pair in pairs if pair.local is not None}
 
 
-def _readable_partition_files(raw: str, kinds, options: DumpOptions | None, remote: str | None = None) -> Iterator[str]:
+def readable_partition_files(raw: str, kinds, options: DumpOptions | None, remote: str | None = None) -> Iterator[str]:
     try:
         files = list(_partition_files(raw, kinds, options, remote))
     except UnreadableInputError:

@@ -109,6 +109,16 @@ class LogDirLockedError(SeglogError):
     """A broker (or another seglog) holds the log dir's ``.lock``: nothing was written."""
 
 
+class ClusterError(SeglogError):
+    """A live cluster could not be reached, refused a request (authentication, authorization,
+    a missing topic) or failed a produce: ``seglog replay``'s exit status 7."""
+
+
+class DestinationRefusedError(SeglogError):
+    """The destination of a replay fails a check made before anything is sent (a topic with too
+    few partitions, LogAppendTime, records someone else wrote since the last run): status 3."""
+
+
 class DecompressionError(Exception):
     """A compressed stream that cannot be decoded (raised by the codecs without file context;
     the record readers turn it into a :class:`DecodeError` naming the file and batch)."""

@@ -1,0 +1,381 @@
+"""The one adapter between replay and a live cluster: librdkafka through ``confluent-kafka``.
+
+Why this client: it was measured against the pure-Python clients on the same records
+(``tests/benchmarks/bench_replay_clients.py``, in the README) and is the fastest by far; it has
+the idempotent producer replay needs (and transactions), per-record timestamps and headers,
+and Kafka's security settings (``security.protocol``, ``sasl.*``, ``ssl.*``), which
+:func:`client_config` translates from the Java properties Kafka's own tools take.
+
+Everything here turns the client's exceptions into one-line :class:`ClusterError` (exit
+status 7): an unreachable cluster, a failed authentication or authorization, a produce the
+cluster refused. librdkafka's own log lines are kept off the terminal (the first one is put in
+the error when it explains a failure).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass
+from typing import Iterator
+
+from seglog_cli.storage.log.errors import ClusterError, SeglogError
+from seglog_cli.storage.log.log_dir_files import parse_java_properties
+
+CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+
+# Java client properties with no librdkafka counterpart that are safe to leave out (they choose
+# Java classes, or settings replay fixes itself)
+JAVA_ONLY = {"key.serializer", "value.serializer", "key.deserializer", "value.deserializer",
+             "partitioner.class", "interceptor.classes", "metric.reporters", "sasl.login.callback.handler.class",
+             "sasl.client.callback.handler.class", "ssl.truststore.type", "ssl.keystore.type", "ssl.protocol",
+             "ssl.enabled.protocols", "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm",
+             "ssl.secure.random.implementation", "ssl.engine.factory.class", "sasl.kerberos.kinit.cmd",
+             "security.providers", "sasl.jaas.config", "ssl.truststore.location", "ssl.truststore.password",
+             "ssl.keystore.location", "ssl.keystore.password", "ssl.keystore.certificate.chain",
+             "ssl.keystore.key", "ssl.truststore.certificates", "auto.include.jmx.reporter", "enable.metrics.push",
+             "metadata.recovery.strategy"}
+# set by replay itself: exactly once needs them
+FIXED = {"enable.idempotence": "true", "acks": "all"}
+_JAAS = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
+class ClientConfigError(SeglogError):
+    """A --producer-config property replay cannot use (usage error)."""
+
+
+def client_config(bootstrap: str, properties: dict[str, str] | None = None) -> dict[str, str]:
+    """librdkafka settings for Java client ``properties`` (as ``--producer-config`` or
+    ``--command-config`` files give them to Kafka's tools) and ``bootstrap``."""
+    properties = dict(properties or {})
+    config: dict[str, str] = {"bootstrap.servers": properties.pop("bootstrap.servers", None) or bootstrap}
+    if bootstrap:
+        config["bootstrap.servers"] = bootstrap
+    jaas = properties.get("sasl.jaas.config")
+    if jaas:
+        fields = dict(_JAAS.findall(jaas))
+        if "username" in fields:
+            config["sasl.username"] = fields["username"]
+        if "password" in fields:
+            config["sasl.password"] = fields["password"]
+        if "OAuthBearerLoginModule" in jaas and "unsecuredLoginStringClaim_sub" in fields:
+            config["enable.sasl.oauthbearer.unsecure.jwt"] = "true"
+        elif "username" not in fields and "Krb5LoginModule" not in jaas:
+            raise ClientConfigError("sasl.jaas.config: only PlainLoginModule and ScramLoginModule (username and "
+                                    "password) and Kerberos (sasl.kerberos.*) can be used by replay's client")
+    _ssl_stores(properties, config)
+    identification = properties.pop("ssl.endpoint.identification.algorithm", None)
+    if identification is not None:
+        config["ssl.endpoint.identification.algorithm"] = identification or "none"
+    for key, value in properties.items():
+        if key in JAVA_ONLY:
+            continue
+        if key in FIXED and value.strip().lower() != FIXED[key]:
+            raise ClientConfigError(f"{key}={value}: replay sends exactly once, which needs {key}={FIXED[key]}")
+        config[key] = value
+    config.update(FIXED)
+    return config
+
+
+def _ssl_stores(properties: dict[str, str], config: dict[str, str]) -> None:
+    """Java's trust and key stores, where librdkafka can read them: PEM trust stores (a CA file)
+    and PKCS#12 key stores; JKS is Java's own format."""
+    location = properties.get("ssl.truststore.location")
+    if location:
+        kind = properties.get("ssl.truststore.type", "JKS").upper()
+        if kind != "PEM":
+            raise ClientConfigError(f"ssl.truststore.location: a {kind} trust store is Java's own format; export the "
+                                    f"CA certificates as PEM (keytool -exportcert -rfc) and give ssl.ca.location")
+        config["ssl.ca.location"] = location
+    location = properties.get("ssl.keystore.location")
+    if location:
+        kind = properties.get("ssl.keystore.type", "JKS").upper()
+        if kind != "PKCS12":
+            raise ClientConfigError(f"ssl.keystore.location: a {kind} key store cannot be read here; use a PKCS12 "
+                                    f"key store, or ssl.certificate.location and ssl.key.location (PEM)")
+        config["ssl.keystore.location"] = location
+        if properties.get("ssl.keystore.password"):
+            config["ssl.keystore.password"] = properties["ssl.keystore.password"]
+
+
+def read_client_properties(path: str) -> dict[str, str]:
+    """A Java properties file of client settings (``--producer-config``)."""
+    from seglog_cli.storage.log.errors import UnreadableInputError
+
+    try:
+        with open(path, "rb") as handle:
+            return parse_java_properties(handle.read())
+    except OSError as exc:
+        raise UnreadableInputError(f"cannot read the client properties: {exc.strerror}", path) from None
+
+
+class _Quiet(logging.Logger):
+    """librdkafka's log lines, kept (the last few) instead of printed."""
+
+    def __init__(self):
+        super().__init__("seglog.replay.librdkafka", logging.DEBUG)
+        self.lines: list[str] = []
+        self.propagate = False
+
+    def handle(self, record):  # noqa: D401 - logging's hook
+        text = record.getMessage()
+        self.lines = (self.lines + [text])[-8:]
+
+
+@dataclass
+class ClusterInfo:
+    cluster_id: str | None
+    topics: dict[str, int]  # name -> partition count
+    brokers: int
+
+
+class Cluster:
+    """A connection to one cluster: metadata, configs, topics, end offsets, reading back,
+    producers and group offsets."""
+
+    def __init__(self, config: dict[str, str], timeout: float = 15.0):
+        try:
+            import confluent_kafka  # noqa: F401  (replay's one client)
+        except ImportError as exc:  # pragma: no cover - a dependency of seglog
+            raise ClusterError(f"replay needs confluent-kafka ({exc}): pip install confluent-kafka") from None
+        self.config = config
+        self.timeout = timeout
+        self.bootstrap = config["bootstrap.servers"]
+        self._log = _Quiet()
+        self._errors: list[str] = []
+        self._admin = None
+        self._consumer = None
+
+    # -- plumbing ---------------------------------------------------------------------------------
+
+    def _common(self) -> dict:
+        common = {k: v for k, v in self.config.items() if k not in FIXED}
+        common.update(logger=self._log, error_cb=self._error)
+        return common
+
+    def _error(self, error) -> None:
+        self._errors.append(error.str())
+
+    def _fail(self, what: str, exc: Exception) -> ClusterError:
+        reason = _reason(exc)
+        if self._errors and ("Timed out" in reason or "timed out" in reason or "Transport" in reason):
+            reason = self._errors[-1]
+        return ClusterError(f"{what}: {reason}", self.bootstrap)
+
+    @property
+    def admin(self):
+        if self._admin is None:
+            from confluent_kafka.admin import AdminClient
+            try:
+                self._admin = AdminClient(self._common())
+            except Exception as exc:  # noqa: BLE001 - a bad property: librdkafka says which
+                raise ClientConfigError(f"client configuration: {_reason(exc)}") from None
+        return self._admin
+
+    def consumer(self, eof: bool = True, isolation: str = "read_uncommitted"):
+        from confluent_kafka import Consumer
+        settings = self._common()
+        for key in ("acks", "enable.idempotence", "linger.ms", "compression.type", "batch.size"):
+            settings.pop(key, None)
+        settings.update({"group.id": "seglog-replay-reader", "enable.auto.commit": False,
+                         "enable.partition.eof": eof, "isolation.level": isolation,
+                         "auto.offset.reset": "error", "fetch.max.bytes": 16 * 1024 * 1024})
+        try:
+            return Consumer(settings)
+        except Exception as exc:  # noqa: BLE001
+            raise ClientConfigError(f"client configuration: {_reason(exc)}") from None
+
+    # -- metadata and topics ----------------------------------------------------------------------
+
+    def describe(self) -> ClusterInfo:
+        """Cluster id, topics and partition counts (fails fast when no broker answers)."""
+        deadline = time.monotonic() + self.timeout
+        admin = self.admin
+        while True:
+            try:
+                metadata = admin.list_topics(timeout=min(3.0, max(0.5, deadline - time.monotonic())))
+                break
+            except Exception as exc:  # noqa: BLE001
+                if time.monotonic() >= deadline:
+                    raise self._fail(f"cannot reach the cluster within {self.timeout:g} s", exc) from None
+        topics = {name: len(meta.partitions) for name, meta in metadata.topics.items() if meta.error is None}
+        denied = [name for name, meta in metadata.topics.items() if meta.error is not None
+                  and "AUTHORIZATION" in meta.error.name()]
+        if denied:
+            raise ClusterError(f"not authorized to describe topic {denied[0]}", self.bootstrap)
+        return ClusterInfo(metadata.cluster_id, topics, len(metadata.brokers))
+
+    def topic_configs(self, names: list[str]) -> dict[str, dict[str, str]]:
+        from confluent_kafka.admin import ConfigResource
+        if not names:
+            return {}
+        try:
+            futures = self.admin.describe_configs([ConfigResource("topic", name) for name in names],
+                                                  request_timeout=self.timeout)
+            return {resource.name: {key: entry.value for key, entry in future.result().items()}
+                    for resource, future in futures.items()}
+        except Exception as exc:  # noqa: BLE001
+            raise self._fail("cannot describe the destination topics' configs", exc) from None
+
+    def create_topics(self, specs: list[tuple[str, int, int, dict[str, str]]]) -> None:
+        """Create ``(name, partitions, replication factor or -1, configs)`` topics."""
+        from confluent_kafka.admin import NewTopic
+        if not specs:
+            return
+        topics = [NewTopic(name, partitions, replication, config=dict(configs))
+                  for name, partitions, replication, configs in specs]
+        futures = self.admin.create_topics(topics, request_timeout=self.timeout)
+        for name, future in futures.items():
+            try:
+                future.result()
+            except Exception as exc:  # noqa: BLE001
+                raise self._fail(f"cannot create topic {name}", exc) from None
+        deadline = time.monotonic() + self.timeout  # metadata catches up with new topics
+        wanted = {name: partitions for name, partitions, _r, _c in specs}
+        while time.monotonic() < deadline:
+            topics = self.describe().topics
+            if all(topics.get(name) == count for name, count in wanted.items()):
+                return
+            time.sleep(0.2)
+        raise ClusterError("the created topics do not show in the cluster's metadata", self.bootstrap)
+
+    # -- offsets ----------------------------------------------------------------------------------
+
+    def end_offsets(self, partitions: list[tuple[str, int]], floors: dict | None = None) -> dict[tuple[str, int], int]:
+        """The log end offset of each partition, read as a consumer finds it: from the listed
+        latest offset (or ``floors``, if higher) forward to the end of the partition (a broker's
+        ListOffsets answer is not trusted alone: tansu's is too low, see tests/kafka_cluster.py)."""
+        if not partitions:
+            return {}
+        from confluent_kafka import TopicPartition
+        floors = floors or {}
+        consumer = self.consumer(eof=True)
+        try:
+            starts = {}
+            for topic, partition in partitions:
+                try:
+                    _low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition),
+                                                                timeout=self.timeout, cached=False)
+                except Exception as exc:  # noqa: BLE001
+                    raise self._fail(f"cannot list the offsets of {topic}-{partition}", exc) from None
+                starts[(topic, partition)] = max(high, floors.get((topic, partition), 0))
+            ends = {}
+            for _offset, message, key in self._consume(consumer, starts, None):
+                if message is None:
+                    ends[key] = _offset
+            return ends
+        finally:
+            consumer.close()
+
+    def read(self, topic: str, partition: int, start: int, end: int | None = None,
+             isolation: str = "read_uncommitted") -> Iterator[tuple]:
+        """``(offset, key, value, headers, timestamp, timestamp type)`` of the records from
+        ``start`` to ``end`` (or the partition's end)."""
+        consumer = self.consumer(eof=True, isolation=isolation)
+        try:
+            for offset, message, _key in self._consume(consumer, {(topic, partition): start}, end):
+                if message is not None:
+                    stamp_type, stamp = message.timestamp()
+                    yield (offset, message.key(), message.value(), tuple(message.headers() or ()), stamp, stamp_type)
+        finally:
+            consumer.close()
+
+    def _consume(self, consumer, starts: dict, end: int | None):
+        """Assign at ``starts`` and poll: (offset, message, key) per record, (end, None, key) once
+        per partition when it reaches its end (or ``end``)."""
+        from confluent_kafka import KafkaError, TopicPartition
+        consumer.assign([TopicPartition(t, p, offset) for (t, p), offset in starts.items()])
+        pending = set(starts)
+        if end is not None:
+            for key in [k for k, start in starts.items() if start >= end]:
+                pending.discard(key)
+                yield starts[key], None, key
+        idle_until = time.monotonic() + self.timeout
+        while pending:
+            message = consumer.poll(0.5)
+            if message is None:
+                if time.monotonic() > idle_until:
+                    raise ClusterError(f"no answer reading {', '.join(f'{t}-{p}' for t, p in sorted(pending)[:3])} "
+                                       f"within {self.timeout:g} s", self.bootstrap)
+                continue
+            idle_until = time.monotonic() + self.timeout
+            key = (message.topic(), message.partition())
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    if key in pending:
+                        pending.discard(key)
+                        yield message.offset(), None, key
+                    continue
+                raise ClusterError(f"reading {key[0]}-{key[1]}: {error.str()}", self.bootstrap)
+            if key not in pending:
+                continue
+            offset = message.offset()
+            if end is not None and offset >= end:
+                pending.discard(key)
+                yield end, None, key
+                continue
+            yield offset, message, key
+            if end is not None and offset + 1 >= end:
+                pending.discard(key)
+                yield end, None, key
+
+    # -- producing --------------------------------------------------------------------------------
+
+    def producer(self, codec: int, **overrides):
+        """An idempotent producer compressing with ``codec`` (Kafka's codec id)."""
+        from confluent_kafka import Producer
+        settings = {"linger.ms": 5, "batch.size": 1000000, "message.max.bytes": 100 * 1024 * 1024,
+                    "queue.buffering.max.kbytes": 65536, "queue.buffering.max.messages": 200000}
+        settings.update(self._common())  # the user's settings win over these defaults...
+        settings.update({"enable.idempotence": True, "acks": "all", "compression.type": CODEC_NAMES[codec],
+                         "allow.auto.create.topics": False})  # ...but not over exactly once
+        settings.update(overrides)
+        try:
+            return Producer(settings)
+        except Exception as exc:  # noqa: BLE001
+            raise ClientConfigError(f"client configuration: {_reason(exc)}") from None
+
+    # -- consumer groups --------------------------------------------------------------------------
+
+    def group_states(self, groups: list[str]) -> dict[str, tuple[str, int]]:
+        """``group -> (state, number of members)`` in the cluster (``("DEAD", 0)``: unknown there)."""
+        if not groups:
+            return {}
+        try:
+            futures = self.admin.describe_consumer_groups(groups, request_timeout=self.timeout)
+            out = {}
+            for group, future in futures.items():
+                described = future.result()
+                out[group] = (described.state.name, len(described.members))
+            return out
+        except Exception as exc:  # noqa: BLE001
+            raise self._fail("cannot describe the consumer groups", exc) from None
+
+    def commit_group_offsets(self, group: str, offsets: list[tuple[str, int, int]]) -> None:
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+        request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for t, p, o in offsets])
+        try:
+            for future in self.admin.alter_consumer_group_offsets([request], request_timeout=self.timeout).values():
+                result = future.result()
+                failed = [tp for tp in result.topic_partitions if tp.error is not None]
+                if failed:
+                    raise ClusterError(f"group {group}: {failed[0].topic}-{failed[0].partition}: "
+                                       f"{failed[0].error.str()}", self.bootstrap)
+        except ClusterError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise self._fail(f"cannot commit the offsets of group {group}", exc) from None
+
+    def close(self) -> None:
+        self._admin = None
+
+
+def _reason(exc: Exception) -> str:
+    """One line from a confluent-kafka exception."""
+    args = getattr(exc, "args", ())
+    error = args[0] if args else None
+    if hasattr(error, "str") and callable(error.str):
+        return error.str()
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -1,0 +1,518 @@
+"""Plan and apply a replay: the source records sent to a live cluster, exactly once.
+
+Planning reads the sources' batch headers (what would be sent, per source partition: records,
+bytes, offsets, what is skipped and why) and checks the destination before anything is sent:
+each destination topic exists (or ``create_topics``: the source's partition count and its
+configs from the source's ``__cluster_metadata``), has the partitions the records go to, and
+keeps the records' own timestamps (``message.timestamp.type=CreateTime``).
+
+Applying sends with one idempotent producer per compression codec (a record goes to its
+destination partition in source order: the producer's sequence numbers keep that order and
+drop retried duplicates) and notes every acknowledgement in the progress file
+(:mod:`~seglog_cli.storage.replay.progress`). A replay killed at any point and run again first
+reads what each destination holds past the progress file's end: records that match the next
+source records (key, value, headers, and the timestamp where the topic keeps it) are this
+replay's own, acknowledged or not before the kill, and are counted as delivered; anything else
+was written by someone else, and the replay stops with one line unless ``accept_foreign_writes``.
+So no source record is written twice and none is left out.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from seglog_cli.storage.dump.dump import dump, readable_partition_files
+from seglog_cli.storage.log.batch_header import BatchHeader
+from seglog_cli.storage.log.batches import BatchRun
+from seglog_cli.storage.log.errors import ClusterError, DestinationRefusedError
+from seglog_cli.storage.replay.cluster import CODEC_NAMES, Cluster
+from seglog_cli.storage.replay.partitioner import partition_for_key
+from seglog_cli.storage.replay.progress import Progress
+from seglog_cli.storage.replay.sources import (
+    Selection,
+    Skipped,
+    SourcePartition,
+    TxnOutcomes,
+    directory_outcomes,
+    directory_records,
+)
+
+SAVE_EVERY_S = 1.0
+
+
+@dataclass
+class ReplayOptions:
+    bootstrap: str
+    topic_map: dict[str, str] = field(default_factory=dict)
+    selection: Selection = field(default_factory=Selection)
+    repartition: bool = False
+    compression: int | None = None  # None: each record as its source batch
+    create_topics: bool = False
+    replication_factor: int = -1
+    accept_foreign_writes: bool = False
+    accept_log_append_time: bool = False
+    throttle_bytes_per_s: float | None = None
+    payload_encoding: str | None = None  # JSON Lines written without their encoding
+
+    def dest_topic(self, topic: str) -> str:
+        return self.topic_map.get(topic, topic)
+
+    def identity(self, sources: list[SourcePartition], jsonl: list[str]) -> dict:
+        """What makes two runs the same replay (the progress file must belong to it)."""
+        s = self.selection
+        return {"sources": sorted(str(Path(src.where).absolute()) for src in sources) + sorted(
+                    str(Path(p).absolute()) for p in jsonl),
+                "bootstrap": self.bootstrap, "topicMap": dict(sorted(self.topic_map.items())),
+                "repartition": self.repartition, "fromOffset": s.from_offset, "toOffset": s.to_offset,
+                "fromTimestamp": s.from_timestamp, "toTimestamp": s.to_timestamp,
+                "includeAborted": s.include_aborted}
+
+
+# -- the plan ---------------------------------------------------------------------------------------
+
+@dataclass
+class PartitionPlan:
+    source: SourcePartition
+    dest_topic: str
+    records: int = 0
+    bytes: int = 0  # of the batches read (as stored: compressed when the source is)
+    first_offset: int | None = None
+    last_offset: int | None = None
+    first_timestamp: int | None = None
+    last_timestamp: int | None = None
+    codecs: set = field(default_factory=set)
+    skipped: Skipped = field(default_factory=Skipped)
+    delivered: int = 0  # records a previous run already put in the destination
+
+    def dest_partition(self, partitions: int | None, repartition: bool) -> str:
+        if repartition:
+            return "by key"
+        return str(self.source.partition)
+
+    def as_dict(self) -> dict:
+        return {"topic": self.source.topic, "partition": self.source.partition, "source": self.source.where,
+                "copiesNotRead": self.source.copies, "destinationTopic": self.dest_topic,
+                "records": self.records, "bytes": self.bytes, "firstOffset": self.first_offset,
+                "lastOffset": self.last_offset, "firstTimestamp": self.first_timestamp,
+                "lastTimestamp": self.last_timestamp,
+                "compression": sorted(CODEC_NAMES[c] for c in self.codecs), "skipped": self.skipped.as_dict(),
+                "alreadyDelivered": self.delivered}
+
+
+@dataclass
+class TopicCheck:
+    name: str
+    exists: bool
+    partitions: int | None  # in the destination (None: missing)
+    needed: int  # the partitions the records go to (highest + 1), or the source's count to create
+    timestamp_type: str | None = None
+    create: bool = False
+    configs: dict[str, str] = field(default_factory=dict)  # to create it with
+
+    def as_dict(self) -> dict:
+        return {"topic": self.name, "exists": self.exists, "partitions": self.partitions,
+                "partitionsNeeded": self.needed, "timestampType": self.timestamp_type, "create": self.create,
+                "configs": self.configs}
+
+
+@dataclass
+class ReplayPlan:
+    partitions: list[PartitionPlan]
+    topics: list[TopicCheck]
+    refusals: list[str] = field(default_factory=list)  # checks that stop --apply
+    notes: list[str] = field(default_factory=list)
+    cluster_id: str | None = None
+    progress_path: str | None = None
+    resumed: bool = False
+
+    @property
+    def records(self) -> int:
+        return sum(p.records for p in self.partitions)
+
+    @property
+    def bytes(self) -> int:
+        return sum(p.bytes for p in self.partitions)
+
+    @property
+    def skipped(self) -> int:
+        return sum(p.skipped.total() for p in self.partitions)
+
+    @property
+    def warnings(self) -> int:
+        """Records skipped for another reason than a consumer's: damage, no marker (yet)."""
+        return sum(p.skipped.damaged + p.skipped.open + p.skipped.unknown for p in self.partitions)
+
+    def as_dict(self) -> dict:
+        return {"clusterId": self.cluster_id, "progress": self.progress_path, "resumed": self.resumed,
+                "records": self.records, "bytes": self.bytes,
+                "partitions": [p.as_dict() for p in self.partitions], "topics": [t.as_dict() for t in self.topics],
+                "refusals": self.refusals, "notes": self.notes}
+
+
+def plan_source(source: SourcePartition, options: ReplayOptions,
+                records: Callable[[], Iterator[tuple]] | None = None) -> PartitionPlan:
+    """What would be sent of ``source``: from its batch headers (a partition dir) or its records
+    (JSON Lines, through ``records``)."""
+    plan = PartitionPlan(source, options.dest_topic(source.topic))
+    if records is not None:
+        for offset, stamp, key, value, headers, codec in records():
+            _count(plan, offset, offset, stamp, 1, _size(key, value, headers), codec)
+        return plan
+    selection = options.selection
+    outcomes = None if selection.include_aborted else directory_outcomes(source)
+    dump_options = selection.dump_options()
+    low, high = _resolved_range(source, dump_options)
+    files = list(readable_partition_files(source.directory, ("log",), dump_options, source.remote))
+    for event in dump(files, _headers_only(dump_options)):
+        if type(event) is not BatchRun and type(event) is not list:
+            continue
+        for batch in event:
+            if type(batch) is not BatchHeader:
+                continue
+            first, last = batch.base_offset, batch.last_offset
+            if (low is not None and last < low) or (high is not None and first > high):
+                continue
+            count = batch.records_count if batch.magic >= 2 else 1
+            if low is not None and first < low or high is not None and last > high:
+                count = max(0, min(last, high if high is not None else last) - max(first, low or first) + 1)
+                count = min(count, batch.records_count)
+            if batch.is_control:
+                plan.skipped.control += count
+            elif not batch.is_valid:
+                plan.skipped.damaged += count
+            elif batch.magic >= 2 and batch.is_transactional and outcomes is not None:
+                state = outcomes.state(batch.producer_id, first)
+                if state == "committed":
+                    _count(plan, max(first, low or first), min(last, high if high is not None else last),
+                           batch.max_timestamp, count, batch.size, batch.compression)
+                else:
+                    setattr(plan.skipped, state, getattr(plan.skipped, state) + count)
+            else:
+                _count(plan, max(first, low or first), min(last, high if high is not None else last),
+                       batch.max_timestamp, count, batch.size, batch.compression if batch.magic >= 1 else 0)
+    return plan
+
+
+def _headers_only(options):
+    from dataclasses import replace
+    return replace(options, deep_iteration=False, from_timestamp=None, to_timestamp=None)
+
+
+def _resolved_range(source: SourcePartition, options) -> tuple[int | None, int | None]:
+    from seglog_cli.storage.dump.dump import resolve_range
+    if not options.has_range:
+        return None, None
+    return resolve_range(str(Path(source.directory).absolute()), options)
+
+
+def _count(plan: PartitionPlan, first: int, last: int, stamp: int, count: int, size: int, codec: int) -> None:
+    if count <= 0:
+        return
+    plan.records += count
+    plan.bytes += size
+    plan.codecs.add(codec)
+    if plan.first_offset is None:
+        plan.first_offset, plan.first_timestamp = first, stamp
+    plan.last_offset, plan.last_timestamp = last, stamp
+
+
+def _size(key, value, headers) -> int:
+    return (len(key) if key is not None else 0) + (len(value) if value is not None else 0) + sum(
+        len(k) + (len(v) if v is not None else 0) for k, v in headers)
+
+
+def check_destination(plan: ReplayPlan, cluster: Cluster, options: ReplayOptions,
+                      source_partition_counts: dict[str, int], source_configs: dict[str, dict[str, str]]) -> None:
+    """The destination's topics against what the plan sends (refusals and notes in ``plan``)."""
+    info = cluster.describe()
+    plan.cluster_id = info.cluster_id
+    wanted: dict[str, int] = {}
+    for part in plan.partitions:
+        wanted[part.dest_topic] = max(wanted.get(part.dest_topic, 0), part.source.partition + 1)
+    existing = [name for name in wanted if name in info.topics]
+    configs = cluster.topic_configs(existing)
+    for name, needed in sorted(wanted.items()):
+        sources = [p.source.topic for p in plan.partitions if p.dest_topic == name]
+        count = max([needed] + [source_partition_counts.get(t, 0) for t in sources])
+        if name not in info.topics:
+            check = TopicCheck(name, False, None, count)
+            if options.create_topics:
+                check.create = True
+                # a broker refuses internal.* configs in CreateTopics (they are set in tests only)
+                check.configs = {k: v for k, v in source_configs.get(sources[0], {}).items()
+                                 if not k.startswith("internal.")}
+                check.timestamp_type = check.configs.get("message.timestamp.type", "CreateTime")
+                if check.timestamp_type == "LogAppendTime" and not options.accept_log_append_time:
+                    plan.refusals.append(f"topic {name} would be created with message.timestamp.type=LogAppendTime "
+                                         f"(as the source's): the broker would replace every record's timestamp; "
+                                         f"create it with CreateTime first, or give --accept-log-append-time")
+            else:
+                plan.refusals.append(f"topic {name} does not exist in the cluster: create it (with {count} "
+                                     f"partitions, as the source has) or give --create-topics")
+            plan.topics.append(check)
+            continue
+        partitions = info.topics[name]
+        stamp_type = configs.get(name, {}).get("message.timestamp.type")
+        check = TopicCheck(name, True, partitions, needed, stamp_type)
+        plan.topics.append(check)
+        if partitions < needed and not options.repartition:
+            plan.refusals.append(f"topic {name} has {partitions} partitions; the records come from partitions up to "
+                                 f"{needed - 1}: add partitions, or give --repartition (Kafka's default "
+                                 f"partitioner over {partitions} partitions)")
+        elif partitions != count and not options.repartition:
+            plan.notes.append(f"topic {name} has {partitions} partitions, the source {count}: each record keeps its "
+                              f"partition number, where a producer's partitioner would now place keys elsewhere "
+                              f"(--repartition places them as Kafka's default partitioner does)")
+        if stamp_type == "LogAppendTime" and not options.accept_log_append_time:
+            plan.refusals.append(f"topic {name} has message.timestamp.type=LogAppendTime: the broker would replace "
+                                 f"every record's timestamp with the time of the replay; set it to CreateTime, or "
+                                 f"give --accept-log-append-time")
+
+
+# -- applying ---------------------------------------------------------------------------------------
+
+@dataclass
+class ReplayResult:
+    sent: int = 0
+    matched: int = 0  # found in the destination after a kill, counted as delivered
+    foreign: int = 0  # records of someone else accepted (accept_foreign_writes)
+    skipped_delivered: int = 0  # records a previous run delivered
+    interrupted: bool = False
+
+
+class _Sender:
+    """The produce loop: producers per codec, a queue of in-flight source offsets per destination
+    partition (acknowledgements arrive in order per partition), progress saved every second."""
+
+    def __init__(self, cluster: Cluster, progress: Progress, options: ReplayOptions, on_progress=None):
+        self.cluster, self.progress, self.options = cluster, progress, options
+        self.producers: dict[int, object] = {}
+        self.current: object | None = None
+        self.in_flight: dict[tuple[str, int], collections.deque] = {}
+        self.error: str | None = None
+        self.acked = 0
+        self.sent = 0
+        self.bytes = 0
+        self.on_progress = on_progress
+        self._saved_at = time.monotonic()
+        self._started = time.monotonic()
+
+    def _producer(self, codec: int):
+        producer = self.producers.get(codec)
+        if producer is None:
+            producer = self.producers[codec] = self.cluster.producer(codec, on_delivery=self._delivered)
+        if producer is not self.current:
+            if self.current is not None:
+                self._drain(self.current)  # keep each partition's order across producers
+            self.current = producer
+        return producer
+
+    def _delivered(self, error, message) -> None:
+        key = (message.topic(), message.partition())
+        queue = self.in_flight.get(key)
+        if error is not None:
+            if self.error is None:
+                self.error = f"produce to {key[0]}-{key[1]} failed: {error.str()}"
+            if queue:
+                queue.popleft()
+            return
+        source, src_offset = queue.popleft()
+        dest = self.progress.destination(*key)
+        offset = message.offset()
+        source.add(src_offset, dest, offset)
+        self.progress.destinations[dest].end = offset + 1
+        self.acked += 1
+
+    def send(self, source_progress, dest_topic: str, dest_partition: int, record: tuple) -> None:
+        offset, stamp, key, value, headers, codec = record
+        options = self.options
+        producer = self._producer(codec if options.compression is None else options.compression)
+        queue = self.in_flight.get((dest_topic, dest_partition))
+        if queue is None:
+            queue = self.in_flight[(dest_topic, dest_partition)] = collections.deque()
+        queue.append((source_progress, offset))
+        while True:
+            try:
+                producer.produce(dest_topic, value, key, partition=dest_partition,
+                                 timestamp=stamp if stamp > 0 else 0, headers=list(headers) if headers else None)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        self.sent += 1
+        if self.sent & 1023 == 0:
+            producer.poll(0)
+            self._tick(producer, record)
+        if self.error is not None:
+            raise ClusterError(self.error, self.cluster.bootstrap)
+
+    def _tick(self, producer, record) -> None:
+        now = time.monotonic()
+        if self.options.throttle_bytes_per_s:
+            self.bytes += 1024 * _size(record[2], record[3], record[4])  # a sample of 1 in 1024
+            ahead = self.bytes / self.options.throttle_bytes_per_s - (now - self._started)
+            if ahead > 0:
+                producer.poll(ahead)
+        if now - self._saved_at >= SAVE_EVERY_S:
+            self.progress.save()
+            self._saved_at = now
+            if self.on_progress is not None:
+                self.on_progress(self.sent, self.acked)
+
+    def _drain(self, producer, timeout: float = 300.0) -> None:
+        deadline = time.monotonic() + timeout
+        while len(producer) > 0:
+            producer.flush(1.0)
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{len(producer)} records not acknowledged within {timeout:g} s",
+                                   self.cluster.bootstrap)
+
+    def finish(self, timeout: float = 300.0) -> None:
+        for producer in self.producers.values():
+            self._drain(producer, timeout)
+        self.progress.save()
+        if self.on_progress is not None:
+            self.on_progress(self.sent, self.acked)
+        if self.error is not None:
+            raise ClusterError(self.error, self.cluster.bootstrap)
+
+
+def dest_partition_of(options: ReplayOptions, source: SourcePartition, key: bytes | None, partitions: int) -> int:
+    if not options.repartition:
+        return source.partition
+    if key is None:
+        return source.partition % partitions
+    return partition_for_key(key, partitions)
+
+
+def apply_replay(plan: ReplayPlan, cluster: Cluster, progress: Progress, options: ReplayOptions,
+                 records_of: Callable[[SourcePartition, int | None, Skipped], Iterator[tuple]],
+                 on_progress=None) -> ReplayResult:
+    """Send what ``plan`` lists (its checks passed), resuming from ``progress``."""
+    result = ReplayResult()
+    if plan.refusals:
+        raise DestinationRefusedError(plan.refusals[0])
+    creations = [(t.name, t.needed, options.replication_factor, t.configs) for t in plan.topics if t.create]
+    cluster.create_topics(creations)
+    partition_counts = cluster.describe().topics
+    if progress.cluster_id is None:
+        progress.cluster_id = plan.cluster_id
+    elif plan.cluster_id is not None and progress.cluster_id != plan.cluster_id:
+        raise DestinationRefusedError(f"the progress file was written for cluster {progress.cluster_id}, this is "
+                                      f"{plan.cluster_id}: give another --progress file")
+    # every destination partition the records can go to, with its end
+    dests = sorted({(p.dest_topic, n) for p in plan.partitions
+                    for n in (range(partition_counts[p.dest_topic]) if options.repartition else [p.source.partition])})
+    known = {(d.topic, d.partition): d.end for d in progress.destinations}
+    ends = cluster.end_offsets(dests, known)
+    for dest in dests:
+        progress.destination(dest[0], dest[1], ends[dest])
+    timestamps = {t.name: t.timestamp_type for t in plan.topics}
+    _reconcile(plan, cluster, progress, options, ends, records_of, partition_counts, timestamps, result)
+    progress.save()
+    sender = _Sender(cluster, progress, options, on_progress)
+    try:
+        for part in plan.partitions:
+            source = part.source
+            state = progress.source(source.topic, source.partition)
+            if state.done:
+                continue
+            count = partition_counts[part.dest_topic]
+            part.skipped = Skipped()  # counted again while sending (the plan's counts were from headers)
+            delivered = {(progress.destinations[i].topic, progress.destinations[i].partition): last
+                         for i, last in state.delivered.items()}
+            start = min(delivered.values()) + 1 if delivered and not options.repartition else None
+            for record in records_of(source, start, part.skipped):
+                dest_partition = dest_partition_of(options, source, record[2], count)
+                last = delivered.get((part.dest_topic, dest_partition))
+                if last is not None and record[0] <= last:
+                    result.skipped_delivered += 1
+                    continue
+                sender.send(state, part.dest_topic, dest_partition, record)
+        sender.finish()
+    except BaseException as exc:
+        # what was acknowledged is kept; a source is marked done only once all of it is
+        result.interrupted = isinstance(exc, KeyboardInterrupt)
+        try:
+            for producer in sender.producers.values():
+                producer.flush(30.0 if result.interrupted else 10.0)
+        finally:
+            progress.save()
+        raise
+    for part in plan.partitions:
+        progress.source(part.source.topic, part.source.partition).done = True
+    result.sent = sender.acked
+    progress.complete = True
+    progress.save()
+    return result
+
+
+def _reconcile(plan, cluster, progress, options, ends, records_of, partition_counts, timestamps, result) -> None:
+    """Records in each destination past the progress file's end: this replay's own (matched in
+    order to the records it would send next) or someone else's."""
+    for index, dest in enumerate(progress.destinations):
+        end = ends.get((dest.topic, dest.partition))
+        if end is None:
+            continue
+        if end < dest.end:
+            raise DestinationRefusedError(
+                f"{dest.label} ends at offset {end}, before the {dest.end} this replay had written there: the "
+                f"partition was truncated or the topic recreated; replay into a new topic (--topic-map) or "
+                f"start over with a new --progress file")
+        if end == dest.end:
+            continue
+        keep_stamp = timestamps.get(dest.topic) != "LogAppendTime"
+        expected = _expected_for(plan, progress, options, dest, records_of, partition_counts)
+        matched = 0
+        extras = 0
+        for offset, key, value, headers, stamp, _type in cluster.read(dest.topic, dest.partition, dest.end, end):
+            extras += 1
+            if matched == extras - 1:
+                candidate = next(expected, None)
+                if candidate is not None and _same(candidate[1], key, value, headers, stamp, keep_stamp):
+                    state, record = candidate
+                    state.add(record[0], index, offset)
+                    matched += 1
+                    continue
+        foreign = extras - matched
+        if foreign and not options.accept_foreign_writes:
+            raise DestinationRefusedError(
+                f"{dest.label}: {foreign} record(s) at offsets {dest.end + matched}..{end - 1} were written by "
+                f"someone else since this replay last ran: nothing sent; check who writes there, then give "
+                f"--accept-foreign-writes to go on after them")
+        result.matched += matched
+        result.foreign += foreign
+        dest.end = end
+
+
+def _expected_for(plan, progress, options, dest, records_of, partition_counts) -> Iterator[tuple]:
+    """(source progress, record) of the records this replay would send next to ``dest``, in order."""
+    index = progress.destination(dest.topic, dest.partition)
+    for part in plan.partitions:
+        if part.dest_topic != dest.topic:
+            continue
+        source = part.source
+        if not options.repartition and source.partition != dest.partition:
+            continue
+        state = progress.source(source.topic, source.partition)
+        last = state.delivered.get(index)
+        count = partition_counts[dest.topic]
+        for record in records_of(source, None if last is None else last + 1, Skipped()):
+            if last is not None and record[0] <= last:
+                continue
+            if dest_partition_of(options, source, record[2], count) == dest.partition:
+                yield state, record
+
+
+def _same(record: tuple, key, value, headers, stamp, keep_stamp: bool) -> bool:
+    _offset, src_stamp, src_key, src_value, src_headers, _codec = record
+    if (None if src_key is None else bytes(src_key)) != key or (None if src_value is None else bytes(src_value)) != value:
+        return False
+    theirs = tuple((k.encode() if isinstance(k, str) else bytes(k), v) for k, v in headers)
+    ours = tuple((bytes(k), None if v is None else bytes(v)) for k, v in src_headers)
+    if theirs != ours:
+        return False
+    return not keep_stamp or src_stamp <= 0 or src_stamp == stamp

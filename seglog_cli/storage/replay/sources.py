@@ -1,0 +1,258 @@
+"""What a replay reads: the source partitions its arguments hold and, for each, the records a
+read_committed consumer of that partition would have been given, in offset order.
+
+Arguments are partition dirs, log dirs (``<topic>-<n>.<id>-delete`` directories of a deleted
+topic included, and tiered partitions given with their remote directory, read as one log as
+``seglog dump`` reads them) or JSON Lines files written by ``seglog dump --format jsonl`` or
+``seglog diff --export-lost``. The same partition found in several places (each broker's log
+dir, a ``-future`` copy) is one source: the copy whose log ends last is read, the others are
+named in the plan. Internal topics (``__consumer_offsets`` and the like) are never replayed;
+the consumer groups' offsets are carried over from ``__consumer_offsets`` instead
+(:mod:`~seglog_cli.storage.replay.groups`).
+
+A record is sent when a read_committed consumer would see it: control batches never; records of
+aborted transactions not, nor those of transactions with no marker yet (open, or hanging); the
+records of a batch whose CRC fails are not sent either (counted in the plan; a salvage would cut
+that batch out first). Each skipped record is counted by reason.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from seglog_cli.storage.dump.dump import DumpOptions, dump, partition_dirs_of, readable_partition_files, tiered_pairs
+from seglog_cli.storage.dump.dump_events import ControlRecordEntry, FileStart, Problem
+from seglog_cli.storage.log.batch_header import BatchHeader
+from seglog_cli.storage.log.batches import BatchRun
+from seglog_cli.storage.log.errors import UnreadableInputError
+from seglog_cli.storage.log.naming import parse_partition_dir_name
+from seglog_cli.storage.log.partition_log import PartitionLog
+from seglog_cli.storage.log.records import Record, RecordRun
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__cluster_metadata",
+                             "__remote_log_metadata", "__share_group_state"})
+CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+
+
+@dataclass
+class SourcePartition:
+    """One topic partition to replay, and where its records are read."""
+
+    topic: str
+    partition: int
+    directory: str | None = None  # the partition dir read (None: JSON Lines)
+    remote: str | None = None  # its tiered remote directory, read first
+    jsonl: str | None = None  # the JSON Lines file holding it
+    copies: list[str] = field(default_factory=list)  # other copies found, not read
+    log_end_offset: int | None = None
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.topic, self.partition
+
+    @property
+    def label(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @property
+    def where(self) -> str:
+        return self.jsonl if self.jsonl is not None else self.directory
+
+    @property
+    def log_dir(self) -> str | None:
+        return None if self.directory is None else str(Path(self.directory).absolute().parent)
+
+
+@dataclass
+class Selection:
+    """Which records of each source are wanted (dump's range options, and the read mode)."""
+
+    from_offset: int | None = None
+    to_offset: int | None = None
+    from_timestamp: int | None = None
+    to_timestamp: int | None = None
+    include_aborted: bool = False  # read_uncommitted: aborted and open transactions' records too
+
+    def dump_options(self, start: int | None = None) -> DumpOptions:
+        first = self.from_offset
+        if start is not None:
+            first = start if first is None else max(first, start)
+        return DumpOptions(deep_iteration=True, from_offset=first, to_offset=self.to_offset,
+                           from_timestamp=self.from_timestamp, to_timestamp=self.to_timestamp)
+
+
+@dataclass
+class Skipped:
+    """Records of a source not sent, by reason (control records are counted apart: they are
+    never records a consumer sees)."""
+
+    aborted: int = 0
+    open: int = 0  # a transaction with no marker in the source (open or hanging)
+    unknown: int = 0  # transactional records past damage, whose outcome the source does not say
+    damaged: int = 0  # in batches whose CRC fails
+    control: int = 0
+    problems: list[str] = field(default_factory=list)  # damage met while reading (one line each)
+
+    def total(self) -> int:
+        return self.aborted + self.open + self.unknown + self.damaged
+
+    def as_dict(self) -> dict:
+        return {"aborted": self.aborted, "open": self.open, "unknown": self.unknown, "damaged": self.damaged,
+                "control": self.control, "problems": list(self.problems)}
+
+
+# -- finding the sources ----------------------------------------------------------------------------
+
+def find_sources(paths: list[str], topics: set[str] | None = None) -> tuple[list[SourcePartition], list[str]]:
+    """The source partitions ``paths`` hold (``topics``: only these), sorted by topic and
+    partition, and the JSON Lines files among the paths. A path that holds nothing to replay
+    raises :class:`UnreadableInputError`."""
+    found: dict[tuple[str, int], list[SourcePartition]] = {}
+    jsonl_files = []
+    for raw in paths:
+        if os.path.isdir(raw):
+            partitions = partition_dirs_of(raw)
+            if not partitions:
+                raise UnreadableInputError("no partition directories here (a log dir, a partition dir or a "
+                                           "JSON Lines file was expected)", raw)
+            remote_of = tiered_pairs(partitions)
+            joined = set(remote_of.values())
+            for directory in partitions:
+                if directory in joined:
+                    continue
+                name = parse_partition_dir_name(Path(directory).absolute().name)
+                if name is None or name.topic in INTERNAL_TOPICS:
+                    continue
+                if topics is not None and name.topic not in topics:
+                    continue
+                source = SourcePartition(name.topic, name.partition, directory=directory,
+                                         remote=remote_of.get(directory))
+                found.setdefault(source.key, []).append(source)
+        elif os.path.isfile(raw):
+            jsonl_files.append(raw)
+        else:
+            raise UnreadableInputError("no such file or directory" if not os.path.lexists(raw)
+                                       else "not a directory or a regular file", raw)
+    sources = [_longest(copies) for copies in found.values()]
+    return sorted(sources, key=lambda s: s.key), jsonl_files
+
+
+def _longest(copies: list[SourcePartition]) -> SourcePartition:
+    """Of several copies of one partition, the one whose log ends last (then the first given)."""
+    for copy in copies:
+        copy.log_end_offset = _log_end_offset(copy.directory)
+    best = max(copies, key=lambda c: -1 if c.log_end_offset is None else c.log_end_offset)
+    best.copies = [c.directory for c in copies if c is not best]
+    return best
+
+
+def _log_end_offset(directory: str) -> int | None:
+    try:
+        log = PartitionLog(directory)
+    except (UnreadableInputError, OSError):
+        return None
+    try:
+        return log.log_end_offset()
+    except (UnreadableInputError, OSError):
+        return None
+    finally:
+        log.close()
+
+
+# -- transaction outcomes ---------------------------------------------------------------------------
+
+class TxnOutcomes:
+    """Where each producer's transactions start and end in one partition, and how they ended:
+    a transactional batch is committed, aborted, open (no marker yet) or unknown (no walk saw it)."""
+
+    def __init__(self, spans: list[tuple[int, int, int | None, str]] = ()):
+        # producer id -> sorted [(first offset, end offset or None, state)]
+        self._by_producer: dict[int, tuple[list[int], list[tuple[int, int | None, str]]]] = {}
+        for producer, first, end, state in sorted(spans, key=lambda s: (s[0], s[1])):
+            starts, rows = self._by_producer.setdefault(producer, ([], []))
+            starts.append(first)
+            rows.append((first, end, state))
+
+    def state(self, producer_id: int, offset: int) -> str:
+        found = self._by_producer.get(producer_id)
+        if found is None:
+            return "unknown"
+        starts, rows = found
+        at = bisect.bisect_right(starts, offset) - 1
+        if at < 0:
+            return "unknown"
+        first, end, state = rows[at]
+        if end is None or offset <= end:
+            return state
+        return "unknown"
+
+
+def directory_outcomes(source: SourcePartition) -> TxnOutcomes:
+    """The transactions of a partition dir (and its tiered remote part), from its markers."""
+    from seglog_cli.storage.coordinator.transactions import partition_transactions
+
+    report = partition_transactions(source.directory, source.remote)
+    return TxnOutcomes([(t.producer_id, t.first_offset, t.marker_offset if t.state != "open" else None, t.state)
+                        for t in report.transactions if t.first_offset is not None])
+
+
+# -- reading records --------------------------------------------------------------------------------
+
+def directory_records(source: SourcePartition, selection: Selection, skipped: Skipped,
+                      start: int | None = None, outcomes: TxnOutcomes | None = None) -> Iterator[tuple]:
+    """``(offset, timestamp, key, value, headers, codec)`` of every record of ``source`` to send,
+    from ``start`` (an offset) on, in offset order; what is not sent is counted in ``skipped``."""
+    options = selection.dump_options(start)
+    if outcomes is None and not selection.include_aborted:
+        outcomes = directory_outcomes(source)
+    files = list(readable_partition_files(source.directory, ("log",), options, source.remote))
+    batch: BatchHeader | None = None
+    take = False
+    codec = 0
+    for event in dump(files, options):
+        kind = type(event)
+        if kind is list or kind is RecordRun:
+            for item in event:
+                item_kind = type(item)
+                if item_kind is Record:
+                    if take and (start is None or item[0] >= start):
+                        yield item[0], item[1], item[3], item[4], item[5], codec
+                    elif not take and batch is not None:
+                        _count_skip(skipped, batch, outcomes, selection)
+                elif item_kind is BatchHeader:
+                    batch = item
+                    take = _wanted(batch, outcomes, selection)
+                    codec = batch.compression if batch.magic >= 1 else 0
+                elif item_kind is ControlRecordEntry:
+                    skipped.control += 1
+        elif kind is Problem:
+            skipped.problems.append(event.text if event.error is None else str(event.error))
+        elif kind is BatchRun or kind is FileStart:
+            continue
+
+
+def _wanted(batch: BatchHeader, outcomes: TxnOutcomes | None, selection: Selection) -> bool:
+    if batch.is_control or not batch.is_valid:
+        return False
+    if batch.magic < 2 or not batch.is_transactional or selection.include_aborted:
+        return True
+    return outcomes.state(batch.producer_id, batch.base_offset) == "committed"
+
+
+def _count_skip(skipped: Skipped, batch: BatchHeader, outcomes: TxnOutcomes | None, selection: Selection) -> None:
+    if batch.is_control:
+        skipped.control += 1
+    elif not batch.is_valid:
+        skipped.damaged += 1
+    else:
+        state = outcomes.state(batch.producer_id, batch.base_offset)
+        if state == "aborted":
+            skipped.aborted += 1
+        elif state == "open":
+            skipped.open += 1
+        else:
+            skipped.unknown += 1

@@ -20,6 +20,8 @@ So no source record is written twice and none is left out.
 from __future__ import annotations
 
 import collections
+import os
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +44,15 @@ from seglog_cli.storage.replay.sources import (
 )
 
 SAVE_EVERY_S = 1.0
+# the crash tests' kill points: "send:N" (SIGKILL before the Nth produce call), "ack:N" (after the
+# Nth acknowledgement, before the progress file notes it), "save:N" (after the Nth save)
+KILL_AT = "SEGLOG_TEST_REPLAY_KILL_AT"
+
+
+def _kill_point(kind: str, count: int) -> None:
+    point = os.environ.get(KILL_AT)
+    if point and point == f"{kind}:{count}":
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 @dataclass
@@ -294,12 +305,14 @@ class _Sender:
         self.current: object | None = None
         self.in_flight: dict[tuple[str, int], collections.deque] = {}
         self.error: str | None = None
+        self.saves = 0
         self.acked = 0
         self.sent = 0
         self.bytes = 0
         self.on_progress = on_progress
         self._saved_at = time.monotonic()
         self._started = time.monotonic()
+        self._kill_points = bool(os.environ.get(KILL_AT))
 
     def _producer(self, codec: int):
         producer = self.producers.get(codec)
@@ -326,6 +339,8 @@ class _Sender:
         source.add(src_offset, dest, offset)
         self.progress.destinations[dest].end = offset + 1
         self.acked += 1
+        if self._kill_points:
+            _kill_point("ack", self.acked)
 
     def send(self, source_progress, dest_topic: str, dest_partition: int, record: tuple) -> None:
         offset, stamp, key, value, headers, codec = record
@@ -335,10 +350,12 @@ class _Sender:
         if queue is None:
             queue = self.in_flight[(dest_topic, dest_partition)] = collections.deque()
         queue.append((source_progress, offset))
+        if self._kill_points:
+            _kill_point("send", self.sent + 1)
         while True:
             try:
                 producer.produce(dest_topic, value, key, partition=dest_partition,
-                                 timestamp=stamp if stamp > 0 else 0, headers=list(headers) if headers else None)
+                                 timestamp=stamp if stamp > 0 else 0, headers=_text_keys(headers) if headers else None)
                 break
             except BufferError:
                 producer.poll(0.05)
@@ -356,8 +373,11 @@ class _Sender:
             ahead = self.bytes / self.options.throttle_bytes_per_s - (now - self._started)
             if ahead > 0:
                 producer.poll(ahead)
-        if now - self._saved_at >= SAVE_EVERY_S:
+        if now - self._saved_at >= SAVE_EVERY_S or self._kill_points:
             self.progress.save()
+            self.saves += 1
+            if self._kill_points:
+                _kill_point("save", self.saves)
             self._saved_at = now
             if self.on_progress is not None:
                 self.on_progress(self.sent, self.acked)
@@ -378,6 +398,14 @@ class _Sender:
             self.on_progress(self.sent, self.acked)
         if self.error is not None:
             raise ClusterError(self.error, self.cluster.bootstrap)
+
+
+def _text_keys(headers) -> list:
+    """Header keys as text: Kafka's clients hold them as strings (the bytes are their UTF-8), and
+    confluent-kafka sends a str key as its UTF-8 (a bytes key would go as its repr). A key that is
+    no valid UTF-8, which no Kafka client writes, goes with U+FFFD where a Java consumer shows it."""
+    return [(k.decode("utf-8", "replace") if type(k) is bytes else bytes(k).decode("utf-8", "replace"), v)
+            for k, v in headers]
 
 
 def dest_partition_of(options: ReplayOptions, source: SourcePartition, key: bytes | None, partitions: int) -> int:
@@ -511,8 +539,8 @@ def _same(record: tuple, key, value, headers, stamp, keep_stamp: bool) -> bool:
     _offset, src_stamp, src_key, src_value, src_headers, _codec = record
     if (None if src_key is None else bytes(src_key)) != key or (None if src_value is None else bytes(src_value)) != value:
         return False
-    theirs = tuple((k.encode() if isinstance(k, str) else bytes(k), v) for k, v in headers)
-    ours = tuple((bytes(k), None if v is None else bytes(v)) for k, v in src_headers)
+    theirs = tuple((k if isinstance(k, str) else bytes(k).decode("utf-8", "replace"), v) for k, v in headers)
+    ours = tuple((bytes(k).decode("utf-8", "replace"), None if v is None else bytes(v)) for k, v in src_headers)
     if theirs != ours:
         return False
     return not keep_stamp or src_stamp <= 0 or src_stamp == stamp

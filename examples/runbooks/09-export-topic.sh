@@ -2,7 +2,8 @@
 # 09-export-topic.sh: salvage a dead cluster's disks: export every record of a topic.
 #
 # Usage: 09-export-topic.sh [-h] [--json] --topic TOPIC --out NEW_DIR [--format jsonl|parquet]
-#                           [--payload-encoding base64|utf8|hex] [--spark [--master MASTER]] LOG_DIR...
+#                           [--payload-encoding base64|utf8|hex] [--spark [--master MASTER]]
+#                           [--replay-to HOST:PORT [--producer-config FILE] [--yes|--dry-run]] LOG_DIR...
 #
 # When to use it: a cluster is gone for good (or a disk was pulled from a dead broker) and the
 #   records of a topic must be kept or moved elsewhere. Give every log dir you have (each
@@ -24,16 +25,30 @@
 #   local pass whose records are dropped), so the SKIPPED lines and the exit status are the
 #   plain path's. --format and --payload-encoding apply to the plain path only. Load the JSON Lines into a new
 #   partition with: seglog append --input FILE --input-format jsonl --payload-encoding base64 ...
+#   Each JSON Lines record names its encoding ("encoding"); with --payload-encoding utf8, records
+#   whose bytes are not UTF-8 are marked "lossy": true (seglog replay refuses them).
+# Replay into a new cluster: --replay-to HOST:PORT then plans `seglog replay` of the same
+#   partition dirs into that cluster (read from the log dirs, not from the export: a
+#   read_committed replay needs the transaction markers the export leaves out): the topic is
+#   created with the source's partition count and configs when missing, and the consumer
+#   groups' committed offsets are translated (kafka-consumer-groups.sh commands and a CSV). It
+#   shows the plan, asks (--yes, --dry-run), and sends exactly once, with progress in
+#   ./seglog-replay-TOPIC.json; killed or failed, run it again (with a new --out) to resume.
 # What it changes: nothing in the log dirs (read only). It creates NEW_DIR, which must not
-#   exist yet, and the files in it.
+#   exist yet, and the files in it; with --replay-to and your yes, the topic in that cluster
+#   (created if missing, the records appended).
 # How to undo it: the exact command is printed: rm -r -- NEW_DIR (only the export's own files).
+#   Records replayed into a cluster cannot be taken back one by one (kafka-topics.sh --delete
+#   removes the topic if it was created for the replay).
 #
 # Exit status (the same for every runbook, see README.md):
 #   0  every record exported; no damage met
-#   1  (not used by this runbook)
+#   1  --replay-to: exported, and replayed (offsets printed) or a replay needed (plan shown,
+#      nothing sent)
 #   2  usage error (also: --spark without pyspark, parquet without pyarrow)
 #   3  needs a human: exported what was readable, but damaged bytes were skipped (listed with
-#      their offsets)
+#      their offsets); --replay-to: the replay was refused, the cluster cannot be reached or
+#      refused, or it failed half-way (run again to resume)
 #   4  bad input: no TOPIC-N partition dir in the log dirs, unreadable, or NEW_DIR exists
 #   70 unexpected failure
 set -eu
@@ -47,6 +62,8 @@ format=jsonl
 encoding=base64
 spark=0
 master=""
+replay_to=""
+replay_args=()
 log_dirs=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -60,6 +77,9 @@ while [ $# -gt 0 ]; do
             case "$2" in base64 | utf8 | hex) encoding=$2 ;; *) rb_usage_error "--payload-encoding is base64, utf8 or hex" ;; esac
             shift ;;
         --spark) spark=1 ;;
+        --replay-to) [ $# -ge 2 ] || rb_usage_error "--replay-to needs the new cluster's HOST:PORT"; replay_to=$2; shift ;;
+        --producer-config) [ $# -ge 2 ] || rb_usage_error "--producer-config needs a file"
+            replay_args+=(--producer-config "$2"); shift ;;
         --master) [ $# -ge 2 ] || rb_usage_error "--master needs a Spark master (local[2], spark://host:7077, yarn)"
             master=$2; shift ;;
         -*) rb_common_option "$1" || rb_usage_error "unknown option $1" ;;
@@ -253,7 +273,70 @@ PY
     rb_say_file "$RB_TMP/export.txt"
 printf -v RB_UNDO 'rm -r -- %q' "$out"
 rb_say "UNDO (the export's own files only): $RB_UNDO"
+replayed=""
+if [ -n "$replay_to" ]; then
+    # the same partition dirs, replayed read_committed into the new cluster
+    replay() {
+        rb_seglog "$1" replay --format json --no-progress --bootstrap-server "$replay_to" --topics "$topic" \
+            --create-topics --progress-file "seglog-replay-$topic.json" ${replay_args[@]+"${replay_args[@]}"} \
+            "${@:2}" "${log_dirs[@]}"
+    }
+    replay replay-plan
+    case "$RB_RC" in
+        0 | 1) ;;
+        3) rb_say_file "$RB_TMP/replay-plan.out.txt" 2>/dev/null || true
+           rb_py "$RB_TMP/replay-plan.out" >"$RB_TMP/refused.txt" <<'PY'
+import json, sys
+for refusal in json.load(open(sys.argv[1]))["plan"]["refusals"]:
+    print(f"REFUSED: {refusal}")
+PY
+           rb_say_file "$RB_TMP/refused.txt"
+           rb_finish $RB_HUMAN "exported; the replay into $replay_to was refused (see above; nothing sent)" ;;
+        7) rb_say_file "$RB_TMP/replay-plan.err"; rb_finish $RB_HUMAN "exported; the cluster $replay_to cannot be reached or refused" ;;
+        *) rb_say_file "$RB_TMP/replay-plan.err"; rb_finish $RB_INTERNAL "seglog replay stopped with exit $RB_RC" ;;
+    esac
+    rb_py "$RB_TMP/replay-plan.out" >"$RB_TMP/replay-plan.txt" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))["plan"]
+for p in plan["partitions"]:
+    print(f"replay {p['topic']}-{p['partition']}: {p['records']} record(s) -> {p['destinationTopic']}")
+for t in plan["topics"]:
+    print(f"  {t['topic']}: " + (f"created with {t['partitionsNeeded']} partition(s)" if t["create"] else
+                                 f"exists, {t['partitions']} partition(s)"))
+print(f"REPLAY {plan['records']}")
+PY
+    count=$(sed -n 's/^REPLAY //p' "$RB_TMP/replay-plan.txt")
+    sed '/^REPLAY /d' "$RB_TMP/replay-plan.txt" >"$RB_TMP/replay-human.txt"
+    rb_say_file "$RB_TMP/replay-human.txt"
+    if ! rb_ask "Replay these $count record(s) of $topic into $replay_to now (seglog replay --apply)?"; then
+        rb_finish $RB_ACTION "exported; replay into $replay_to needed: plan shown, nothing sent"
+    fi
+    replay replay-apply --apply
+    case "$RB_RC" in
+        0 | 1) ;;
+        3) rb_say_file "$RB_TMP/replay-apply.err"; rb_finish $RB_HUMAN "exported; seglog replay refused (see above)" ;;
+        7) rb_say_file "$RB_TMP/replay-apply.err"
+           rb_finish $RB_HUMAN "exported; the replay failed: run the same command again to resume" ;;
+        *) rb_say_file "$RB_TMP/replay-apply.err"; rb_finish $RB_INTERNAL "seglog replay --apply stopped with exit $RB_RC" ;;
+    esac
+    RB_APPLIED=true
+    rb_py "$RB_TMP/replay-apply.out" >"$RB_TMP/replay-done.txt" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for d in doc["result"]["progress"]["destinations"]:
+    print(f"  {d['topic']}-{d['partition']}: offsets {d['start']}..{d['end'] - 1}")
+for command in doc["resetCommands"]:
+    print(f"  {command}")
+if doc["groupsCsv"]:
+    print(f"  consumer group offsets (kafka-consumer-groups.sh --from-file): {doc['groupsCsv']}")
+PY
+    rb_say_file "$RB_TMP/replay-done.txt"
+    replayed="; replayed into $replay_to exactly once"
+fi
 if [ "$damaged" = 1 ]; then
     rb_finish $RB_HUMAN "exported what was readable; damaged bytes were skipped (see SKIPPED lines)"
+fi
+if [ -n "$replayed" ]; then
+    rb_finish $RB_ACTION "every record of $topic exported to $out$replayed"
 fi
 rb_finish $RB_OK "every record of $topic exported to $out"

@@ -74,7 +74,8 @@ rb_seglog() {
     RB_RC=0
     # shellcheck disable=SC2086  # SEGLOG may be a command with arguments ("python3 -m seglog_cli")
     $SEGLOG "$@" >"$RB_TMP/$name.out" 2>"$RB_TMP/$name.err" </dev/null || RB_RC=$?
-    if [ "$RB_RC" = 2 ] || [ "$RB_RC" -ge 6 ]; then
+    # (7 is seglog replay's "the cluster is unreachable or refused": a state the runbook reports)
+    if [ "$RB_RC" = 2 ] || { [ "$RB_RC" -ge 6 ] && [ "$RB_RC" != 7 ]; }; then
         echo "$RB_NAME: seglog $1 failed (exit $RB_RC):" >&2
         sed 's/^/  /' "$RB_TMP/$name.err" >&2
         rb_finish $RB_INTERNAL "seglog $1 failed with exit status $RB_RC"

@@ -158,9 +158,12 @@ def _run(paths, bootstrap_server, apply, topic_map, topics, from_offset, to_offs
         engine.check_destination(plan, cluster, options, counts, configs)
     except ClientConfigError as exc:
         raise UsageError(f"--producer-config: {exc.message}") from None
-    path = Path(progress_file) if progress_file else Path(f"seglog-replay-{_digest(options.identity(sources, []))}.json")
+    from seglog_cli.render.fit import shown  # a remote view's paths as the URLs given
+
+    identity = options.identity(sources, shown)
+    path = Path(progress_file) if progress_file else Path(f"seglog-replay-{_digest(identity)}.json")
     try:
-        progress_state = Progress.open(path, options.identity(sources, []))
+        progress_state = Progress.open(path, identity)
     except ProgressMismatchError as exc:
         raise UsageError(str(exc)) from None
     plan.progress_path = str(path)

@@ -180,7 +180,8 @@ class Cluster:
             settings.pop(key, None)
         settings.update({"group.id": "seglog-replay-reader", "enable.auto.commit": False,
                          "enable.partition.eof": eof, "isolation.level": isolation,
-                         "auto.offset.reset": "error", "fetch.max.bytes": 16 * 1024 * 1024})
+                         "auto.offset.reset": "error", "fetch.max.bytes": 16 * 1024 * 1024,
+                         "fetch.wait.max.ms": 20})  # the end of a partition is found without waiting
         try:
             return Consumer(settings)
         except Exception as exc:  # noqa: BLE001
@@ -293,7 +294,7 @@ class Cluster:
                 yield starts[key], None, key
         idle_until = time.monotonic() + self.timeout
         while pending:
-            message = consumer.poll(0.5)
+            message = consumer.poll(0.1)
             if message is None:
                 if time.monotonic() > idle_until:
                     raise ClusterError(f"no answer reading {', '.join(f'{t}-{p}' for t, p in sorted(pending)[:3])} "

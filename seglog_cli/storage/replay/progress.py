@@ -79,6 +79,10 @@ class SourceProgress:
             self._last[dest] = run
         self.delivered[dest] = src
 
+    def last_run(self, dest: int) -> list[int] | None:
+        """This source's last run into destination ``dest`` (extended in place while acknowledged)."""
+        return self._last.get(dest)
+
     def records(self) -> int:
         return sum(run[3] for run in self.runs)
 

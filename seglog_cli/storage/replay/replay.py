@@ -72,11 +72,11 @@ class ReplayOptions:
     def dest_topic(self, topic: str) -> str:
         return self.topic_map.get(topic, topic)
 
-    def identity(self, sources: list[SourcePartition], jsonl: list[str]) -> dict:
-        """What makes two runs the same replay (the progress file must belong to it)."""
+    def identity(self, sources: list[SourcePartition], display=str) -> dict:
+        """What makes two runs the same replay (the progress file must belong to it); ``display``
+        maps a path to what the user named (a remote URL for a remote view's path)."""
         s = self.selection
-        return {"sources": sorted(str(Path(src.where).absolute()) for src in sources) + sorted(
-                    str(Path(p).absolute()) for p in jsonl),
+        return {"sources": sorted(display(str(Path(src.where).absolute())) for src in sources),
                 "bootstrap": self.bootstrap, "topicMap": dict(sorted(self.topic_map.items())),
                 "repartition": self.repartition, "fromOffset": s.from_offset, "toOffset": s.to_offset,
                 "fromTimestamp": s.from_timestamp, "toTimestamp": s.to_timestamp,
@@ -295,15 +295,31 @@ class ReplayResult:
     interrupted: bool = False
 
 
+class _Lane:
+    """One destination partition being written: the source offsets in flight (acknowledgements
+    arrive in order per partition; a SourceProgress in the queue says whose offsets follow), the
+    run being extended, and its index in the progress file."""
+
+    __slots__ = ("queue", "index", "destination", "source", "run", "fed_by")
+
+    def __init__(self, index: int, destination):
+        self.queue: collections.deque = collections.deque()
+        self.index, self.destination = index, destination
+        self.source = None  # the SourceProgress whose offsets are acknowledged now
+        self.run = None  # that source's last run into this lane
+        self.fed_by = None  # the SourceProgress whose offsets were queued last
+
+
 class _Sender:
-    """The produce loop: producers per codec, a queue of in-flight source offsets per destination
-    partition (acknowledgements arrive in order per partition), progress saved every second."""
+    """The produce loop: producers per codec, a lane per destination partition, progress saved
+    every second. Per record: one produce call and one acknowledgement, each a few lines."""
 
     def __init__(self, cluster: Cluster, progress: Progress, options: ReplayOptions, on_progress=None):
         self.cluster, self.progress, self.options = cluster, progress, options
         self.producers: dict[int, object] = {}
         self.current: object | None = None
-        self.in_flight: dict[tuple[str, int], collections.deque] = {}
+        self.current_codec: int | None = None
+        self.lanes: dict[tuple[str, int], _Lane] = {}
         self.error: str | None = None
         self.saves = 0
         self.acked = 0
@@ -321,50 +337,91 @@ class _Sender:
         if producer is not self.current:
             if self.current is not None:
                 self._drain(self.current)  # keep each partition's order across producers
-            self.current = producer
+            self.current, self.current_codec = producer, codec
         return producer
 
+    def lane(self, topic: str, partition: int) -> _Lane:
+        lane = self.lanes.get((topic, partition))
+        if lane is None:
+            index = self.progress.destination(topic, partition)
+            lane = self.lanes[(topic, partition)] = _Lane(index, self.progress.destinations[index])
+        return lane
+
     def _delivered(self, error, message) -> None:
-        key = (message.topic(), message.partition())
-        queue = self.in_flight.get(key)
+        lane = self.lanes[(message.topic(), message.partition())]
+        src = lane.queue.popleft()
+        while type(src) is not int:  # the source whose offsets follow
+            lane.source, lane.run = src, src.last_run(lane.index)
+            src = lane.queue.popleft()
         if error is not None:
             if self.error is None:
-                self.error = f"produce to {key[0]}-{key[1]} failed: {error.str()}"
-            if queue:
-                queue.popleft()
+                self.error = f"produce to {message.topic()}-{message.partition()} failed: {error.str()}"
             return
-        source, src_offset = queue.popleft()
-        dest = self.progress.destination(*key)
         offset = message.offset()
-        source.add(src_offset, dest, offset)
-        self.progress.destinations[dest].end = offset + 1
+        run = lane.run
+        if run is not None and run[0] + run[3] == src and run[2] + run[3] == offset:
+            run[3] += 1
+            lane.source.delivered[lane.index] = src
+        else:
+            lane.source.add(src, lane.index, offset)
+            lane.run = lane.source.last_run(lane.index)
+        lane.destination.end = offset + 1
         self.acked += 1
         if self._kill_points:
             _kill_point("ack", self.acked)
 
-    def send(self, source_progress, dest_topic: str, dest_partition: int, record: tuple) -> None:
-        offset, stamp, key, value, headers, codec = record
+    def send_records(self, source_progress, dest_topic: str, records, partition_of, delivered: dict) -> int:
+        """Produce ``records`` of one source; ``partition_of(key)`` places each; records at or
+        below ``delivered[(topic, partition)]`` are already there. Returns how many were skipped so."""
         options = self.options
-        producer = self._producer(codec if options.compression is None else options.compression)
-        queue = self.in_flight.get((dest_topic, dest_partition))
-        if queue is None:
-            queue = self.in_flight[(dest_topic, dest_partition)] = collections.deque()
-        queue.append((source_progress, offset))
-        if self._kill_points:
-            _kill_point("send", self.sent + 1)
-        while True:
+        fixed_codec = options.compression
+        kill = self._kill_points
+        skipped = 0
+        lane_of: dict[int, _Lane] = {}
+        codec_now = None
+        produce = None
+        for record in records:
+            offset, stamp, key, value, headers, codec = record
+            partition = partition_of(key)
+            lane = lane_of.get(partition)
+            if lane is None:
+                lane = lane_of[partition] = self.lane(dest_topic, partition)
+            last = delivered.get(partition)
+            if last is not None and offset <= last:
+                skipped += 1
+                continue
+            if fixed_codec is not None:
+                codec = fixed_codec
+            if codec != codec_now:
+                producer = self._producer(codec)
+                produce, codec_now = producer.produce, codec
+            if lane.fed_by is not source_progress:
+                lane.queue.append(source_progress)
+                lane.fed_by = source_progress
+            lane.queue.append(offset)
+            if kill:
+                _kill_point("send", self.sent + 1)
             try:
-                producer.produce(dest_topic, value, key, partition=dest_partition,
-                                 timestamp=stamp if stamp > 0 else 0, headers=_text_keys(headers) if headers else None)
-                break
+                produce(dest_topic, value, key, partition=partition, timestamp=stamp if stamp > 0 else 0,
+                        headers=_text_keys(headers) if headers else None)
             except BufferError:
-                producer.poll(0.05)
-        self.sent += 1
-        if self.sent & 1023 == 0:
-            producer.poll(0)
-            self._tick(producer, record)
-        if self.error is not None:
-            raise ClusterError(self.error, self.cluster.bootstrap)
+                while True:
+                    producer.poll(0.05)
+                    try:
+                        produce(dest_topic, value, key, partition=partition, timestamp=stamp if stamp > 0 else 0,
+                                headers=_text_keys(headers) if headers else None)
+                        break
+                    except BufferError:
+                        continue
+            self.sent += 1
+            if not self.sent & 1023:
+                producer.poll(0)
+                self._tick(producer, record)
+                if self.error is not None:
+                    raise ClusterError(self.error, self.cluster.bootstrap)
+            if self.current_codec != codec_now:  # a drain for another codec switched producers
+                codec_now = None
+        return skipped
 
     def _tick(self, producer, record) -> None:
         now = time.monotonic()
@@ -450,16 +507,17 @@ def apply_replay(plan: ReplayPlan, cluster: Cluster, progress: Progress, options
                 continue
             count = partition_counts[part.dest_topic]
             part.skipped = Skipped()  # counted again while sending (the plan's counts were from headers)
-            delivered = {(progress.destinations[i].topic, progress.destinations[i].partition): last
-                         for i, last in state.delivered.items()}
+            delivered = {progress.destinations[i].partition: last for i, last in state.delivered.items()
+                         if progress.destinations[i].topic == part.dest_topic}
             start = min(delivered.values()) + 1 if delivered and not options.repartition else None
-            for record in records_of(source, start, part.skipped):
-                dest_partition = dest_partition_of(options, source, record[2], count)
-                last = delivered.get((part.dest_topic, dest_partition))
-                if last is not None and record[0] <= last:
-                    result.skipped_delivered += 1
-                    continue
-                sender.send(state, part.dest_topic, dest_partition, record)
+            if options.repartition:
+                def partition_of(key, _source=source, _count=count):
+                    return dest_partition_of(options, _source, key, _count)
+            else:
+                def partition_of(_key, _partition=source.partition):
+                    return _partition
+            result.skipped_delivered += sender.send_records(state, part.dest_topic, records_of(source, start, part.skipped),
+                                                            partition_of, delivered)
         sender.finish()
     except BaseException as exc:
         # what was acknowledged is kept; a source is marked done only once all of it is

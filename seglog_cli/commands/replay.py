@@ -179,6 +179,7 @@ def _run(paths, bootstrap_server, apply, topic_map, topics, from_offset, to_offs
     if plan.refusals:
         replay_report.render_plan(plan, options, out, output_format.value, applied=None)
         out.flush()
+        sys.stderr.write(f"seglog: refused: {plan.refusals[0]} (nothing sent)\n")
         return ExitStatus.REFUSED
     if output_format.value == "text":
         replay_report.render_plan(plan, options, out, "text", applied=None, heading_only=True)

@@ -95,6 +95,8 @@ class PartitionPlan:
     last_offset: int | None = None
     first_timestamp: int | None = None
     last_timestamp: int | None = None
+    max_timestamp: int | None = None  # the newest record (a batch's max timestamp)
+    min_timestamp: int | None = None  # the oldest (a batch's base timestamp)
     codecs: set = field(default_factory=set)
     skipped: Skipped = field(default_factory=Skipped)
     delivered: int = 0  # records a previous run already put in the destination
@@ -109,7 +111,7 @@ class PartitionPlan:
                 "copiesNotRead": self.source.copies, "destinationTopic": self.dest_topic,
                 "records": self.records, "bytes": self.bytes, "firstOffset": self.first_offset,
                 "lastOffset": self.last_offset, "firstTimestamp": self.first_timestamp,
-                "lastTimestamp": self.last_timestamp,
+                "lastTimestamp": self.last_timestamp, "maxTimestamp": self.max_timestamp, "minTimestamp": self.min_timestamp,
                 "compression": sorted(CODEC_NAMES[c] for c in self.codecs), "skipped": self.skipped.as_dict(),
                 "alreadyDelivered": self.delivered}
 
@@ -199,12 +201,13 @@ def plan_source(source: SourcePartition, options: ReplayOptions,
                 state = outcomes.state(batch.producer_id, first)
                 if state == "committed":
                     _count(plan, max(first, low or first), min(last, high if high is not None else last),
-                           batch.max_timestamp, count, batch.size, batch.compression)
+                           batch.max_timestamp, count, batch.size, batch.compression, batch.base_timestamp)
                 else:
                     setattr(plan.skipped, state, getattr(plan.skipped, state) + count)
             else:
                 _count(plan, max(first, low or first), min(last, high if high is not None else last),
-                       batch.max_timestamp, count, batch.size, batch.compression if batch.magic >= 1 else 0)
+                       batch.max_timestamp, count, batch.size, batch.compression if batch.magic >= 1 else 0,
+                       batch.base_timestamp if batch.magic >= 2 else None)
     return plan
 
 
@@ -220,7 +223,8 @@ def _resolved_range(source: SourcePartition, options) -> tuple[int | None, int |
     return resolve_range(str(Path(source.directory).absolute()), options)
 
 
-def _count(plan: PartitionPlan, first: int, last: int, stamp: int, count: int, size: int, codec: int) -> None:
+def _count(plan: PartitionPlan, first: int, last: int, stamp: int, count: int, size: int, codec: int,
+           oldest: int | None = None) -> None:
     if count <= 0:
         return
     plan.records += count
@@ -229,6 +233,11 @@ def _count(plan: PartitionPlan, first: int, last: int, stamp: int, count: int, s
     if plan.first_offset is None:
         plan.first_offset, plan.first_timestamp = first, stamp
     plan.last_offset, plan.last_timestamp = last, stamp
+    if stamp is not None and (plan.max_timestamp is None or stamp > plan.max_timestamp):
+        plan.max_timestamp = stamp
+    oldest = stamp if oldest is None else oldest
+    if oldest is not None and oldest >= 0 and (plan.min_timestamp is None or oldest < plan.min_timestamp):
+        plan.min_timestamp = oldest
 
 
 def _size(key, value, headers) -> int:
@@ -237,8 +246,10 @@ def _size(key, value, headers) -> int:
 
 
 def check_destination(plan: ReplayPlan, cluster: Cluster, options: ReplayOptions,
-                      source_partition_counts: dict[str, int], source_configs: dict[str, dict[str, str]]) -> None:
+                      source_partition_counts: dict[str, int], source_configs: dict[str, dict[str, str]],
+                      now_ms: int | None = None) -> None:
     """The destination's topics against what the plan sends (refusals and notes in ``plan``)."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     info = cluster.describe()
     plan.cluster_id = info.cluster_id
     wanted: dict[str, int] = {}
@@ -257,6 +268,7 @@ def check_destination(plan: ReplayPlan, cluster: Cluster, options: ReplayOptions
                 check.configs = {k: v for k, v in source_configs.get(sources[0], {}).items()
                                  if not k.startswith("internal.")}
                 check.timestamp_type = check.configs.get("message.timestamp.type", "CreateTime")
+                _timestamp_bounds(plan, name, check.configs, now_ms)
                 if check.timestamp_type == "LogAppendTime" and not options.accept_log_append_time:
                     plan.refusals.append(f"topic {name} would be created with message.timestamp.type=LogAppendTime "
                                          f"(as the source's): the broker would replace every record's timestamp; "
@@ -278,10 +290,45 @@ def check_destination(plan: ReplayPlan, cluster: Cluster, options: ReplayOptions
             plan.notes.append(f"topic {name} has {partitions} partitions, the source {count}: each record keeps its "
                               f"partition number, where a producer's partitioner would now place keys elsewhere "
                               f"(--repartition places them as Kafka's default partitioner does)")
+        _timestamp_bounds(plan, name, configs.get(name, {}), now_ms)
         if stamp_type == "LogAppendTime" and not options.accept_log_append_time:
             plan.refusals.append(f"topic {name} has message.timestamp.type=LogAppendTime: the broker would replace "
                                  f"every record's timestamp with the time of the replay; set it to CreateTime, or "
                                  f"give --accept-log-append-time")
+
+
+def _timestamp_bounds(plan: ReplayPlan, topic: str, config: dict[str, str], now_ms: int) -> None:
+    """The broker's timestamp checks (``LogValidator``, CreateTime topics) and retention, against
+    the records' timestamps: a produce of a record outside ``message.timestamp.before.max.ms`` /
+    ``after.max.ms`` of the broker's clock fails (InvalidTimestampException), and records older
+    than ``retention.ms`` are deleted by the broker's next retention pass."""
+    parts = [p for p in plan.partitions if p.dest_topic == topic and p.records]
+    stamps = [p.min_timestamp for p in parts if p.min_timestamp is not None]
+    newest = max((p.max_timestamp for p in parts if p.max_timestamp is not None), default=None)
+    oldest = min(stamps, default=None)
+
+    def number(key: str, default: int) -> int:
+        try:
+            return int(config.get(key, default))
+        except (TypeError, ValueError):
+            return default
+
+    after = number("message.timestamp.after.max.ms", 3600000)
+    before = number("message.timestamp.before.max.ms", 2**63 - 1)
+    if config.get("message.timestamp.type", "CreateTime") == "CreateTime":
+        if newest is not None and newest > now_ms + after:
+            plan.refusals.append(f"topic {topic}: records have timestamps up to {newest}, more than "
+                                 f"message.timestamp.after.max.ms={after} ahead of now: the broker refuses them "
+                                 f"(InvalidTimestampException); raise that config on the topic first")
+        if oldest is not None and oldest < now_ms - before:
+            plan.refusals.append(f"topic {topic}: records have timestamps from {oldest}, more than "
+                                 f"message.timestamp.before.max.ms={before} before now: the broker refuses them; "
+                                 f"raise that config on the topic first")
+    retention = number("retention.ms", 7 * 24 * 3600 * 1000)
+    if oldest is not None and retention >= 0 and oldest < now_ms - retention:
+        plan.notes.append(f"topic {topic}: some records are older than its retention.ms={retention}: the broker "
+                          f"deletes a segment once its newest record is that old (set retention.ms=-1 on the "
+                          f"topic first to keep them)")
 
 
 # -- applying ---------------------------------------------------------------------------------------

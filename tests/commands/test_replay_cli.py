@@ -240,3 +240,28 @@ def test_a_lossy_json_lines_file_is_refused(kafka_cluster, tmp_path):
     assert result.returncode == 4, result.stdout + result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "lossy" in lines[0] and "--payload-encoding base64" in lines[0]
+
+
+def test_a_deleted_topics_directory_and_copies_on_several_brokers(kafka_cluster, tmp_path):
+    """A topic deleted by mistake: its ``<topic>-<n>.<id>-delete`` directory is a source. The same
+    partition in two log dirs (two brokers' copies) is read once, from the copy that ends last."""
+    broker_1, broker_2 = tmp_path / "broker-1", tmp_path / "broker-2"
+    for log_dir in (broker_1, broker_2):
+        log_dir.mkdir()
+        shutil.copy(DATA / "meta.properties", log_dir)
+    shutil.copytree(DATA / "smallseg-0", broker_1 / "smallseg-0.3f1c2b7a9e0d4c5fa1b2c3d4e5f60718-delete")
+    shutil.copytree(DATA / "smallseg-0", broker_2 / "smallseg-0")
+    newest = sorted((broker_2 / "smallseg-0").glob("*.log"))[-1]
+    for suffix in (".log", ".index", ".timeindex"):  # broker 2's copy lacks its last segment
+        newest.with_suffix(suffix).unlink(missing_ok=True)
+    dest = kafka_cluster.new_topic("deleted")
+    args = [broker_2, broker_1, "--bootstrap-server", kafka_cluster.bootstrap, "--topic-map", f"smallseg:{dest}",
+            "--create-topics"]
+    plan = seglog("replay", *args, cwd=tmp_path)
+    assert plan.returncode == 0, plan.stderr
+    assert "smallseg-0.3f1c2b7a9e0d4c5fa1b2c3d4e5f60718-delete" in plan.stdout
+    assert f"(also in {broker_2 / 'smallseg-0'}: not read" in plan.stdout
+    applied = seglog("replay", *args, "--apply", cwd=tmp_path)
+    assert applied.returncode == 0, applied.stderr
+    ours = [r[1:] for r in source_records(DATA, "smallseg", 0)]
+    assert destination_records(kafka_cluster, dest, 0) == [tuple(r) for r in ours]

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["tests.kafka_cluster"]  # the kafka_cluster fixture: a live broker on loopback
+
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("SEGLOG_CORPUS", REPO.parent / "shared" / "corpus"))
 CORPUS_MISSING = (f"../shared/corpus not found at {CORPUS} (a clone without ../shared; "

@@ -275,8 +275,11 @@ def _commit(cluster, translated, commit_groups) -> dict[str, str]:
     out = {}
     for group, offsets in sorted(by_group.items()):
         state, members = states.get(group, ("DEAD", 0))
-        if members:
-            out[group] = f"not committed: {members} active member(s) in the destination (state {state})"
+        if members or state not in ("EMPTY", "DEAD", "UNKNOWN"):
+            # a group with members (or rebalancing, or STABLE: tansu lists no members of an active
+            # classic group) would overwrite them, and the broker refuses commits from outside it
+            out[group] = (f"not committed: the group is active in the destination (state {state}, {members} "
+                          f"member(s)); stop its consumers, then run the commands above")
             continue
         cluster.commit_group_offsets(group, offsets)
         out[group] = f"committed ({len(offsets)} partition(s))"

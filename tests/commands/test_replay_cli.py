@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 import sys
 from pathlib import Path
 
@@ -265,3 +266,25 @@ def test_a_deleted_topics_directory_and_copies_on_several_brokers(kafka_cluster,
     assert applied.returncode == 0, applied.stderr
     ours = [r[1:] for r in source_records(DATA, "smallseg", 0)]
     assert destination_records(kafka_cluster, dest, 0) == [tuple(r) for r in ours]
+
+
+def test_groups_active_in_the_destination_are_not_committed(kafka_cluster, log_dir, tmp_path):
+    from confluent_kafka import Consumer
+
+    prefix = kafka_cluster.new_topic("active") + "-"
+    args = replay_args(log_dir, kafka_cluster, "--create-topics", "--apply", topics="plain", prefix=prefix)
+    assert seglog("replay", *args, cwd=tmp_path).returncode == 0
+    consumer = Consumer({"bootstrap.servers": kafka_cluster.bootstrap, "group.id": "corpus-group",
+                         "session.timeout.ms": 6000, "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        consumer.subscribe([prefix + "plain"])
+        deadline = time.monotonic() + 60
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.5)
+        assert consumer.assignment(), "the consumer never joined its group"
+        again = seglog("replay", *args, "--commit-groups", cwd=tmp_path)
+    finally:
+        consumer.close()
+    assert again.returncode == 0, again.stderr
+    assert "group corpus-group: not committed: the group is active in the destination" in again.stdout
+    assert "group corpus-txn-group: committed" in again.stdout

@@ -104,7 +104,8 @@ def replay_command(
     groups_csv: Optional[str] = typer.Option(None, "--groups-csv", help="Where to write the translated offsets (CSV for kafka-consumer-groups.sh --from-file)."),
     commit_groups: bool = typer.Option(False, "--commit-groups", help="Commit the translated offsets in the destination (groups with no active member there)."),
     payload_encoding: Optional[str] = typer.Option(None, "--payload-encoding", help="JSON Lines written without their encoding: utf8, hex or base64."),
-    timeout: float = typer.Option(15.0, "--timeout", min=0.1, help="Seconds to wait for the cluster's answers."),
+    timeout: float = typer.Option(15.0, "--timeout", min=0.1, envvar="SEGLOG_REPLAY_TIMEOUT",
+                                  help="Seconds to wait for the cluster's answers (env: SEGLOG_REPLAY_TIMEOUT)."),
     progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress bar on stderr (default: when stderr is a terminal)."),
     output_format: PlanFormat = typer.Option(PlanFormat.text, "--format", help="text or json."),
 ) -> None:
@@ -136,20 +137,21 @@ def _run(paths, bootstrap_server, apply, topic_map, topics, from_offset, to_offs
         accept_foreign_writes=accept_foreign_writes, accept_log_append_time=accept_log_append_time,
         throttle_bytes_per_s=None if throttle is None else throttle * 1e6, payload_encoding=payload_encoding)
     wanted_topics = {t for t in (topics or "").split(",") if t} or None
-    sources, jsonl_files = find_sources(inputs, wanted_topics)
+    sources, jsonl_files = find_sources(inputs, wanted_topics)  # lists directories only
+
+    properties = read_client_properties(producer_config) if producer_config else {}
+    try:
+        cluster = Cluster(client_config(bootstrap_server, properties), timeout=timeout)
+        cluster.describe()  # an unreachable cluster is said before the sources are read
+    except ClientConfigError as exc:
+        raise UsageError(f"--producer-config: {exc.message}") from None
+
     from seglog_cli.storage.replay.jsonl_source import JsonLinesSources
     jsonl = JsonLinesSources(jsonl_files, payload_encoding, selection, wanted_topics)
     sources = sorted(sources + jsonl.sources, key=lambda s: s.key)
     if not sources:
         raise UsageError("nothing to replay: no data partitions (or records) in the sources given")
     _check_unique(sources)
-
-    properties = read_client_properties(producer_config) if producer_config else {}
-    try:
-        cluster = Cluster(client_config(bootstrap_server, properties), timeout=timeout)
-    except ClientConfigError as exc:
-        raise UsageError(f"--producer-config: {exc.message}") from None
-
     parts = [engine.plan_source(s, options, jsonl.records_factory(s) if s.jsonl else None) for s in sources]
     plan = engine.ReplayPlan(parts, [])
     plan.notes.extend(jsonl.notes)

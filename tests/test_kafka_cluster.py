@@ -34,6 +34,7 @@ RECORDS = [
     (BINARY, None, [("null", None), ("dup", b"1"), ("dup", b"2"), ("ключ", b"\x00")], 1_767_225_600_000),
     (b"\x00", BINARY * 40, [("dup", b"")], 1_767_225_600_001),
     (b"k", b"v", [], 1_767_225_599_000),  # earlier than the record before it
+    (None, None, [], 1_767_225_600_002),  # the pure-Python clients refuse to produce this one
 ]
 
 

@@ -199,8 +199,6 @@ def test_missing_topic_wrong_timestamp_type_and_unreachable_cluster(kafka_cluste
     kafka_cluster.create_topic(prefix + "logappend", partitions=1, config={"message.timestamp.type": "LogAppendTime"})
     stamped = seglog("replay", *replay_args(log_dir, kafka_cluster, "--apply", topics="logappend", prefix=prefix),
                      cwd=tmp_path)
-    if kafka_cluster.shortfalls.get("describe_configs_timestamp_type"):
-        pytest.xfail(kafka_cluster.shortfalls["describe_configs_timestamp_type"])
     assert stamped.returncode == 3 and "message.timestamp.type=LogAppendTime" in stamped.stdout
     unreachable = seglog("replay", log_dir, "--bootstrap-server", "127.0.0.1:1", "--timeout", "2", cwd=tmp_path)
     assert unreachable.returncode == 7, unreachable.stderr

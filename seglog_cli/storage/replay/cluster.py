@@ -52,6 +52,11 @@ def client_config(bootstrap: str, properties: dict[str, str] | None = None) -> d
     config: dict[str, str] = {"bootstrap.servers": properties.pop("bootstrap.servers", None) or bootstrap}
     if bootstrap:
         config["bootstrap.servers"] = bootstrap
+    mechanism = (properties.get("sasl.mechanism") or "").upper()
+    if mechanism == "GSSAPI" or "Krb5LoginModule" in (properties.get("sasl.jaas.config") or ""):
+        raise ClientConfigError("sasl.mechanism=GSSAPI: Kerberos is not built into the librdkafka that "
+                                "confluent-kafka's wheels ship; use PLAIN, SCRAM or OAUTHBEARER, or a "
+                                "confluent-kafka built against a librdkafka with Kerberos (cyrus-sasl)")
     jaas = properties.get("sasl.jaas.config")
     if jaas:
         fields = dict(_JAAS.findall(jaas))
@@ -61,9 +66,10 @@ def client_config(bootstrap: str, properties: dict[str, str] | None = None) -> d
             config["sasl.password"] = fields["password"]
         if "OAuthBearerLoginModule" in jaas and "unsecuredLoginStringClaim_sub" in fields:
             config["enable.sasl.oauthbearer.unsecure.jwt"] = "true"
-        elif "username" not in fields and "Krb5LoginModule" not in jaas:
+        elif "username" not in fields:
             raise ClientConfigError("sasl.jaas.config: only PlainLoginModule and ScramLoginModule (username and "
-                                    "password) and Kerberos (sasl.kerberos.*) can be used by replay's client")
+                                    "password) and the unsecured OAuthBearerLoginModule can be used by replay's "
+                                    "client")
     _ssl_stores(properties, config)
     identification = properties.pop("ssl.endpoint.identification.algorithm", None)
     if identification is not None:

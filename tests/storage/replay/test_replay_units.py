@@ -119,6 +119,8 @@ def test_java_client_properties_become_librdkafka_settings():
     assert "key.serializer" not in config and config["enable.idempotence"] == "true" and config["acks"] == "all"
     with pytest.raises(ClientConfigError, match="JKS trust store"):
         client_config("h:9092", {"ssl.truststore.location": "/t.jks"})
+    with pytest.raises(ClientConfigError, match="Kerberos is not built"):
+        client_config("h:9092", {"sasl.mechanism": "GSSAPI"})
     with pytest.raises(ClientConfigError, match="exactly once"):
         client_config("h:9092", {"enable.idempotence": "false"})
 

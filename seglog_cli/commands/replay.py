@@ -240,13 +240,13 @@ def _source_topics(sources) -> tuple[dict[str, int], dict[str, dict[str, str]]]:
 
 
 def _records_of(jsonl):
-    """The records of a source from ``start`` on: JSON Lines or a partition dir."""
-    from seglog_cli.storage.replay.sources import directory_records
+    """The ``(codec, records)`` batches of a source from ``start`` on: JSON Lines or a partition dir."""
+    from seglog_cli.storage.replay.sources import directory_batches
 
     def records_of(source, start, skipped):
         if source.jsonl is not None:
-            return jsonl.records(source, start, skipped)
-        return directory_records(source, jsonl.selection, skipped, start)
+            return jsonl.batches(source, start, skipped)
+        return directory_batches(source, jsonl.selection, skipped, start)
 
     return records_of
 

@@ -76,11 +76,12 @@ def client_run(cluster, records, partitions: int, codec: int) -> float:
     produce = producer.produce
     started = time.perf_counter()
     for count, (partition, stamp, key, value, headers, _codec) in enumerate(records):
-        try:
-            produce(topic, value, key, partition=partition, timestamp=stamp, headers=headers)
-        except BufferError:
-            producer.poll(0.05)
-            produce(topic, value, key, partition=partition, timestamp=stamp, headers=headers)
+        while True:
+            try:
+                produce(topic, value, key, partition=partition, timestamp=stamp, headers=headers)
+                break
+            except BufferError:  # the queue is full: serve acknowledgements, as replay does
+                producer.poll(0.05)
         if not count & 1023:
             producer.poll(0)
     while len(producer):
@@ -94,7 +95,7 @@ def replay_in_process(cluster, log_dir: Path, work: Path) -> float:
     from seglog_cli.storage.replay import replay as engine
     from seglog_cli.storage.replay.cluster import Cluster, client_config
     from seglog_cli.storage.replay.progress import Progress
-    from seglog_cli.storage.replay.sources import Selection, directory_records, find_sources
+    from seglog_cli.storage.replay.sources import Selection, directory_batches, find_sources
 
     topic = cluster.new_topic("bench-replay")
     started = time.perf_counter()
@@ -107,7 +108,7 @@ def replay_in_process(cluster, log_dir: Path, work: Path) -> float:
     progress.lock()
     try:
         result = engine.apply_replay(plan, target, progress, options,
-                                     lambda source, start, skipped: directory_records(source, Selection(), skipped,
+                                     lambda source, start, skipped: directory_batches(source, Selection(), skipped,
                                                                                       start))
     finally:
         progress.unlock()

@@ -104,6 +104,19 @@ class JsonLinesSources:
             yield offset, record.timestamp if record.timestamp is not None else -1, record.key, record.value, \
                 record.headers, codec
 
+    def batches(self, source: SourcePartition, start: int | None, skipped: Skipped) -> Iterator[tuple[int, list]]:
+        """``(codec, records)`` runs of records of one codec, each record shaped as the first six
+        fields of a :class:`~seglog_cli.storage.log.records.Record` (what replay sends from)."""
+        codec_now, run = None, []
+        for offset, stamp, key, value, headers, codec in self.records(source, start, skipped):
+            if codec != codec_now or len(run) >= 1024:
+                if run:
+                    yield codec_now, run
+                codec_now, run = codec, []
+            run.append((offset, stamp, 0, key, value, headers))
+        if run:
+            yield codec_now, run
+
     def _range(self, part: _Partition) -> tuple[int | None, int | None]:
         s = self.selection
         low, high = s.from_offset, s.to_offset

@@ -56,17 +56,19 @@ class Destination:
 class SourceProgress:
     """The runs of one source partition, and what each destination already holds of it."""
 
-    __slots__ = ("topic", "partition", "done", "runs", "delivered", "_last")
+    __slots__ = ("topic", "partition", "done", "runs", "_last")
 
     def __init__(self, topic: str, partition: int, runs=(), done: bool = False):
         self.topic, self.partition, self.done = topic, partition, done
         self.runs: list[list[int]] = [list(run) for run in runs]
-        self.delivered: dict[int, int] = {}  # destination index -> last source offset acknowledged there
         self._last: dict[int, list[int]] = {}  # destination index -> its last run
         for run in self.runs:
-            src, dest, _first, count = run
-            self.delivered[dest] = max(self.delivered.get(dest, -1), src + count - 1)
-            self._last[dest] = run
+            self._last[run[1]] = run
+
+    @property
+    def delivered(self) -> dict[int, int]:
+        """Destination index -> the last source offset acknowledged there (runs only go up)."""
+        return {dest: run[0] + run[3] - 1 for dest, run in self._last.items()}
 
     def add(self, src: int, dest: int, dest_offset: int) -> None:
         """One acknowledged record: source offset ``src`` is at ``dest_offset`` of destination ``dest``."""
@@ -77,7 +79,6 @@ class SourceProgress:
             run = [src, dest, dest_offset, 1]
             self.runs.append(run)
             self._last[dest] = run
-        self.delivered[dest] = src
 
     def last_run(self, dest: int) -> list[int] | None:
         """This source's last run into destination ``dest`` (extended in place while acknowledged)."""

@@ -345,16 +345,45 @@ class ReplayResult:
 class _Lane:
     """One destination partition being written: the source offsets in flight (acknowledgements
     arrive in order per partition; a SourceProgress in the queue says whose offsets follow), the
-    run being extended, and its index in the progress file."""
+    run being extended, and its index in the progress file. ``delivered`` is the lane's own
+    acknowledgement callback (no lookup per record)."""
 
-    __slots__ = ("queue", "index", "destination", "source", "run", "fed_by")
+    __slots__ = ("queue", "index", "destination", "source", "run", "fed_by", "sender", "delivered")
 
-    def __init__(self, index: int, destination):
+    def __init__(self, index: int, destination, sender):
         self.queue: collections.deque = collections.deque()
-        self.index, self.destination = index, destination
+        self.index, self.destination, self.sender = index, destination, sender
         self.source = None  # the SourceProgress whose offsets are acknowledged now
         self.run = None  # that source's last run into this lane
         self.fed_by = None  # the SourceProgress whose offsets were queued last
+        self.delivered = self._delivered
+
+    def _delivered(self, error, message) -> None:
+        src = self.queue.popleft()
+        while type(src) is not int:  # the source whose offsets follow
+            self.source, self.run = src, src.last_run(self.index)
+            src = self.queue.popleft()
+        sender = self.sender
+        if error is not None:
+            if sender.error is None:
+                sender.error = f"produce to {message.topic()}-{message.partition()} failed: {error.str()}"
+            return
+        offset = message.offset()
+        run = self.run
+        if run is not None and run[0] + run[3] == src and run[2] + run[3] == offset:
+            run[3] += 1
+        else:
+            self.source.add(src, self.index, offset)
+            self.run = self.source.last_run(self.index)
+        sender.acked += 1
+        if sender.kill_points:
+            _kill_point("ack", sender.acked)
+
+    def sync(self) -> None:
+        """The destination's end after what was acknowledged (before a save)."""
+        run = self.run
+        if run is not None and run[2] + run[3] > self.destination.end:
+            self.destination.end = run[2] + run[3]
 
 
 class _Sender:
@@ -375,12 +404,12 @@ class _Sender:
         self.on_progress = on_progress
         self._saved_at = time.monotonic()
         self._started = time.monotonic()
-        self._kill_points = bool(os.environ.get(KILL_AT))
+        self.kill_points = bool(os.environ.get(KILL_AT))
 
     def _producer(self, codec: int):
         producer = self.producers.get(codec)
         if producer is None:
-            producer = self.producers[codec] = self.cluster.producer(codec, on_delivery=self._delivered)
+            producer = self.producers[codec] = self.cluster.producer(codec)
         if producer is not self.current:
             if self.current is not None:
                 self._drain(self.current)  # keep each partition's order across producers
@@ -391,96 +420,79 @@ class _Sender:
         lane = self.lanes.get((topic, partition))
         if lane is None:
             index = self.progress.destination(topic, partition)
-            lane = self.lanes[(topic, partition)] = _Lane(index, self.progress.destinations[index])
+            lane = self.lanes[(topic, partition)] = _Lane(index, self.progress.destinations[index], self)
         return lane
 
-    def _delivered(self, error, message) -> None:
-        lane = self.lanes[(message.topic(), message.partition())]
-        src = lane.queue.popleft()
-        while type(src) is not int:  # the source whose offsets follow
-            lane.source, lane.run = src, src.last_run(lane.index)
-            src = lane.queue.popleft()
-        if error is not None:
-            if self.error is None:
-                self.error = f"produce to {message.topic()}-{message.partition()} failed: {error.str()}"
-            return
-        offset = message.offset()
-        run = lane.run
-        if run is not None and run[0] + run[3] == src and run[2] + run[3] == offset:
-            run[3] += 1
-            lane.source.delivered[lane.index] = src
-        else:
-            lane.source.add(src, lane.index, offset)
-            lane.run = lane.source.last_run(lane.index)
-        lane.destination.end = offset + 1
-        self.acked += 1
-        if self._kill_points:
-            _kill_point("ack", self.acked)
-
-    def send_records(self, source_progress, dest_topic: str, records, partition_of, delivered: dict) -> int:
-        """Produce ``records`` of one source; ``partition_of(key)`` places each; records at or
-        below ``delivered[(topic, partition)]`` are already there. Returns how many were skipped so."""
-        options = self.options
-        fixed_codec = options.compression
-        kill = self._kill_points
+    def send_records(self, source_progress, dest_topic: str, batches, partition_of, delivered: dict,
+                     fixed_partition: int | None) -> int:
+        """Produce the records of one source (``(codec, records)`` batches); ``partition_of(key)``
+        places each (or every one goes to ``fixed_partition``); records at or below
+        ``delivered[partition]`` are already there. Returns how many were skipped so."""
+        fixed_codec = self.options.compression
+        kill = self.kill_points
         skipped = 0
         lane_of: dict[int, _Lane] = {}
-        codec_now = None
-        produce = None
-        for record in records:
-            offset, stamp, key, value, headers, codec = record
-            partition = partition_of(key)
-            lane = lane_of.get(partition)
-            if lane is None:
-                lane = lane_of[partition] = self.lane(dest_topic, partition)
-            last = delivered.get(partition)
-            if last is not None and offset <= last:
-                skipped += 1
-                continue
+        codec_now = producer = produce = None
+        for codec, records in batches:
             if fixed_codec is not None:
                 codec = fixed_codec
-            if codec != codec_now:
+            if codec != codec_now or self.current_codec != codec_now:
                 producer = self._producer(codec)
                 produce, codec_now = producer.produce, codec
-            if lane.fed_by is not source_progress:
-                lane.queue.append(source_progress)
-                lane.fed_by = source_progress
-            lane.queue.append(offset)
-            if kill:
-                _kill_point("send", self.sent + 1)
-            try:
-                produce(dest_topic, value, key, partition=partition, timestamp=stamp if stamp > 0 else 0,
-                        headers=_text_keys(headers) if headers else None)
-            except BufferError:
+            for record in records:
+                offset = record[0]
+                key = record[3]
+                partition = fixed_partition if fixed_partition is not None else partition_of(key)
+                lane = lane_of.get(partition)
+                if lane is None:
+                    lane = lane_of[partition] = self.lane(dest_topic, partition)
+                    if lane.fed_by is not source_progress:
+                        lane.queue.append(source_progress)
+                        lane.fed_by = source_progress
+                last = delivered.get(partition)
+                if last is not None and offset <= last:
+                    skipped += 1
+                    continue
+                headers = record[5]
+                stamp = record[1]
+                lane.queue.append(offset)
+                if kill:
+                    _kill_point("send", self.sent + 1)
                 while True:
-                    producer.poll(0.05)
                     try:
-                        produce(dest_topic, value, key, partition=partition, timestamp=stamp if stamp > 0 else 0,
+                        produce(dest_topic, record[4], key, partition, on_delivery=lane.delivered,
+                                timestamp=stamp if stamp > 0 else 0,
                                 headers=_text_keys(headers) if headers else None)
                         break
-                    except BufferError:
-                        continue
-            self.sent += 1
-            if not self.sent & 1023:
-                producer.poll(0)
-                self._tick(producer, record)
-                if self.error is not None:
-                    raise ClusterError(self.error, self.cluster.bootstrap)
-            if self.current_codec != codec_now:  # a drain for another codec switched producers
-                codec_now = None
+                    except BufferError:  # the queue is full: serve acknowledgements
+                        producer.poll(0.05)
+                self.sent += 1
+                if not self.sent & 1023:
+                    producer.poll(0)
+                    self._tick(producer, record)
+                    if self.error is not None:
+                        raise ClusterError(self.error, self.cluster.bootstrap)
         return skipped
+
+    def sync(self) -> None:
+        for lane in self.lanes.values():
+            lane.sync()
+
+    def save(self) -> None:
+        self.sync()
+        self.progress.save()
 
     def _tick(self, producer, record) -> None:
         now = time.monotonic()
         if self.options.throttle_bytes_per_s:
-            self.bytes += 1024 * _size(record[2], record[3], record[4])  # a sample of 1 in 1024
+            self.bytes += 1024 * _size(record[3], record[4], record[5])  # a sample of 1 in 1024
             ahead = self.bytes / self.options.throttle_bytes_per_s - (now - self._started)
             if ahead > 0:
                 producer.poll(ahead)
-        if now - self._saved_at >= SAVE_EVERY_S or self._kill_points:
-            self.progress.save()
+        if now - self._saved_at >= SAVE_EVERY_S or self.kill_points:
+            self.save()
             self.saves += 1
-            if self._kill_points:
+            if self.kill_points:
                 _kill_point("save", self.saves)
             self._saved_at = now
             if self.on_progress is not None:
@@ -497,7 +509,7 @@ class _Sender:
     def finish(self, timeout: float = 300.0) -> None:
         for producer in self.producers.values():
             self._drain(producer, timeout)
-        self.progress.save()
+        self.save()
         if self.on_progress is not None:
             self.on_progress(self.sent, self.acked)
         if self.error is not None:
@@ -557,14 +569,12 @@ def apply_replay(plan: ReplayPlan, cluster: Cluster, progress: Progress, options
             delivered = {progress.destinations[i].partition: last for i, last in state.delivered.items()
                          if progress.destinations[i].topic == part.dest_topic}
             start = min(delivered.values()) + 1 if delivered and not options.repartition else None
-            if options.repartition:
-                def partition_of(key, _source=source, _count=count):
-                    return dest_partition_of(options, _source, key, _count)
-            else:
-                def partition_of(_key, _partition=source.partition):
-                    return _partition
-            result.skipped_delivered += sender.send_records(state, part.dest_topic, records_of(source, start, part.skipped),
-                                                            partition_of, delivered)
+            def partition_of(key, _source=source, _count=count):
+                return dest_partition_of(options, _source, key, _count)
+
+            fixed = None if options.repartition else source.partition
+            result.skipped_delivered += sender.send_records(
+                state, part.dest_topic, records_of(source, start, part.skipped), partition_of, delivered, fixed)
         sender.finish()
     except BaseException as exc:
         # what was acknowledged is kept; a source is marked done only once all of it is
@@ -573,7 +583,7 @@ def apply_replay(plan: ReplayPlan, cluster: Cluster, progress: Progress, options
             for producer in sender.producers.values():
                 producer.flush(30.0 if result.interrupted else 10.0)
         finally:
-            progress.save()
+            sender.save()
         raise
     for part in plan.partitions:
         progress.source(part.source.topic, part.source.partition).done = True
@@ -633,11 +643,12 @@ def _expected_for(plan, progress, options, dest, records_of, partition_counts) -
         state = progress.source(source.topic, source.partition)
         last = state.delivered.get(index)
         count = partition_counts[dest.topic]
-        for record in records_of(source, None if last is None else last + 1, Skipped()):
-            if last is not None and record[0] <= last:
-                continue
-            if dest_partition_of(options, source, record[2], count) == dest.partition:
-                yield state, record
+        for codec, records in records_of(source, None if last is None else last + 1, Skipped()):
+            for r in records:
+                if last is not None and r[0] <= last:
+                    continue
+                if dest_partition_of(options, source, r[3], count) == dest.partition:
+                    yield state, (r[0], r[1], r[3], r[4], r[5], codec)
 
 
 def _same(record: tuple, key, value, headers, stamp, keep_stamp: bool) -> bool:

@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import Iterator
 
 from seglog_cli.storage.dump.dump import DumpOptions, dump, partition_dirs_of, readable_partition_files, tiered_pairs
-from seglog_cli.storage.dump.dump_events import ControlRecordEntry, FileStart, Problem
+from seglog_cli.storage.dump.dump_events import ControlRecordEntry, Problem
 from seglog_cli.storage.log.batch_header import BatchHeader
-from seglog_cli.storage.log.batches import BatchRun
 from seglog_cli.storage.log.errors import UnreadableInputError
 from seglog_cli.storage.log.naming import parse_partition_dir_name
 from seglog_cli.storage.log.partition_log import PartitionLog
@@ -202,57 +201,88 @@ def directory_outcomes(source: SourcePartition) -> TxnOutcomes:
 
 # -- reading records --------------------------------------------------------------------------------
 
-def directory_records(source: SourcePartition, selection: Selection, skipped: Skipped,
-                      start: int | None = None, outcomes: TxnOutcomes | None = None) -> Iterator[tuple]:
-    """``(offset, timestamp, key, value, headers, codec)`` of every record of ``source`` to send,
-    from ``start`` (an offset) on, in offset order; what is not sent is counted in ``skipped``."""
+def directory_batches(source: SourcePartition, selection: Selection, skipped: Skipped,
+                      start: int | None = None) -> Iterator[tuple[int, list]]:
+    """``(codec, records)`` per source batch to send, in offset order, from ``start`` (an offset)
+    on: ``records`` are :class:`~seglog_cli.storage.log.records.Record` tuples (offset,
+    timestamp, timestamp type, key, value, headers, ...). What is not sent is counted in
+    ``skipped``. The transaction walk runs only once a transactional batch shows up."""
     options = selection.dump_options(start)
-    if outcomes is None and not selection.include_aborted:
-        outcomes = directory_outcomes(source)
     files = list(readable_partition_files(source.directory, ("log",), options, source.remote))
-    batch: BatchHeader | None = None
-    take = False
-    codec = 0
+    low = options.from_offset
+    high = options.to_offset
+    outcomes: list = [None]  # built on the first transactional batch
+
+    def wanted(batch) -> bool:
+        if batch.is_control or not batch.is_valid:
+            return False
+        if batch.magic < 2 or not batch.is_transactional or selection.include_aborted:
+            return True
+        if outcomes[0] is None:
+            outcomes[0] = directory_outcomes(source)
+        return outcomes[0].state(batch.producer_id, batch.base_offset) == "committed"
+
+    def cut(records: list) -> list:
+        if (low is not None and records and records[0][0] < low) or (high is not None and records and
+                                                                      records[-1][0] > high):
+            return [r for r in records if (low is None or r[0] >= low) and (high is None or r[0] <= high)]
+        return records
+
     for event in dump(files, options):
         kind = type(event)
-        if kind is list or kind is RecordRun:
+        if kind is RecordRun:
+            for batch, section in zip(event.headers, event.sections):
+                if wanted(batch):
+                    records = cut(event.records(batch, section))
+                    if records:
+                        yield batch.compression, records
+                else:
+                    _count_skip(skipped, batch, outcomes, selection, batch.records_count)
+        elif kind is list:
+            batch, take, records = None, False, []
             for item in event:
                 item_kind = type(item)
                 if item_kind is Record:
-                    if take and (start is None or item[0] >= start):
-                        yield item[0], item[1], item[3], item[4], item[5], codec
-                    elif not take and batch is not None:
-                        _count_skip(skipped, batch, outcomes, selection)
+                    if take:
+                        records.append(item)
+                    else:
+                        _count_skip(skipped, batch, outcomes, selection, 1)
                 elif item_kind is BatchHeader:
+                    if records:
+                        yield codec, cut(records)
+                        records = []
                     batch = item
-                    take = _wanted(batch, outcomes, selection)
+                    take = wanted(batch)
                     codec = batch.compression if batch.magic >= 1 else 0
                 elif item_kind is ControlRecordEntry:
                     skipped.control += 1
+            if records:
+                records = cut(records)
+                if records:
+                    yield codec, records
         elif kind is Problem:
             skipped.problems.append(event.text if event.error is None else str(event.error))
-        elif kind is BatchRun or kind is FileStart:
-            continue
 
 
-def _wanted(batch: BatchHeader, outcomes: TxnOutcomes | None, selection: Selection) -> bool:
-    if batch.is_control or not batch.is_valid:
-        return False
-    if batch.magic < 2 or not batch.is_transactional or selection.include_aborted:
-        return True
-    return outcomes.state(batch.producer_id, batch.base_offset) == "committed"
+def directory_records(source: SourcePartition, selection: Selection, skipped: Skipped,
+                      start: int | None = None) -> Iterator[tuple]:
+    """``(offset, timestamp, key, value, headers, codec)`` of every record of ``source`` to send,
+    from ``start`` (an offset) on, in offset order (:func:`directory_batches`, one by one)."""
+    for codec, records in directory_batches(source, selection, skipped, start):
+        for record in records:
+            yield record[0], record[1], record[3], record[4], record[5], codec
 
 
-def _count_skip(skipped: Skipped, batch: BatchHeader, outcomes: TxnOutcomes | None, selection: Selection) -> None:
+def _count_skip(skipped: Skipped, batch: BatchHeader, outcomes: list, selection: Selection, count: int) -> None:
     if batch.is_control:
-        skipped.control += 1
+        skipped.control += count
     elif not batch.is_valid:
-        skipped.damaged += 1
+        skipped.damaged += count
     else:
-        state = outcomes.state(batch.producer_id, batch.base_offset)
+        state = outcomes[0].state(batch.producer_id, batch.base_offset) if outcomes[0] is not None else "unknown"
         if state == "aborted":
-            skipped.aborted += 1
+            skipped.aborted += count
         elif state == "open":
-            skipped.open += 1
+            skipped.open += count
         else:
-            skipped.unknown += 1
+            skipped.unknown += count

@@ -1,34 +1,21 @@
 """Records for ``seglog append``: from ``--value`` options, text lines or JSON Lines (the
-shape ``seglog dump --format jsonl`` writes), with keys, values and header values decoded per
-``--payload-encoding``. A bad line is a usage error naming its line number."""
+shape ``seglog dump --format jsonl`` writes, read by the engine's
+:func:`~seglog_cli.storage.serde.jsonl_records.read_json_records`), with keys, values and header
+values decoded per ``--payload-encoding`` (a JSON Lines record naming its own ``encoding`` is
+decoded as it says). A bad line is a usage error naming its line number."""
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import sys
 from typing import Iterator
 
 from seglog_cli.commands.options import parse_timestamp
 from seglog_cli.status import UsageError
-from seglog_cli.storage.write.builder import NewRecord
 from seglog_cli.storage.log.errors import UnreadableInputError
+from seglog_cli.storage.serde.jsonl_records import DECODERS, JsonLinesError, decode_payload, read_json_records
+from seglog_cli.storage.write.builder import NewRecord
 
-
-def _utf8(text: str) -> bytes:
-    return text.encode("utf-8", "surrogateescape")  # argv's undecodable bytes come back as they were
-
-
-def _hex(text: str) -> bytes:
-    return bytes.fromhex(text)
-
-
-def _base64(text: str) -> bytes:
-    return base64.b64decode(text, validate=True)
-
-
-DECODERS = {"utf8": _utf8, "hex": _hex, "base64": _base64}
+_utf8 = DECODERS["utf8"]  # argv's undecodable bytes come back as they were (surrogateescape)
 _ENCODING_NAMES = {decode: name for name, decode in DECODERS.items()}
 
 
@@ -37,14 +24,10 @@ class InputLineError(UsageError):
 
 
 def _decoded(decode, text, what: str, where: str) -> bytes | None:
-    if text is None:
-        return None
-    if not isinstance(text, str):
-        raise InputLineError(f"{where}: {what} must be a string or null, not {type(text).__name__}")
     try:
-        return decode(text)
-    except (ValueError, binascii.Error, UnicodeError) as exc:
-        raise InputLineError(f"{where}: {what} is not valid {_ENCODING_NAMES[decode]} ({exc})") from None
+        return decode_payload(text, _ENCODING_NAMES[decode], what)
+    except ValueError as exc:
+        raise InputLineError(f"{where}: {exc}") from None
 
 
 def value_records(values, key, header, decode, timestamp) -> Iterator[NewRecord]:
@@ -71,24 +54,28 @@ def read_input(path: str, input_format: str, decode, key_separator: str | None,
             lines = open(path, "rb")
         except OSError as exc:
             raise UnreadableInputError(f"cannot read the input: {exc.strerror}", path) from None
-    reader = _jsonl_record if input_format == "jsonl" else _line_record
-    separator = None if key_separator is None else key_separator.encode("utf-8", "surrogateescape")
     try:
-        number = 0
-        while True:
-            try:
-                line = lines.readline()
-            except OSError as exc:
-                raise UnreadableInputError(f"cannot read the input: {exc.strerror}", path) from None
-            if not line:
-                return
-            number += 1
-            record = reader(line, f"{name} line {number}", decode, separator, timestamp)
-            if record is not None:
-                yield record
+        if input_format == "jsonl":
+            yield from _jsonl_records(lines, name, decode, timestamp)
+        else:
+            separator = None if key_separator is None else key_separator.encode("utf-8", "surrogateescape")
+            yield from _line_records(lines, path, name, decode, separator, timestamp)
     finally:
         if lines is not sys.stdin.buffer:
             lines.close()
+
+
+def _line_records(lines, path: str, name: str, decode, separator: bytes | None, timestamp) -> Iterator[NewRecord]:
+    number = 0
+    while True:
+        try:
+            line = lines.readline()
+        except OSError as exc:
+            raise UnreadableInputError(f"cannot read the input: {exc.strerror}", path) from None
+        if not line:
+            return
+        number += 1
+        yield _line_record(line, f"{name} line {number}", decode, separator, timestamp)
 
 
 def _line_record(line: bytes, where: str, decode, separator: bytes | None, timestamp) -> NewRecord:
@@ -112,50 +99,24 @@ def _ascii(data: bytes | None, where: str) -> str | None:
         raise InputLineError(f"{where}: not ASCII text, as hex or base64 must be") from None
 
 
-_JSON = json.JSONDecoder()
-
-
-def _jsonl_record(line: bytes, where: str, decode, _separator, timestamp) -> NewRecord | None:
-    if not line.strip():
-        return None
+def _jsonl_records(lines, name: str, decode, timestamp) -> Iterator[NewRecord]:
+    """The data records (control records skipped); records without a timestamp get ``timestamp``."""
     try:
-        obj = _JSON.decode(line.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputLineError(f"{where}: not valid JSON ({exc})") from None
-    if not isinstance(obj, dict):
-        raise InputLineError(f"{where}: a JSON object was expected, not {type(obj).__name__}")
-    if obj.get("type", "record") != "record" or obj.get("isControl") is True:
-        return None  # seglog dump's file/batch lines, and transaction markers
-    stamp = obj.get("timestamp")
-    if stamp is None:
-        stamp = timestamp
-    elif isinstance(stamp, str):
-        stamp = parse_timestamp(stamp, f"{where}: timestamp")
-    elif isinstance(stamp, bool) or not isinstance(stamp, int):
-        raise InputLineError(f"{where}: timestamp must be epoch milliseconds, not {stamp!r}")
-    return NewRecord(_decoded(decode, obj.get("key"), "key", where), _decoded(decode, obj.get("value"), "value", where),
-                     _headers(obj.get("headers"), decode, where), stamp)
+        for record in read_json_records(lines, default_encoding=_ENCODING_NAMES[decode], name=name,
+                                        parse_time=_json_timestamp):
+            if not record.is_control:
+                stamp = timestamp if record.timestamp is None else record.timestamp
+                yield NewRecord(record.key, record.value, record.headers, stamp)
+    except JsonLinesError as exc:
+        raise InputLineError(str(exc)) from None
 
 
-def _headers(headers, decode, where: str) -> tuple:
-    if headers is None:
-        return ()
-    if isinstance(headers, dict):
-        pairs = list(headers.items())
-    elif isinstance(headers, list) and all(isinstance(h, dict) and "key" in h for h in headers):
-        pairs = [(h["key"], h.get("value")) for h in headers]
-    else:
-        raise InputLineError(f"{where}: headers must be a list of {{\"key\", \"value\"}} objects or an object")
-    out = []
-    for name, text in pairs:
-        if not isinstance(name, str):
-            raise InputLineError(f"{where}: a header key must be a string")
-        try:
-            name_bytes = name.encode("utf-8")
-        except UnicodeError:
-            raise InputLineError(f"{where}: header key {name!r} is not valid Unicode") from None
-        out.append((name_bytes, _decoded(decode, text, f"header {name!r}", where)))
-    return tuple(out)
+def _json_timestamp(text: str) -> int:
+    """A JSON ``timestamp`` given as text: epoch ms or ISO-8601, as --timestamp takes it."""
+    try:
+        return parse_timestamp(text, "timestamp")
+    except UsageError as exc:
+        raise ValueError(str(exc)) from None
 
 
 __all__ = ["DECODERS", "InputLineError", "read_input", "value_records"]

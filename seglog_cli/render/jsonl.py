@@ -7,9 +7,18 @@ One JSON object per line, each with a ``type``: ``file``, ``batch``, ``record``,
 ``nonConsecutiveOffsets``. Batch objects keep kafka-dump-log's camelCase field names; record
 objects use the column names of Spark's Kafka source (``key``, ``value``, ``topic``,
 ``partition``, ``offset``, ``timestamp``, ``timestampType``, ``headers``) plus batch context.
+
+Every record object says how its key, value and header values are written: ``encoding``
+(``utf8``, ``hex`` or ``base64``, the ``--payload-encoding``). Header keys are always text. A
+record whose JSON is not an exact image of its bytes also gets ``"lossy": true`` (absent
+otherwise): in utf8, a key, value or header value that is not valid UTF-8 (written as Java's
+``new String(bytes, UTF_8)`` decodes it, with U+FFFD); in every encoding, a header key that is
+not. Valid UTF-8 is found with a strict decode tried first, so the common case costs no more
+than before. ``seglog_cli.storage.serde.jsonl_records`` reads these records back.
+
 A ``record_fields`` callable (an internal-topic decoder) adds its fields to each data record
 object, e.g. ``metadataRecord`` under ``--cluster-metadata-decoder``; absent fields keep
-schema version 1 unchanged.
+schema version 1 unchanged (as ``encoding`` and ``lossy`` do: additive fields).
 """
 
 from __future__ import annotations
@@ -47,6 +56,10 @@ def _utf8(data):
     return None if data is None else java_utf8(data)
 
 
+def _strict_utf8(data):
+    return None if data is None else data.decode()
+
+
 def _hex(data):
     return None if data is None else data.hex()
 
@@ -81,6 +94,8 @@ class JsonLinesDumpRenderer(LineOutput):
         super().__init__(out, err, flush_lines)
         self.record_fields = record_fields  # record -> dict of decoded fields (data records only)
         self.encode = ENCODERS[payload_encoding]
+        self._exact = _strict_utf8 if payload_encoding == "utf8" else self.encode  # raises where encode is lossy
+        self.encoding = payload_encoding
         self.deep_iteration = deep_iteration
         self._file: FileStart | None = None
         self._segment = None
@@ -129,7 +144,7 @@ class JsonLinesDumpRenderer(LineOutput):
 
     def record_object(self, record: Record, control=None) -> dict:
         batch, start = self._batch, self._file
-        encode = self.encode
+        key, value, headers, lossy = self._payload(record)
         obj = {
             "type": "record",
             "topic": start.topic,
@@ -137,9 +152,10 @@ class JsonLinesDumpRenderer(LineOutput):
             "offset": record.offset,
             "timestamp": record.timestamp,
             "timestampType": batch.timestamp_type,
-            "key": encode(record.key),
-            "value": encode(record.value),
-            "headers": [{"key": java_utf8(key), "value": encode(value)} for key, value in record.headers],
+            "key": key,
+            "value": value,
+            "headers": headers,
+            "encoding": self.encoding,
             "keySize": record.key_size,
             "valueSize": record.value_size,
             "sequence": record.sequence,
@@ -152,6 +168,8 @@ class JsonLinesDumpRenderer(LineOutput):
             "segment": self._segment,
             "position": batch.position,
         }
+        if lossy:
+            obj["lossy"] = True
         if batch.magic < 2:
             obj["crc"] = record.crc
             obj["isValid"] = record.is_valid
@@ -164,6 +182,20 @@ class JsonLinesDumpRenderer(LineOutput):
             elif control.data is not None:
                 obj["controlData"] = to_kafka_json_value(control.data)
         return obj
+
+    def _payload(self, record: Record) -> tuple:
+        """key, value, headers as written, and whether that text is lossy. ``_exact`` is tried
+        first (utf8: a strict decode, as fast as Java's decoding on valid UTF-8; header keys
+        likewise in every encoding); only bytes that are not UTF-8 are written again as Java
+        decodes them (U+FFFD), and the record is lossy."""
+        key, value, headers = record[3], record[4], record[5]
+        encode = self._exact
+        try:
+            return encode(key), encode(value), [{"key": k.decode(), "value": encode(v)} for k, v in headers], False
+        except UnicodeDecodeError:
+            encode = self.encode
+            return (encode(key), encode(value), [{"key": java_utf8(k), "value": encode(v)} for k, v in headers],
+                    True)
 
     def _other(self, event) -> None:
         kind = type(event)

@@ -86,7 +86,7 @@ def test_jsonl_objects(partition):
     assert record == {
         "type": "record", "topic": "orders", "partition": 0, "offset": 0, "timestamp": T0,
         "timestampType": 0, "key": b"key-0".hex(), "value": b"value-0".hex(),
-        "headers": [{"key": "h", "value": b"x".hex()}], "keySize": 5, "valueSize": 7, "sequence": -1,
+        "headers": [{"key": "h", "value": b"x".hex()}], "encoding": "hex", "keySize": 5, "valueSize": 7, "sequence": -1,
         "baseOffset": 0, "producerId": -1, "producerEpoch": -1, "isTransactional": False,
         "isControl": False, "compression": "none", "segment": segment.name, "position": 0}
     assert sum(o["type"] == "record" for o in objects) == 40

@@ -153,7 +153,7 @@ def _record_context(batch, position, log, topic, partition) -> dict:
 def _payload_fields(record) -> dict:
     key, value = record.key, record.value
     return {"offset": record.offset, "key": _b64(key), "value": _b64(value),
-            "headers": [{"key": k, "value": _b64(v)} for k, v in record.headers],
+            "headers": [{"key": k, "value": _b64(v)} for k, v in record.headers], "encoding": "base64",
             "keySize": _size(key), "valueSize": _size(value)}
 
 

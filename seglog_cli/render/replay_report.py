@@ -81,7 +81,8 @@ def render_result(plan, options, result, progress, translated, group_notes, csv_
         out.write(json.dumps({
             "plan": plan.as_dict(),
             "result": {"sent": result.sent, "foundAfterKill": result.matched, "foreignRecords": result.foreign,
-                       "alreadyDelivered": result.skipped_delivered, "progress": progress.as_dict()},
+                       "alreadyDelivered": result.skipped_delivered, "unmappedRecords": result.unmapped,
+                       "progress": progress.as_dict()},
             "groups": [t.as_dict() for t in translated], "groupsCsv": csv_path, "groupNotes": group_notes,
             "committedGroups": committed,
             "resetCommands": reset_commands(translated, options.bootstrap)}, indent=2) + "\n")
@@ -95,6 +96,9 @@ def render_result(plan, options, result, progress, translated, group_notes, csv_
     for dest in progress.destinations:
         if dest.end != dest.start:
             w(f"  {dest.label}: offsets {dest.start}..{dest.end - 1}\n")
+    if result.unmapped:
+        w(f"note: {result.unmapped} record(s) were acknowledged as already written (a resent batch) without "
+          f"their offset: they are in the destination once, but not in the offset map\n")
     if result.foreign:
         w(f"note: {result.foreign} record(s) someone else wrote were left in place (--accept-foreign-writes)\n")
     for part in plan.partitions:

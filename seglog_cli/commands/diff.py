@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import List, Optional
 
+import click
 import typer
 
 from seglog_cli.commands.options import JOBS_HELP, ReportFormat, command_paths, jobs_or_default
@@ -21,10 +22,14 @@ common prefix, the first divergent offset and why (another leader epoch; the sam
 bytes, naming the side whose CRC fails; a shorter log), the offset Kafka truncates it to when it
 rejoins (Kafka 4.2's rule: the follower's latest epoch, the leader's end offset for it), the
 records that truncation loses (by producer and time), and checkpoint or index disagreements.
---export-lost writes the lost records as `seglog dump --deep-iteration --format jsonl` does.
+--export-lost writes the lost records as `seglog dump --deep-iteration --format jsonl` does,
+keys, values and header values in --payload-encoding: base64 by default, lossless (seglog
+replay sends exactly those bytes); every record names its "encoding", and utf8 marks a record
+whose bytes are not UTF-8 "lossy": true (replay refuses it).
 
 Example:
   seglog diff broker-1/events-0 broker-2/events-0 broker-3/events-0
+  seglog diff --export-lost lost.jsonl broker-1/events-0 broker-2/events-0
 
 Exit status:
 - 0: all replicas agree
@@ -39,6 +44,7 @@ def diff_command(
     paths: Optional[List[str]] = typer.Argument(None, help="Partition dirs of one partition, or log dirs."),
     leader: Optional[str] = typer.Option(None, "--leader", help="The reference replica (a partition dir or log dir given)."),
     export_lost: Optional[str] = typer.Option(None, "--export-lost", help="Write the records a truncation loses here (JSON Lines, as dump --deep-iteration --format jsonl)."),
+    payload_encoding: str = typer.Option("base64", "--payload-encoding", click_type=click.Choice(["base64", "hex", "utf8"]), help="--export-lost: how keys, values and header values are written: base64 (default, lossless), hex, or utf8 (text; records whose bytes are not UTF-8 are marked lossy)."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help=f"Partitions compared in parallel processes (log dirs) {JOBS_HELP}."),
     output_format: ReportFormat = typer.Option(ReportFormat.table, "--format", help="table, text, json or jsonl."),
 ) -> None:
@@ -46,7 +52,7 @@ def diff_command(
     raise typer.Exit(guarded(lambda: _run(**arguments)))
 
 
-def _run(paths, leader, export_lost, jobs, output_format) -> int:
+def _run(paths, leader, export_lost, payload_encoding, jobs, output_format) -> int:
     from seglog_cli.storage.log.parallel import parallel_map
     from seglog_cli.storage.replicas.replicas import partition_groups
 
@@ -61,7 +67,7 @@ def _run(paths, leader, export_lost, jobs, output_format) -> int:
     else:
         groups = [_diff_one((g, _leader_for(leader, g), describe)) for g in groups_in]
     if export_lost is not None:
-        _export(groups, export_lost)
+        _export(groups, export_lost, payload_encoding)
     status = _status(groups)
     out = sys.stdout
     from seglog_cli.render import diff_report
@@ -109,7 +115,7 @@ def _status(groups) -> int:
     return ExitStatus.OK
 
 
-def _export(groups, path) -> None:
+def _export(groups, path, payload_encoding: str) -> None:
     """The lost records of every replica, as dump --deep-iteration --format jsonl writes records."""
     from seglog_cli.render.jsonl import JsonLinesDumpRenderer
     from seglog_cli.storage.log.control import parse_control_record
@@ -122,7 +128,8 @@ def _export(groups, path) -> None:
     except OSError as exc:
         raise UsageError(f"--export-lost {path}: {exc.strerror}") from None
     with handle:
-        renderer = JsonLinesDumpRenderer(handle, sys.stderr.buffer, deep_iteration=True)
+        renderer = JsonLinesDumpRenderer(handle, sys.stderr.buffer, payload_encoding=payload_encoding,
+                                         deep_iteration=True)
         starts = {}
 
         def on_record(segment, batch, buf):

@@ -119,7 +119,8 @@ def _run(paths, bootstrap_server, apply, topic_map, topics, from_offset, to_offs
          commit_groups, payload_encoding, timeout, progress, output_format) -> int:
     from seglog_cli.render import replay_report
     from seglog_cli.storage.replay import replay as engine
-    from seglog_cli.storage.replay.cluster import CODEC_NAMES, ClientConfigError, Cluster, client_config, read_client_properties
+    from seglog_cli.storage.replay.jsonl_source import CODEC_IDS
+    from seglog_cli.storage.replay.cluster import ClientConfigError, Cluster, client_config, read_client_properties
     from seglog_cli.storage.replay.progress import Progress, ProgressMismatchError
     from seglog_cli.storage.replay.sources import Selection, find_sources
 
@@ -132,7 +133,7 @@ def _run(paths, bootstrap_server, apply, topic_map, topics, from_offset, to_offs
                           parse_timestamp(to_timestamp, "--to-timestamp"), include_aborted)
     options = engine.ReplayOptions(
         bootstrap=bootstrap_server, topic_map=_topic_map(topic_map), selection=selection, repartition=repartition,
-        compression=None if compression == Codec.source else CODEC_NAMES.index(compression.value),
+        compression=None if compression == Codec.source else CODEC_IDS[compression.value],
         create_topics=create_topics, replication_factor=replication_factor,
         accept_foreign_writes=accept_foreign_writes, accept_log_append_time=accept_log_append_time,
         throttle_bytes_per_s=None if throttle is None else throttle * 1e6, payload_encoding=payload_encoding)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
+from seglog_cli.render.text import codec_text
+
 
 def _when(stamp) -> str:
     if stamp is None or stamp < 0:
@@ -45,7 +47,7 @@ def render_plan(plan, options, out, fmt: str, applied=None, heading_only: bool =
         source = part.source
         dest = f"{part.dest_topic}-{source.partition}" if not options.repartition else f"{part.dest_topic} (by key)"
         offsets = "-" if part.first_offset is None else f"{part.first_offset}..{part.last_offset}"
-        codecs = ",".join(sorted({("none", "gzip", "snappy", "lz4", "zstd")[c] for c in part.codecs})) or "-"
+        codecs = ",".join(sorted({codec_text(c) for c in part.codecs})) or "-"
         done = f"; {part.delivered} already delivered" if part.delivered else ""
         w(f"  {source.label} -> {dest}: {part.records} record(s), offsets {offsets}, "
           f"{_when(part.first_timestamp)} .. {_when(part.last_timestamp)}, {_size(part.bytes)} ({codecs})"

@@ -20,10 +20,9 @@ import time
 from dataclasses import dataclass
 from typing import Iterator
 
+from seglog_cli.storage.log.codecs import CODEC_NAMES  # codec id -> Kafka's name
 from seglog_cli.storage.log.errors import ClusterError, SeglogError
 from seglog_cli.storage.log.log_dir_files import parse_java_properties
-
-CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 
 # Java client properties with no librdkafka counterpart that are safe to leave out (they choose
 # Java classes, or settings replay fixes itself)

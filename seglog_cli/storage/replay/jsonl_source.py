@@ -14,7 +14,11 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from seglog_cli.storage.log.errors import UnreadableInputError
-from seglog_cli.storage.replay.sources import CODEC_NAMES, Selection, Skipped, SourcePartition, TxnOutcomes
+from seglog_cli.storage.log.codecs import CODEC_NAMES
+from seglog_cli.storage.replay.sources import Selection, Skipped, SourcePartition, TxnOutcomes
+
+
+CODEC_IDS = {name: codec for codec, name in CODEC_NAMES.items()}
 
 
 @dataclass
@@ -100,7 +104,7 @@ class JsonLinesSources:
                 if state != "committed":
                     setattr(skipped, state, getattr(skipped, state) + 1)
                     continue
-            codec = CODEC_NAMES.index(record.compression) if record.compression in CODEC_NAMES else 0
+            codec = CODEC_IDS.get(record.compression, 0)
             yield offset, record.timestamp if record.timestamp is not None else -1, record.key, record.value, \
                 record.headers, codec
 

@@ -34,7 +34,6 @@ from seglog_cli.storage.log.records import Record, RecordRun
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__cluster_metadata",
                              "__remote_log_metadata", "__share_group_state"})
-CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
 @dataclass

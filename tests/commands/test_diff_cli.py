@@ -120,6 +120,40 @@ def test_unclean_election_truncation_is_the_brokers(corpus, tmp_path):
     assert broker3["status"] == "in-sync" and broker3["lost"] is None
 
 
+def test_export_lost_is_lossless_by_default(corpus, tmp_path):
+    """The lost records come back, through the engine's JSON Lines reader, as the bytes broker 1
+    holds: keys, values, headers (the binary 8-byte ``bin`` header of every 7th record) and
+    timestamps; a utf8 export says where it is lossy, and the exact reader refuses it."""
+    from seglog_cli import api
+    from seglog_cli.storage.serde.jsonl_records import JsonLinesError, read_json_records
+
+    root, _ = _case(corpus, "unclean-election")
+    lost_file = tmp_path / "lost.jsonl"
+    status, _document = _diff_json("--export-lost", str(lost_file), *_dirs(root))
+    assert status == 3
+    assert {json.loads(line)["encoding"] for line in lost_file.read_text().splitlines()} == {"base64"}
+    read = [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in read_json_records(lost_file, exact=True)]
+    log = api.open_partition(root / "broker-1" / "events-0")
+    try:
+        stored = [(r.offset, r.timestamp, r.key, r.value, tuple((bytes(k), v) for k, v in r.headers))
+                  for r in api.records(log, 3900)]
+    finally:
+        log.close()
+    assert read == stored and len(read) == 900
+    binary = [value for *_, headers in read for key, value in headers if key == b"bin"]
+    assert len(binary) > 100 and all(len(value) == 8 for value in binary)
+    assert any(byte >= 0x80 for value in binary for byte in value)  # bytes that are not ASCII
+
+    as_text = tmp_path / "lost-utf8.jsonl"
+    status, _document = _diff_json("--export-lost", str(as_text), "--payload-encoding", "utf8", *_dirs(root))
+    assert status == 3
+    objects = [json.loads(line) for line in as_text.read_bytes().split(b"\n") if line]  # U+2028 stays in its string
+    assert {o["encoding"] for o in objects} == {"utf8"} and any(o.get("lossy") for o in objects)
+    assert all(any(h["key"] == "bin" for h in o["headers"]) for o in objects if o.get("lossy"))  # values are ASCII
+    with pytest.raises(JsonLinesError, match="lossy.*--payload-encoding base64"):
+        list(read_json_records(as_text, exact=True))
+
+
 def test_new_leader_as_reference_explicitly(corpus):
     root, _ = _case(corpus, "unclean-election")
     dirs = _dirs(root)

@@ -242,6 +242,11 @@ def test_09_export_equals_kafka_dump_log_and_skips_damage(tmp_path):
     lines = (tmp_path / "export" / "smallseg-0.jsonl").read_text().splitlines()
     assert [json.loads(line)["offset"] for line in lines] == _golden_record_offsets("smallseg-0")
     assert tree(log_dir) == before
+    # lossless by default, and every record says so; the help tells how records name their encoding
+    assert {json.loads(line)["encoding"] for line in lines} == {"base64"}
+    assert not any("lossy" in json.loads(line) for line in lines)
+    help_text = " ".join(run("09-export-topic.sh", "-h", cwd=tmp_path).stdout.split())
+    assert 'names its encoding ("encoding")' in help_text and '"lossy": true' in help_text
 
     # transaction markers are left out: the data records only
     txn = run("09-export-topic.sh", "--topic", "txn", "--out", tmp_path / "txn", log_dir, cwd=tmp_path)

@@ -183,7 +183,7 @@ def _record(obj: dict, number: int, default_encoding, exact: bool, parse_time) -
         if encoding is None:
             raise ValueError(NO_ENCODING)
         declared = False
-    elif encoding not in DECODERS:
+    elif not isinstance(encoding, str) or encoding not in DECODERS:
         raise ValueError(f"encoding must be utf8, hex or base64, not {encoding!r}")
     else:
         declared = True

@@ -261,6 +261,7 @@ def test_a_path_that_cannot_be_read(tmp_path):
     ('{"key": "6g", "encoding": "hex"}', "key is not valid hex"),
     ('{"headers": [{"key": "h", "value": "zz"}], "encoding": "hex"}', "header 'h' is not valid hex"),
     ('{"value": "a", "encoding": "latin1"}', "encoding must be utf8, hex or base64, not 'latin1'"),
+    ('{"value": "a", "encoding": ["utf8"]}', "encoding must be utf8, hex or base64, not ['utf8']"),
     ('{"partition": "0", "encoding": "utf8"}', "partition must be an int or null, not '0'"),
     ('{"offset": true, "encoding": "utf8"}', "offset must be an int or null, not True"),
     ('{"timestamp": 1.5, "encoding": "utf8"}', "timestamp must be epoch milliseconds, not 1.5"),

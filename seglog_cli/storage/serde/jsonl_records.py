@@ -110,8 +110,9 @@ def decode_payload(text, encoding: str, what: str) -> bytes | None:
 
 # -- the reader ----------------------------------------------------------------------------------------
 
-LOSSY = ("the record is lossy: written with --payload-encoding utf8 from bytes that are not UTF-8 (or a "
-         "header key that is not); re-export it with --payload-encoding base64")
+LOSSY = ("the record is lossy (its JSON is not an exact image of its bytes): written with --payload-encoding "
+         "utf8 from bytes that are not UTF-8; re-export it with --payload-encoding base64 (a header key that is not "
+         "UTF-8 is lossy in every encoding: read such records from the log dir itself)")
 MAYBE_LOSSY = ("the record has no encoding and its text holds U+FFFD: it may have been written from bytes "
                "that are not UTF-8; re-export it with --payload-encoding base64")
 NO_ENCODING = "no encoding: written by an older seglog or another tool; give --payload-encoding"

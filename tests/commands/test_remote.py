@@ -299,3 +299,24 @@ def test_tables_are_laid_out_for_the_urls(s3, monkeypatch):
         # right-aligned numbers end under their headings; the message starts under its own
         assert header.index("position") + len("position") == row.index(" 399586") + len(" 399586")
         assert header.index("message") == row.index("100 bytes at the end")
+
+
+def test_replay_from_s3_sends_the_records_the_local_files_hold(s3, kafka_cluster, tmp_path):
+    """seglog replay takes the remote URLs the read commands take: the same records as from the
+    local copy, and a progress file named after the URL (a second run resumes it, sending nothing)."""
+    from seglog_cli.storage.replay.sources import Selection, Skipped, directory_records, find_sources
+
+    local, url = s3["corpus"]
+    dest = kafka_cluster.new_topic("s3")
+    args = ("replay", f"{url}/{K}/data/smallseg-0", "--bootstrap-server", kafka_cluster.bootstrap,
+            "--topic-map", f"smallseg:{dest}", "--create-topics", "--apply")
+    first = run_seglog(*args, cwd=tmp_path)
+    assert first.exit_code == 0, first.stderr
+    (progress,) = tmp_path.glob("seglog-replay-*.json")
+    assert json.loads(progress.read_text())["replay"]["sources"] == [f"{url}/{K}/data/smallseg-0"]
+    again = run_seglog(*args, cwd=tmp_path)
+    assert again.exit_code == 0, again.stderr
+    assert "replayed: 0 record(s) sent now" in again.stdout.decode()
+    sources, _ = find_sources([f"{local}/{K}/data/smallseg-0"])
+    ours = [(r[1], r[2], r[3]) for r in directory_records(sources[0], Selection(), Skipped())]
+    assert [(r["timestamp"], r["key"], r["value"]) for r in kafka_cluster.read(dest, 0)] == ours

@@ -8,7 +8,7 @@ from tests.conftest import REPO, run_seglog
 
 README = (REPO / "README.md").read_text()
 COMMANDS = ["dump", "verify", "rebuild-index", "recover", "undo", "append", "offsets", "transactions",
-            "simulate-retention", "diff", "repair"]
+            "simulate-retention", "diff", "repair", "replay"]
 
 
 def test_readme_opens_with_exactly_two_commands():

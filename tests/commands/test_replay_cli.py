@@ -286,3 +286,24 @@ def test_groups_active_in_the_destination_are_not_committed(kafka_cluster, log_d
     assert again.returncode == 0, again.stderr
     assert "group corpus-group: not committed: the group is active in the destination" in again.stdout
     assert "group corpus-txn-group: committed" in again.stdout
+
+
+TIERED = CORPUS / "tiered"
+
+
+@pytest.mark.skipif(not TIERED.is_dir(), reason="needs ../shared/corpus tiered (LocalTieredStorage)")
+def test_a_tiered_partition_is_replayed_whole_remote_segments_first(kafka_cluster, tmp_path):
+    """The local log dir and LocalTieredStorage's directory given together: the remote segments
+    below the local log start, then the local ones, as seglog dump reads them."""
+    dest = kafka_cluster.new_topic("tiered")
+    result = seglog("replay", TIERED / "data", TIERED / "remote" / "kafka-tiered-storage", "--bootstrap-server",
+                    kafka_cluster.bootstrap, "--topic-map", f"tiered:{dest}", "--create-topics", "--apply",
+                    cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    sources, _ = find_sources([str(TIERED / "data"), str(TIERED / "remote" / "kafka-tiered-storage")])
+    assert sources[0].remote is not None
+    ours = [(r[1], r[2], r[3]) for r in directory_records(sources[0], Selection(), Skipped())]
+    local, _ = find_sources([str(TIERED / "data")])
+    assert len(ours) > len(list(directory_records(local[0], Selection(), Skipped())))
+    theirs = [(r[0], r[1], r[2]) for r in destination_records(kafka_cluster, dest, 0)]
+    assert theirs == ours

@@ -111,30 +111,33 @@ def find_sources(paths: list[str], topics: set[str] | None = None) -> tuple[list
     raises :class:`UnreadableInputError`."""
     found: dict[tuple[str, int], list[SourcePartition]] = {}
     jsonl_files = []
+    directories = []
     for raw in paths:
         if os.path.isdir(raw):
             partitions = partition_dirs_of(raw)
             if not partitions:
                 raise UnreadableInputError("no partition directories here (a log dir, a partition dir or a "
                                            "JSON Lines file was expected)", raw)
-            remote_of = tiered_pairs(partitions)
-            joined = set(remote_of.values())
-            for directory in partitions:
-                if directory in joined:
-                    continue
-                name = parse_partition_dir_name(Path(directory).absolute().name)
-                if name is None or name.topic in INTERNAL_TOPICS:
-                    continue
-                if topics is not None and name.topic not in topics:
-                    continue
-                source = SourcePartition(name.topic, name.partition, directory=directory,
-                                         remote=remote_of.get(directory))
-                found.setdefault(source.key, []).append(source)
+            directories.extend(partitions)
         elif os.path.isfile(raw):
             jsonl_files.append(raw)
         else:
             raise UnreadableInputError("no such file or directory" if not os.path.lexists(raw)
                                        else "not a directory or a regular file", raw)
+    # a tiered partition's remote directory (LocalTieredStorage's) is read with its local one,
+    # whichever arguments each came from, as seglog dump joins them
+    remote_of = tiered_pairs(directories)
+    joined = set(remote_of.values())
+    for directory in directories:
+        if directory in joined:
+            continue
+        name = parse_partition_dir_name(Path(directory).absolute().name)
+        if name is None or name.topic in INTERNAL_TOPICS:
+            continue
+        if topics is not None and name.topic not in topics:
+            continue
+        source = SourcePartition(name.topic, name.partition, directory=directory, remote=remote_of.get(directory))
+        found.setdefault(source.key, []).append(source)
     sources = [_longest(copies) for copies in found.values()]
     return sorted(sources, key=lambda s: s.key), jsonl_files
 

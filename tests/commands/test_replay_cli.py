@@ -307,3 +307,32 @@ def test_a_tiered_partition_is_replayed_whole_remote_segments_first(kafka_cluste
     assert len(ours) > len(list(directory_records(local[0], Selection(), Skipped())))
     theirs = [(r[0], r[1], r[2]) for r in destination_records(kafka_cluster, dest, 0)]
     assert theirs == ours
+
+
+def test_a_cluster_that_refuses_the_client_is_one_line_and_status_7(tmp_path, log_dir):
+    """A broker that requires SASL (tansu --authentication): without credentials, and with a
+    --producer-config of Kafka's client properties that it refuses, replay says what the client
+    met, in one line, exit 7, before reading the sources."""
+    from tests.kafka_cluster import free_port, tansu_binary
+
+    port = free_port()
+    broker = subprocess.Popen([tansu_binary(), "broker", "--listener-url", f"tcp://127.0.0.1:{port}",
+                               "--advertised-listener-url", f"tcp://127.0.0.1:{port}", "--authentication"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.0)
+        config = tmp_path / "client.properties"
+        config.write_text('security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config='
+                          'org.apache.kafka.common.security.plain.PlainLoginModule required username="bob" '
+                          'password="wrong";\n')
+        for extra in ((), ("--producer-config", config)):
+            result = seglog("replay", log_dir, "--bootstrap-server", f"127.0.0.1:{port}", "--timeout", "3", *extra,
+                            cwd=tmp_path)
+            assert result.returncode == 7, result.stdout + result.stderr
+            lines = result.stderr.strip().splitlines()
+            assert len(lines) == 1 and lines[0].startswith(f"seglog: 127.0.0.1:{port}: cannot reach the cluster")
+            assert "(" in lines[0]  # what the client met: a reset connection, a failed SASL handshake
+        assert "SASL" in lines[0]
+    finally:
+        broker.kill()
+        broker.wait()

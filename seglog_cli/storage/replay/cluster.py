@@ -110,7 +110,7 @@ def read_client_properties(path: str) -> dict[str, str]:
 
     try:
         with open(path, "rb") as handle:
-            return parse_java_properties(handle.read())
+            return parse_java_properties(handle.read().decode("latin-1"))  # Properties.load(InputStream)
     except OSError as exc:
         raise UnreadableInputError(f"cannot read the client properties: {exc.strerror}", path) from None
 
@@ -164,8 +164,18 @@ class Cluster:
 
     def _fail(self, what: str, exc: Exception) -> ClusterError:
         reason = _reason(exc)
-        if self._errors and ("Timed out" in reason or "timed out" in reason or "Transport" in reason):
-            reason = self._errors[-1]
+        if "timed out" in reason.lower() or "transport" in reason.lower():
+            # a time-out says little: what the client met on the way does (refused, closed, auth);
+            # librdkafka hands its errors and log lines over when it is polled
+            if self._admin is not None:
+                try:
+                    self._admin.poll(0.2)
+                except Exception:  # noqa: BLE001 - only more words for the message
+                    pass
+            said = (_telling(self._errors) or _telling(self._log.lines)
+                    or (self._errors or self._log.lines or [None])[-1])
+            if said:
+                reason = f"{reason} ({said})"
         return ClusterError(f"{what}: {reason}", self.bootstrap)
 
     @property
@@ -376,6 +386,17 @@ class Cluster:
 
     def close(self) -> None:
         self._admin = None
+
+
+def _telling(lines: list[str]) -> str | None:
+    """The last of librdkafka's lines that says what failed (a refused connection, a failed
+    handshake or authentication), else the last one."""
+    for line in reversed(lines):
+        low = line.lower()
+        if any(word in low for word in ("failed", "refused", "disconnected", "authentication", "authorization",
+                                        "ssl", "sasl")):
+            return line.split("]: ", 1)[-1]
+    return None
 
 
 def _reason(exc: Exception) -> str:

@@ -130,3 +130,15 @@ def test_transaction_outcomes_follow_each_producers_markers():
     assert [outcomes.state(7, o) for o in (9, 10, 19, 21, 30, 35, 36)] == [
         "unknown", "committed", "committed", "unknown", "aborted", "aborted", "unknown"]
     assert outcomes.state(8, 10_000) == "open" and outcomes.state(9, 1) == "unknown"
+
+
+def test_client_properties_are_read_as_java_reads_them(tmp_path):
+    from seglog_cli.storage.replay.cluster import read_client_properties
+    path = tmp_path / "client.properties"
+    path.write_bytes(b"# a comment\nsecurity.protocol = SASL_SSL\nsasl.jaas.config=org.apache.kafka.common.security."
+                     b"plain.PlainLoginModule required \\\n    username=\"a\" password=\"caf\xe9\";\n")
+    properties = read_client_properties(str(path))
+    assert properties["security.protocol"] == "SASL_SSL"
+    assert client_config("h:1", properties)["sasl.password"] == "caf\u00e9"  # ISO-8859-1, as Properties.load
+    with pytest.raises(UnreadableInputError, match="cannot read the client properties"):
+        read_client_properties(str(tmp_path / "missing.properties"))

@@ -21,7 +21,16 @@ snapshots for those offsets that DAMAGED lacks.
 ``tail=True`` also appends what DAMAGED lacks at its end (a cut tail, a lost last segment) when
 its log is a prefix of HEALTHY's: the rest of its last segment, HEALTHY's later segments (their
 indexes rebuilt), the producer snapshots HEALTHY holds past DAMAGED's old end, and the leader
-epochs of the copied batches in its ``leader-epoch-checkpoint``.
+epochs of the copied batches in its ``leader-epoch-checkpoint``. Those offsets are missing (the
+replica lags), not damaged: the plan keeps them apart (:attr:`RepairPlan.missing_at_end`,
+:attr:`SegmentRepair.missing_ranges`), and says them without ``tail`` too.
+
+Where the two replicas are different histories (an unclean leader election: another leader
+epoch, or the same epoch with other bytes, at an offset both hold) there is no damage to
+repair: the plan says where, as ``seglog diff`` finds it (:class:`Divergence`, from
+:func:`~seglog_cli.storage.replicas.replica_comparison.compare`), with what DAMAGED alone holds
+and Kafka's truncation would discard; damage below that offset is still planned, damage at or
+past it refused.
 
 Planning holds nothing per batch: each segment is read once as chunks of batch header columns
 (the scan ``seglog diff`` reads, :func:`~seglog_cli.storage.replicas.replica_scan.column_chunks`) into its
@@ -43,7 +52,8 @@ from seglog_cli.storage.log.errors import SeglogError
 from seglog_cli.storage.log.naming import parse_segment_file_name
 from seglog_cli.storage.log.partition_log import PartitionLog
 from seglog_cli.storage.replicas.repair_scan import BatchRow, SegmentRuns, SegmentWalk, batch_rows, segment_runs
-from seglog_cli.storage.replicas.replica_comparison import compare
+from seglog_cli.storage.replicas.epoch_truncation import loaded_epochs, truncation_offset
+from seglog_cli.storage.replicas.replica_comparison import Lost, compare, describe_lost
 from seglog_cli.storage.replicas.replica_scan import scan_replica
 
 
@@ -81,6 +91,22 @@ class SegmentRepair:
     # instead of rebuilt when the repaired segment comes out byte-identical to it
     healthy_segment: Path | None = None
     indexes: str | None = None  # what build_steps chose: "healthy" (HEALTHY's copied) or "rebuilt"
+    # offsets from here on in ``ranges`` are ones this replica lacks, not damaged ones: past its
+    # old end ("end", --tail) or a segment it lacks in the middle of its log ("middle")
+    missing_from: int | None = None
+    missing_where: str | None = None
+
+    @property
+    def damaged_ranges(self) -> list[tuple[int, int]]:
+        """The offsets of ``ranges`` that replace damage (before ``missing_from``)."""
+        cut = self.missing_from
+        return [(a, b if cut is None else min(b, cut - 1)) for a, b in self.ranges if cut is None or a < cut]
+
+    @property
+    def missing_ranges(self) -> list[tuple[int, int]]:
+        """The offsets of ``ranges`` this replica lacked (from ``missing_from`` on)."""
+        cut = self.missing_from
+        return [] if cut is None else [(max(a, cut), b) for a, b in self.ranges if b >= cut]
 
     @property
     def index_plan(self) -> str:
@@ -104,8 +130,43 @@ class SegmentRepair:
     def as_dict(self) -> dict:
         return {"segment": self.base_offset, "path": str(self.path), "new": self.new, "why": self.why,
                 "txnIndex": None if self.txn_index is None else str(self.txn_index),
-                "offsets": [list(r) for r in self.ranges], "size": self.size,
-                "pieces": [p.as_dict() for p in self.pieces]}
+                "offsets": [list(r) for r in self.ranges], "damagedOffsets": [list(r) for r in self.damaged_ranges],
+                "missingOffsets": [list(r) for r in self.missing_ranges], "missingWhere": self.missing_where,
+                "size": self.size, "pieces": [p.as_dict() for p in self.pieces]}
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Where DAMAGED stops holding HEALTHY's history, as ``seglog diff`` finds it
+    (:func:`~seglog_cli.storage.replicas.replica_comparison.compare` with HEALTHY as the
+    reference): another leader epoch, or the same epoch with other bytes, both CRCs valid. No
+    damage: nothing a repair can put right. ``lost`` is what DAMAGED alone holds and Kafka's
+    truncation discards when it follows a leader with HEALTHY's log (None when Kafka keeps it)."""
+
+    offset: int
+    cause: str  # "leader-epoch" or "other-bytes"
+    batch: dict  # DAMAGED's batch at the divergence (as diff gives it)
+    healthy_batch: dict
+    log_end: int  # DAMAGED's log end offset
+    healthy_log_end: int
+    truncation_offset: int | None
+    lost: Lost | None
+
+    @property
+    def leader_epoch(self) -> int:
+        return self.batch["partitionLeaderEpoch"]
+
+    @property
+    def healthy_leader_epoch(self) -> int:
+        return self.healthy_batch["partitionLeaderEpoch"]
+
+    def as_dict(self) -> dict:
+        return {"offset": self.offset, "cause": self.cause, "leaderEpoch": self.leader_epoch,
+                "healthyLeaderEpoch": self.healthy_leader_epoch,
+                "offsets": [self.offset, self.log_end - 1] if self.log_end > self.offset else None,
+                "healthyOffsets": [self.offset, self.healthy_log_end - 1] if self.healthy_log_end > self.offset else None,
+                "batch": self.batch, "healthyBatch": self.healthy_batch, "kafkaTruncatesTo": self.truncation_offset,
+                "lost": None if self.lost is None else self.lost.as_dict()}
 
 
 @dataclass
@@ -116,6 +177,10 @@ class RepairPlan:
     snapshots: list[Path] = field(default_factory=list)  # HEALTHY's snapshots to copy
     epoch_checkpoint: list[EpochEntry] | None = None  # DAMAGED's, extended (--tail)
     notes: list[str] = field(default_factory=list)
+    divergence: Divergence | None = None  # DAMAGED is another history from there on (not damage)
+    missing_at_end: tuple[int, int] | None = None  # offsets DAMAGED lacks at its end that HEALTHY holds
+    missing_copied: bool = False  # --tail: missing_at_end is in the plan
+    past_healthy_end: tuple[int, int] | None = None  # DAMAGED's offsets past HEALTHY's end (HEALTHY behind)
 
     @property
     def empty(self) -> bool:
@@ -125,7 +190,13 @@ class RepairPlan:
         return {"healthy": str(self.healthy), "damaged": str(self.damaged),
                 "segments": [s.as_dict() for s in self.segments], "snapshots": [str(s) for s in self.snapshots],
                 "leaderEpochCheckpoint": None if self.epoch_checkpoint is None
-                else [[e.epoch, e.start_offset] for e in self.epoch_checkpoint], "notes": self.notes}
+                else [[e.epoch, e.start_offset] for e in self.epoch_checkpoint], "notes": self.notes,
+                "divergence": None if self.divergence is None else self.divergence.as_dict(),
+                "missingAtEnd": None if self.missing_at_end is None else {
+                    "firstOffset": self.missing_at_end[0], "lastOffset": self.missing_at_end[1],
+                    "copied": self.missing_copied},
+                "pastHealthyEnd": None if self.past_healthy_end is None else {
+                    "firstOffset": self.past_healthy_end[0], "lastOffset": self.past_healthy_end[1]}}
 
 
 def _epoch_for(entries: list[EpochEntry], offset: int) -> int | None:
@@ -151,7 +222,7 @@ def plan_repair(healthy_dir: str | Path, damaged_dir: str | Path, tail: bool = F
     divergence = comparison.divergence
     if divergence is not None and divergence["cause"] == "longer-than-reference":
         divergence = None if damaged.damage else divergence  # a torn batch can make the ends differ
-    plan = RepairPlan(healthy_dir, damaged_dir)
+    plan = RepairPlan(healthy_dir, damaged_dir, divergence=_divergence(comparison, healthy, damaged))
     epochs = damaged.epoch_checkpoint
     healthy_log = PartitionLog(healthy_dir)
     damaged_log = PartitionLog(damaged_dir)
@@ -182,9 +253,50 @@ def plan_repair(healthy_dir: str | Path, damaged_dir: str | Path, tail: bool = F
     if tail:
         _plan_tail(plan, healthy, damaged, healthy_log, damaged_log, divergence)
     plan.segments.sort(key=lambda repair: repair.base_offset)
+    _ends(plan, healthy, damaged, tail)
     healthy_log.close()
     damaged_log.close()
     return plan
+
+
+def _divergence(comparison, healthy, damaged) -> Divergence | None:
+    """The comparison's divergence when it is one of history (a longer DAMAGED is not: HEALTHY is
+    behind), with what DAMAGED alone holds described as ``seglog diff`` describes it."""
+    found = comparison.divergence
+    if found is None or found["cause"] == "longer-than-reference":
+        return None
+    truncation = comparison.truncation.offset if comparison.truncation is not None else None
+    lost = comparison.lost
+    if damaged.damage:
+        # the plan repairs every damage below the divergence (or is refused): Kafka's truncation
+        # of the repaired replica, whose recovery no longer stops at the damage
+        epochs = loaded_epochs(damaged.epoch_checkpoint, damaged.batch_epochs, damaged.log_start, damaged.log_end)
+        truncation = truncation_offset(healthy.loaded_epochs(), healthy.log_start, healthy.kafka_end, epochs,
+                                       damaged.log_end, damaged.checkpoints.get("highWatermark")).offset
+        lost_from = max(truncation, found["offset"])
+        lost = Lost(lost_from, damaged.log_end - 1) if truncation < damaged.log_end else None
+    if lost is not None:
+        describe_lost(damaged, lost)
+    return Divergence(found["offset"], found["cause"], found["batch"], found["referenceBatch"], damaged.log_end,
+                      healthy.log_end, truncation, lost)
+
+
+def _ends(plan: RepairPlan, healthy, damaged, tail: bool) -> None:
+    """Where the two logs end, when DAMAGED is HEALTHY's history: the offsets it lacks at its
+    end (past what the plan repairs as damage: a torn last batch is damage), or the offsets it
+    holds past HEALTHY's end."""
+    if plan.divergence is not None:
+        return
+    if damaged.log_end > healthy.log_end:
+        plan.past_healthy_end = (healthy.log_end, damaged.log_end - 1)
+        return
+    start = damaged.log_end
+    for repair in plan.segments:
+        for _first, last in repair.damaged_ranges:
+            start = max(start, last + 1)
+    if start < healthy.log_end:
+        plan.missing_at_end = (start, healthy.log_end - 1)
+        plan.missing_copied = tail
 
 
 def index_paths(log_path: Path) -> tuple[Path, Path]:
@@ -231,11 +343,18 @@ def _repair_pieces(base: int, path: Path, summary: SegmentRuns, source: Path, wa
     size, healthy_size = summary.size, walk.size
     pieces, ranges = [], []
     position, expected = 0, base
+    missing_from = None  # the first offset appended past DAMAGED's old end (--tail)
 
     def take(start_pos: int, start_offset: int, stop_pos: int | None, stop_offset: int | None) -> int:
         """HEALTHY's batches from ``start_pos`` (offset ``start_offset``) to ``stop_pos`` (where
         offset ``stop_offset`` starts); None: every batch overlapping DAMAGED's old extent (or all,
         extending). Returns where the copied bytes end."""
+        nonlocal missing_from
+        if divergence is not None and start_offset >= divergence["offset"] and start_pos >= size:
+            raise RepairRefused(f"this replica lacks the offsets from {start_offset} on at its end (missing, not "
+                                f"damaged), but the replicas diverge from offset {divergence['offset']} "
+                                f"({divergence['cause']}): --tail copies only onto a prefix of HEALTHY's log; "
+                                "nothing was changed", path)
         if divergence is not None and start_offset >= divergence["offset"]:
             raise RepairRefused(f"offset {start_offset} is damaged, but the replicas diverge from offset "
                                 f"{divergence['offset']} ({divergence['cause']}): HEALTHY's batches there are "
@@ -264,6 +383,8 @@ def _repair_pieces(base: int, path: Path, summary: SegmentRuns, source: Path, wa
                 raise RepairRefused(f"the replicas diverge from offset {divergence['offset']} "
                                     f"({divergence['cause']}): repairing across it would mix two histories; "
                                     "nothing was changed", path)
+            if extend and missing_from is None and batch.position >= size:
+                missing_from = batch.base
             end = batch.end
             last = batch.last
             walk.advance()
@@ -288,10 +409,20 @@ def _repair_pieces(base: int, path: Path, summary: SegmentRuns, source: Path, wa
     if not ranges:
         if position == size:
             return None
-        why = f"cut {size - position} bytes after the last batch (HEALTHY holds nothing there)"
-    else:
-        why = "HEALTHY's batches for offsets " + ", ".join(f"{a}-{b}" for a, b in ranges)
-    return SegmentRepair(base, path, pieces, ranges, why)
+        return SegmentRepair(base, path, pieces, ranges,
+                             f"cut {size - position} bytes after the last batch (HEALTHY holds nothing there)")
+    repair = SegmentRepair(base, path, pieces, ranges, "", missing_from=missing_from,
+                           missing_where=None if missing_from is None else "end")
+    parts = []
+    if repair.damaged_ranges:
+        parts.append("HEALTHY's batches for offsets " + ", ".join(f"{a}-{b}" for a, b in repair.damaged_ranges))
+    if repair.missing_ranges:
+        parts.append(MISSING_AT_END.format(*repair.missing_ranges[0]))
+    repair.why = "; ".join(parts)
+    return repair
+
+
+MISSING_AT_END = "offsets {}-{} this replica lacks at its end (missing, not damaged), from HEALTHY"
 
 
 def _refuse_unaligned(path, position, offset, source) -> None:
@@ -334,6 +465,7 @@ def _plan_missing(plan: RepairPlan, healthy, damaged, healthy_log: PartitionLog,
                 segment.base_offset, plan.damaged / segment.log_path.name,
                 [Piece(segment.log_path, 0, whole.size, True)],
                 ranges, "a segment this replica lacks in the middle of its log, from HEALTHY", new=True,
+                missing_from=segment.base_offset, missing_where="middle",
                 txn_index=_txn_index_of(segment.log_path),
                 healthy_segment=segment.log_path if _clean_indexes(healthy, segment.base_offset, segment.log_path)
                 else None))
@@ -411,9 +543,13 @@ def _same_batch(path_a: Path, a: "BatchRow", path_b: Path, b: "BatchRow") -> boo
 def _plan_tail(plan: RepairPlan, healthy, damaged, healthy_log: PartitionLog, damaged_log: PartitionLog,
                divergence) -> None:
     """Whole segments HEALTHY has past DAMAGED's last one, their snapshots and epochs."""
+    if divergence is not None and divergence["cause"] == "longer-than-reference":
+        return  # HEALTHY ends first: this replica lacks nothing at its end
     if divergence is not None:
         raise RepairRefused(f"the replicas diverge from offset {divergence['offset']} ({divergence['cause']}): "
-                            "--tail copies only onto a prefix of HEALTHY's log; nothing was changed", plan.damaged)
+                            "--tail copies only onto a prefix of HEALTHY's log; nothing was changed (without "
+                            "--tail, repair says where they diverge and how to keep what only this replica holds)",
+                            plan.damaged)
     last_base = damaged_log.segments[-1].base_offset if damaged_log.segments else None
     repaired_last = next((s for s in plan.segments if s.base_offset == last_base), None)
     if repaired_last is not None and repaired_last.ranges:
@@ -438,9 +574,11 @@ def _plan_tail(plan: RepairPlan, healthy, damaged, healthy_log: PartitionLog, da
                                 segment.log_path)
         target = plan.damaged / segment.log_path.name
         last = whole.last.last if batches else segment.base_offset - 1
+        why = (f"a segment this replica lacks at its end: offsets {segment.base_offset}-{last} (missing, not "
+               "damaged), from HEALTHY" if batches else "an empty segment this replica lacks at its end, from HEALTHY")
         plan.segments.append(SegmentRepair(segment.base_offset, target, [Piece(segment.log_path, 0, size, True)],
                                            [(segment.base_offset, last)] if batches else [],
-                                           "a segment this replica lacks, from HEALTHY", new=True,
+                                           why, new=True, missing_from=segment.base_offset, missing_where="end",
                                            txn_index=_txn_index_of(segment.log_path),
                                            healthy_segment=segment.log_path
                                            if _clean_indexes(healthy, segment.base_offset, segment.log_path) else None))
@@ -464,4 +602,4 @@ def _plan_tail(plan: RepairPlan, healthy, damaged, healthy_log: PartitionLog, da
         plan.epoch_checkpoint = entries
 
 
-__all__ = ["RepairPlan", "RepairRefused", "SegmentRepair", "plan_repair"]
+__all__ = ["Divergence", "RepairPlan", "RepairRefused", "SegmentRepair", "plan_repair"]

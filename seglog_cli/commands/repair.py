@@ -24,10 +24,17 @@ HEALTHY's indexes point right), else rebuilt (index.interval.bytes and segment.i
 DAMAGED's partition resolves them: Kafka's defaults < --server-config < the cluster metadata
 (__cluster_metadata-0 beside the partition, or --metadata-log) < --config-file/--config; the values
 not at their default are printed with their source). A segment DAMAGED lacks in the middle of its
-log is restored whole from HEALTHY when the segments either side agree. --tail also copies what DAMAGED lacks at its end
-(a cut tail, a lost last segment) when its log is a prefix of HEALTHY's. HEALTHY is only read.
+log is restored whole from HEALTHY when the segments either side agree. Offsets DAMAGED lacks at
+its end (a cut tail, a lost last segment: it lags) are missing, not damaged: they are said, and
+--tail copies them when DAMAGED's log is a prefix of HEALTHY's. HEALTHY is only read.
 Refused, with nothing changed, when the replicas diverge in that range, when HEALTHY is damaged
 there too, or when their topic ids differ.
+
+Where DAMAGED diverges from HEALTHY (after an unclean leader election: another leader epoch, or
+the same epoch with other bytes, at an offset both hold, as seglog diff finds it), that is no
+damage: repair says at which offset and why, what DAMAGED alone holds from there on, and the
+commands that keep it (seglog diff --export-lost, then seglog replay), and exits 3; damage below
+that offset is still repaired.
 
 Without --apply it prints the plan; with --apply it takes DAMAGED's log dir .lock before it
 plans, journals every step and keeps every replaced byte in seglog-backups/ beside the log dir
@@ -37,10 +44,13 @@ Example:
   seglog repair --from /data/b2/events-0 /data/b1/events-0 --apply
 
 Exit status:
-- 0: nothing to repair, or applied
+- 0: nothing to repair, or applied (offsets only missing at DAMAGED's end, without --tail, are no
+  damage: also 0)
 - 1: a plan (not applied)
 - 2: usage error
-- 3: refused (divergence, HEALTHY damaged too, another topic id; nothing changed)
+- 3: DAMAGED diverges from HEALTHY (said with its offset; damage below it is planned, or with
+  --apply repaired), or refused (the replicas diverge in the damaged range, HEALTHY damaged too,
+  another topic id; nothing changed)
 - 4: an input could not be read
 - 5: a broker holds the log dir's .lock
 - 6: cannot write here
@@ -70,7 +80,7 @@ def repair_command(
 
 def _run(damaged, healthy, apply, tail, config, config_file, server_config, metadata_log, backup_dir,
          output_format) -> int:
-    from seglog_cli.render import config_report
+    from seglog_cli.render import config_report, repair_report
     from seglog_cli.storage.log.errors import UnreadableInputError
     from seglog_cli.storage.log.partition_log import looks_like_partition_dir
     from seglog_cli.storage.replicas.repair_apply import build_steps, staging_dir
@@ -95,42 +105,21 @@ def _run(damaged, healthy, apply, tail, config, config_file, server_config, meta
                 applied = session.apply(steps)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
+    status = _status(plan, applied)
     if output_format == Format.json:
-        document = {"version": 1, "plan": plan.as_dict(), "empty": plan.empty,
-                    "applied": None if applied is None else {"backupDir": str(applied)},
-                    **config_report.json_fields(resolved)}
+        document = {**repair_report.document(plan, applied, status), **config_report.json_fields(resolved)}
         json.dump(document, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         config_report.render_all_text(resolved, sys.stdout)
-        _text(plan, applied, apply)
+        repair_report.render_text(plan, applied, apply, sys.stdout)
     sys.stdout.flush()
+    return status
+
+
+def _status(plan, applied) -> int:
+    if plan.divergence is not None:
+        return ExitStatus.DAMAGE  # another history: needs a human, whatever was repaired below it
     if plan.empty or applied is not None:
         return ExitStatus.OK
     return ExitStatus.WARNINGS
-
-
-INDEXES = {"rebuilt": "rebuild its .index and .timeindex",
-           "healthy": "copy HEALTHY's .index and .timeindex",
-           "healthy-if-identical": "copy HEALTHY's .index and .timeindex if it comes out HEALTHY's bytes, else "
-                                   "rebuild them"}
-
-
-def _text(plan, applied, apply) -> None:
-    out = sys.stdout
-    if plan.empty:
-        out.write(f"{plan.damaged}: nothing to repair from {plan.healthy}\n")
-        return
-    out.write(f"repair {plan.damaged} from {plan.healthy}:\n")
-    for segment in plan.segments:
-        verb = "create" if segment.new else "rewrite"
-        out.write(f"  {verb} {segment.path.name} ({segment.size} bytes): {segment.why}; "
-                  f"{INDEXES[segment.index_plan]}\n")
-    for snapshot in plan.snapshots:
-        out.write(f"  copy producer snapshot {snapshot.name}\n")
-    if plan.epoch_checkpoint is not None:
-        out.write(f"  leader-epoch-checkpoint: {[[e.epoch, e.start_offset] for e in plan.epoch_checkpoint]}\n")
-    if applied is not None:
-        out.write(f"applied; backup in {applied} (seglog undo --apply {applied})\n")
-    elif not apply:
-        out.write("plan only: --apply carries it out\n")

@@ -4,7 +4,9 @@ replica (verify clean, diff exits 0, undo restores), refusals that change nothin
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import shlex
 import shutil
 
 import pytest
@@ -110,7 +112,12 @@ def test_damage_in_the_common_prefix_of_diverged_replicas(corpus, tmp_path):
     log.write_bytes(bytes(data))
     before_tail = (damaged / "00000000000000004293.log").read_bytes()
     applied = run_seglog("repair", "--from", str(healthy), str(damaged), "--apply")
-    assert applied.exit_code == 0, applied.out + applied.err
+    # applied, and both said: the damage below 3900 repaired, the divergence from 3900 on left to a human
+    assert applied.exit_code == 3, applied.out + applied.err
+    assert "HEALTHY's batches for offsets 584-616" in applied.out and "applied; backup in" in applied.out
+    assert (f"DAMAGED {damaged} diverges from HEALTHY {healthy} at offset 3900 (leader epoch 2 vs 4)" in applied.out
+            and "Kafka truncates DAMAGED to offset 3900 " in applied.out
+            and "Only the damage below offset 3900 was repaired (above)." in applied.out)
     assert log.read_bytes() == (healthy / "00000000000000000000.log").read_bytes()
     assert (damaged / "00000000000000004293.log").read_bytes() == before_tail
     diff = run_seglog("diff", "--format", "json", "--leader", str(healthy), str(healthy), str(damaged))
@@ -266,3 +273,102 @@ def test_lost_middle_segment_refused_when_healthy_is_damaged_there(corpus, tmp_p
     assert refused.exit_code == 3, refused.out + refused.err
     assert "HEALTHY is damaged at position" in refused.err and refused.err.count("\n") == 1
     assert _tree(damaged) == before
+
+
+@pytest.mark.parametrize("healthy_broker,damaged_broker,epochs,only_here", [
+    (2, 1, "2 vs 4", 900),  # the old leader: its epoch-2 records 3900-4799 are on no other replica
+    (1, 3, "4 vs 2", 700),  # the other way round: the unclean leader's records 3900-4599
+])
+def test_diverged_replica_is_no_nothing_to_repair(corpus, tmp_path, healthy_broker, damaged_broker, epochs,
+                                                  only_here):
+    """No damage, another history from the first divergent offset the diff engine finds: said
+    with that offset and the two epochs, pointing to seglog diff and seglog replay; exit 3,
+    nothing changed (with --apply either)."""
+    replicas = _copy(corpus, "unclean-election", (healthy_broker, damaged_broker), tmp_path)
+    healthy, damaged = replicas[healthy_broker], replicas[damaged_broker]
+    diff = run_seglog("diff", "--format", "json", "--leader", str(healthy), str(healthy), str(damaged))
+    (compared,) = json.loads(diff.out)["partitions"][0]["replicas"]
+    offset = compared["divergence"]["offset"]
+    assert offset == 3900 and compared["divergence"]["cause"] == "leader-epoch"
+    before = _tree(damaged)
+    export = f"seglog diff --leader {healthy} --export-lost events-0-only-here.jsonl {healthy} {damaged}"
+    for extra in ((), ("--apply",)):
+        result = run_seglog("repair", "--from", str(healthy), str(damaged), *extra)
+        assert result.exit_code == 3, result.out + result.err
+        assert "nothing to repair" not in result.out and result.err == ""
+        assert (f"DAMAGED {damaged} diverges from HEALTHY {healthy} at offset {offset} (leader epoch {epochs}): "
+                "this is no damage repair can fix; the records from offset 3900 on differ") in result.out
+        assert f"the {only_here} records at offsets 3900-" in result.out
+        assert f"compare them:                    seglog diff --leader {healthy} {healthy} {damaged}\n" in result.out
+        assert f"export what DAMAGED alone holds: {export}\n" in result.out
+        assert ("put it back into the cluster:    seglog replay events-0-only-here.jsonl --bootstrap-server "
+                "HOST:PORT") in result.out
+        assert _tree(damaged) == before
+    document = run_seglog("repair", "--format", "json", "--from", str(healthy), str(damaged))
+    assert document.exit_code == 3
+    report = json.loads(document.out)
+    assert report["exitStatus"] == 3 and report["empty"] is True and report["applied"] is None
+    divergence = report["plan"]["divergence"]
+    assert (divergence["offset"], divergence["cause"]) == (offset, "leader-epoch")
+    assert divergence["batch"] == compared["divergence"]["batch"]
+    assert divergence["healthyBatch"] == compared["divergence"]["referenceBatch"]
+    assert divergence["kafkaTruncatesTo"] == compared["truncation"]["offset"] == 3900
+    assert divergence["lost"]["records"] == only_here and divergence["commands"]["exportLost"] == export
+    assert "seglog replay" in divergence["commands"]["replay"] and divergence["message"].startswith("DAMAGED ")
+    # the export command it prints gives exactly the records only DAMAGED holds
+    exported = run_seglog(*shlex.split(divergence["commands"]["exportLost"])[1:], cwd=tmp_path)
+    assert exported.exit_code == 3, exported.err
+    lines = (tmp_path / "events-0-only-here.jsonl").read_text().splitlines()
+    assert len(lines) == only_here and json.loads(lines[0])["offset"] == 3900
+    # --tail: DAMAGED is no prefix of HEALTHY's log, refused in one line, nothing changed
+    tail = run_seglog("repair", "--tail", "--apply", "--from", str(healthy), str(damaged))
+    assert tail.exit_code == 3 and len(tail.err.strip().splitlines()) == 1
+    assert "diverge from offset 3900 (leader-epoch)" in tail.err and _tree(damaged) == before
+
+
+def _not_damaged(text: str) -> str:
+    """``text`` without the words that say offsets are not damaged (and the argument names)."""
+    return text.replace("not damaged", "").replace("DAMAGED", "")
+
+
+def test_tail_calls_a_lagging_replicas_end_missing(corpus, tmp_path):
+    """lagging-follower broker 3 stopped at 1500: offsets 1500-4599 are missing at its end, never
+    'damaged', in the plan without --tail, the --tail plan, its --apply output and the JSON."""
+    replicas = _copy(corpus, "lagging-follower", (1, 3), tmp_path)
+    healthy, damaged = replicas[1], replicas[3]
+    without = run_seglog("repair", "--from", str(healthy), str(damaged))
+    assert without.exit_code == 0, without.out + without.err
+    assert f"{damaged}: nothing to repair from {healthy}\n" in without.out
+    assert ("  missing at its end: offsets 1500-4599, which HEALTHY holds (this replica lags; they are not "
+            "damaged): Kafka fetches them when it rejoins, --tail copies them now\n") in without.out
+    plan = run_seglog("repair", "--tail", "--from", str(healthy), str(damaged))
+    assert plan.exit_code == 1, plan.out + plan.err
+    expected = [
+        "  rewrite 00000000000000000000.log (1036159 bytes): offsets 1500-2128 this replica lacks at its end "
+        "(missing, not damaged), from HEALTHY;",
+        "  create 00000000000000002129.log (1040908 bytes): a segment this replica lacks at its end: offsets "
+        "2129-4249 (missing, not damaged), from HEALTHY;",
+        "  create 00000000000000004250.log (170286 bytes): a segment this replica lacks at its end: offsets "
+        "4250-4599 (missing, not damaged), from HEALTHY;",
+        "  missing at its end: offsets 1500-4599, which HEALTHY holds (this replica lags; they are not damaged): "
+        "copied from HEALTHY",
+    ]
+    for line in expected:
+        assert line in plan.out, plan.out
+    document = json.loads(run_seglog("repair", "--tail", "--format", "json", "--from", str(healthy),
+                                     str(damaged)).out)
+    assert document["plan"]["missingAtEnd"]["firstOffset"] == 1500
+    assert document["plan"]["missingAtEnd"]["lastOffset"] == 4599 and document["plan"]["missingAtEnd"]["copied"]
+    assert [s["missingOffsets"] for s in document["plan"]["segments"]] == [[[1500, 2128]], [[2129, 4249]],
+                                                                          [[4250, 4599]]]
+    assert all(s["damagedOffsets"] == [] for s in document["plan"]["segments"])
+    assert "damage" not in _not_damaged(json.dumps(document["plan"]["segments"]).replace('"damaged"', "")
+                                        .replace("damagedOffsets", ""))
+    applied = run_seglog("repair", "--tail", "--apply", "--from", str(healthy), str(damaged))
+    assert applied.exit_code == 0, applied.out + applied.err
+    for line in expected:
+        assert line in applied.out
+    for output in (without.out, plan.out, applied.out):
+        assert "damage" not in _not_damaged(output.replace(str(damaged), "").replace(str(healthy), ""))
+    _logs_identical(healthy, damaged)
+    assert run_seglog("diff", "--leader", str(healthy), str(healthy), str(damaged)).exit_code == 0

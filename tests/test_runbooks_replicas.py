@@ -101,3 +101,31 @@ def test_no_replica_holds_the_damaged_range_past_an_unclean_divergence(tmp_path)
     assert "diverge from offset 3900" in result.stdout and "seglog recover --mode salvage" in result.stdout
     assert "Kafka truncates it to 3900" in result.stdout
     assert _digest(replicas[1]) == before
+
+
+def test_a_diverged_replica_is_no_healthy_one(tmp_path):
+    """Broker 1 of the unclean election has no damage but another history from 3900: not 'healthy'
+    (exit 0) but a human's decision, with the commands that keep its own records."""
+    replicas = _copy("unclean-election", tmp_path)
+    before = _digest(replicas[1])
+    result = run(SCRIPT, "--yes", replicas[1], replicas[2], replicas[3], cwd=tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert f"diverges from HEALTHY {replicas[2]} at offset 3900 (leader epoch 2 vs 4)" in result.stdout
+    assert "seglog diff --leader" in result.stdout and "--export-lost" in result.stdout
+    assert "seglog replay events-0-only-here.jsonl" in result.stdout
+    assert "no damage on" in result.stdout and "but it diverges" in result.stdout
+    assert _digest(replicas[1]) == before
+
+
+def test_damage_below_an_unclean_divergence_repaired_and_the_divergence_said(tmp_path):
+    replicas = _copy("unclean-election", tmp_path)
+    log = replicas[1] / "00000000000000000000.log"
+    _flip(log, 300_000)  # below offset 3900: HEALTHY's history too
+    tail_before = (replicas[1] / "00000000000000004293.log").read_bytes()
+    status, document = run_json(SCRIPT, "--yes", replicas[1], replicas[2], replicas[3], cwd=tmp_path)
+    assert status == 3 and document["applied"] is True, document["summary"]
+    assert log.read_bytes() == (replicas[2] / log.name).read_bytes()
+    assert (replicas[1] / "00000000000000004293.log").read_bytes() == tail_before  # its own records kept
+    summary = "\n".join(document["summary"])
+    assert "at offset 3900 (leader epoch 2 vs 4)" in summary and "seglog replay" in summary
+    assert "below where it diverges" in document["decision"]

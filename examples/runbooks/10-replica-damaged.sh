@@ -16,6 +16,9 @@
 #   (same topic id, same leader epochs and positions in the damaged range) is chosen, with
 #   --tail when the damaged replica also lacks its end. It shows the plan, asks, applies.
 #   Damage that no replica can repair is left alone: salvage only that (the command is printed).
+#   Where the damaged replica diverges from another (an unclean leader election), repair says at
+#   which offset and why, and the seglog diff --export-lost and seglog replay commands that keep
+#   what it alone holds: damage below that offset is still repaired, and the run ends with 3.
 # What it changes: only with your yes, the damaged replica's damaged segments (HEALTHY's bytes
 #   for exactly the damaged offsets; indexes rebuilt), as `seglog repair --apply` does; every
 #   replaced byte is kept in seglog-backups/ beside its log dir (or --backup-dir). The other
@@ -28,7 +31,9 @@
 #   1  action taken (repaired, undo printed) or needed (plan shown, not applied)
 #   2  usage error
 #   3  needs a human: no replica can repair the damage (they diverge there, are damaged too or
-#      belong to another topic), or damage remains after the repair: salvage is printed
+#      belong to another topic), or damage remains after the repair: salvage is printed; or the
+#      replica diverges from the one it was (or could be) repaired from: what it alone holds is
+#      lost when it rejoins unless exported and replayed (the commands are printed)
 #   4  bad input: a path is missing or not a partition directory
 #   5  a broker holds the damaged replica's log dir .lock (it is running: stop it first)
 #   6  seglog cannot write here
@@ -92,9 +97,35 @@ case "$RB_RC" in
     *) rb_finish $RB_INTERNAL "seglog verify stopped with exit $RB_RC" ;;
 esac
 
+divergence_of() {
+    # the divergence a repair --format json document states (its statement, then the commands)
+    rb_py "$1" <<'PY'
+import json, sys
+try:
+    divergence = json.load(open(sys.argv[1]))["plan"]["divergence"]
+except (ValueError, KeyError, TypeError):
+    divergence = None
+if divergence:
+    print(divergence["message"])
+    commands = divergence["commands"]
+    print(f"  compare them: {commands['diff']}")
+    if commands["exportLost"]:
+        print(f"  export what it alone holds: {commands['exportLost']}")
+        print(f"  put it back into the cluster: {commands['replay']}")
+PY
+}
+
+plan_empty() {
+    rb_py "$1" <<'PY'
+import json, sys
+print("yes" if json.load(open(sys.argv[1]))["empty"] else "no")
+PY
+}
+
 # 3. the first clean replica that can repair it (with --tail when it also lacks its end)
 healthy=""
 tail_args=()
+diverges=""  # the last divergence repair stated (what the replica alone holds, and how to keep it)
 n=0
 for other in "${others[@]}"; do
     n=$((n + 1))
@@ -103,17 +134,28 @@ for other in "${others[@]}"; do
         rb_say "$other: not a clean replica (seglog verify exit $RB_RC): not used"
         continue
     fi
+    divergence=""
     for tail in --tail ""; do
         rb_seglog "plan-$n" repair --format json ${tail:+"$tail"} --from "$other" "$damaged"
         case "$RB_RC" in
             0 | 1) healthy=$other; tail_args=(${tail:+"$tail"}); break ;;
-            3) refusal=$(head -n 1 "$RB_TMP/plan-$n.err") ;;
+            3) refusal=$(head -n 1 "$RB_TMP/plan-$n.err")
+               # no refusal but a divergence (JSON on stdout): damage below it is still repaired
+               divergence=$(divergence_of "$RB_TMP/plan-$n.out")
+               if [ -n "$divergence" ]; then
+                   diverges=$divergence
+                   refusal="the replicas diverge (below)"
+                   if [ "$(plan_empty "$RB_TMP/plan-$n.out")" = no ]; then
+                       healthy=$other; tail_args=(${tail:+"$tail"}); break
+                   fi
+               fi ;;
             4) rb_say_file "$RB_TMP/plan-$n.err"; rb_finish $RB_BAD_INPUT "seglog repair could not read the input" ;;
             *) rb_finish $RB_INTERNAL "seglog repair stopped with exit $RB_RC" ;;
         esac
     done
     if [ -n "$healthy" ]; then break; fi
     rb_say "$other: cannot repair it: ${refusal:-refused}"
+    if [ -n "$divergence" ]; then rb_say "$divergence"; fi
 done
 
 salvage() {
@@ -122,6 +164,9 @@ salvage() {
 }
 
 if [ -z "$healthy" ]; then
+    if [ "$damaged_clean" = 1 ] && [ -n "$diverges" ]; then
+        rb_finish $RB_HUMAN "no damage on $damaged, but it diverges from the other replicas: keep what it alone holds (the commands above) before it rejoins"
+    fi
     if [ "$damaged_clean" = 1 ]; then
         rb_finish $RB_OK "healthy: no damage on $damaged (other replicas may differ: see the comparison above)"
     fi
@@ -129,11 +174,7 @@ if [ -z "$healthy" ]; then
     rb_finish $RB_HUMAN "no replica can repair $damaged"
 fi
 plan_json="$RB_TMP/plan-$n.out"
-empty=$(rb_py "$plan_json" <<'PY'
-import json, sys
-print("yes" if json.load(open(sys.argv[1]))["empty"] else "no")
-PY
-)
+empty=$(plan_empty "$plan_json")
 if [ "$empty" = yes ]; then
     if [ "$damaged_clean" = 1 ]; then
         rb_finish $RB_OK "healthy: $damaged has no damage and lacks nothing $healthy holds"
@@ -153,19 +194,27 @@ for snapshot in plan["snapshots"]:
     print(f"  copy producer snapshot {snapshot}")
 PY
 rb_say_file "$RB_TMP/plan.txt"
+if [ -n "$divergence" ]; then rb_say "$divergence"; fi
 rb_py "$plan_json" "$RB_TMP/diff.out" >"$RB_TMP/details.json" <<'PY'
 import json, sys
 print(json.dumps({"plan": json.load(open(sys.argv[1]))["plan"], "comparison": json.load(open(sys.argv[2]))}))
 PY
 
 if ! rb_ask "Repair $damaged from $healthy now (seglog repair --apply)?"; then
+    if [ -n "$divergence" ]; then
+        rb_finish $RB_HUMAN "repair needed below where it diverges from $healthy (plan shown, not applied); keep what it alone holds (the commands above) before it rejoins"
+    fi
     rb_finish $RB_ACTION "repair needed: plan shown, not applied"
 fi
 rb_seglog apply repair --apply --format json ${tail_args[@]+"${tail_args[@]}"} ${backup_args[@]+"${backup_args[@]}"} \
     --from "$healthy" "$damaged"
+applied_diverges=""
+if [ "$RB_RC" = 3 ]; then applied_diverges=$(divergence_of "$RB_TMP/apply.out"); fi
 case "$RB_RC" in
     0) ;;
-    3) rb_say_file "$RB_TMP/apply.err"; rb_finish $RB_HUMAN "seglog repair refused (nothing changed)" ;;
+    3) if [ -z "$applied_diverges" ]; then
+           rb_say_file "$RB_TMP/apply.err"; rb_finish $RB_HUMAN "seglog repair refused (nothing changed)"
+       fi ;;  # applied, and the divergence below stated
     5) rb_say_file "$RB_TMP/apply.err"; rb_finish $RB_LOCKED "a broker holds the .lock: stop it first" ;;
     6) rb_say_file "$RB_TMP/apply.err"; rb_finish $RB_CANNOT_WRITE "seglog cannot write here: see the line above" ;;
     *) rb_say_file "$RB_TMP/apply.err"; rb_finish $RB_HUMAN "seglog repair --apply stopped with exit $RB_RC" ;;
@@ -175,5 +224,8 @@ rb_seglog verify-after verify --format json "$damaged"
 if [ "$RB_RC" = 3 ]; then
     salvage
     rb_finish $RB_HUMAN "repaired from $healthy, but damage remains that it does not hold (undo: $RB_UNDO)"
+fi
+if [ -n "$applied_diverges" ]; then
+    rb_finish $RB_HUMAN "repaired from $healthy byte for byte below where it diverges from it: keep what it alone holds (the commands above) before the broker starts (undo: $RB_UNDO)"
 fi
 rb_finish $RB_ACTION "repaired from $healthy byte for byte; start the broker (undo: $RB_UNDO)"

@@ -27,7 +27,7 @@ replica lags), not damaged: the plan keeps them apart (:attr:`RepairPlan.missing
 
 Where the two replicas are different histories (an unclean leader election: another leader
 epoch, or the same epoch with other bytes, at an offset both hold) there is no damage to
-repair: the plan says where, as ``seglog diff`` finds it (:class:`Divergence`, from
+repair: the plan says where, as ``seglog diff`` finds it (:class:`~seglog_cli.storage.replicas.repair_divergence.Divergence`, from
 :func:`~seglog_cli.storage.replicas.replica_comparison.compare`), with what DAMAGED alone holds
 and Kafka's truncation would discard; damage below that offset is still planned, damage at or
 past it refused.
@@ -52,8 +52,8 @@ from seglog_cli.storage.log.errors import SeglogError
 from seglog_cli.storage.log.naming import parse_segment_file_name
 from seglog_cli.storage.log.partition_log import PartitionLog
 from seglog_cli.storage.replicas.repair_scan import BatchRow, SegmentRuns, SegmentWalk, batch_rows, segment_runs
-from seglog_cli.storage.replicas.epoch_truncation import loaded_epochs, truncation_offset
-from seglog_cli.storage.replicas.replica_comparison import Lost, compare, describe_lost
+from seglog_cli.storage.replicas.repair_divergence import Divergence, divergence_of
+from seglog_cli.storage.replicas.replica_comparison import compare
 from seglog_cli.storage.replicas.replica_scan import scan_replica
 
 
@@ -135,40 +135,6 @@ class SegmentRepair:
                 "size": self.size, "pieces": [p.as_dict() for p in self.pieces]}
 
 
-@dataclass(frozen=True)
-class Divergence:
-    """Where DAMAGED stops holding HEALTHY's history, as ``seglog diff`` finds it
-    (:func:`~seglog_cli.storage.replicas.replica_comparison.compare` with HEALTHY as the
-    reference): another leader epoch, or the same epoch with other bytes, both CRCs valid. No
-    damage: nothing a repair can put right. ``lost`` is what DAMAGED alone holds and Kafka's
-    truncation discards when it follows a leader with HEALTHY's log (None when Kafka keeps it)."""
-
-    offset: int
-    cause: str  # "leader-epoch" or "other-bytes"
-    batch: dict  # DAMAGED's batch at the divergence (as diff gives it)
-    healthy_batch: dict
-    log_end: int  # DAMAGED's log end offset
-    healthy_log_end: int
-    truncation_offset: int | None
-    lost: Lost | None
-
-    @property
-    def leader_epoch(self) -> int:
-        return self.batch["partitionLeaderEpoch"]
-
-    @property
-    def healthy_leader_epoch(self) -> int:
-        return self.healthy_batch["partitionLeaderEpoch"]
-
-    def as_dict(self) -> dict:
-        return {"offset": self.offset, "cause": self.cause, "leaderEpoch": self.leader_epoch,
-                "healthyLeaderEpoch": self.healthy_leader_epoch,
-                "offsets": [self.offset, self.log_end - 1] if self.log_end > self.offset else None,
-                "healthyOffsets": [self.offset, self.healthy_log_end - 1] if self.healthy_log_end > self.offset else None,
-                "batch": self.batch, "healthyBatch": self.healthy_batch, "kafkaTruncatesTo": self.truncation_offset,
-                "lost": None if self.lost is None else self.lost.as_dict()}
-
-
 @dataclass
 class RepairPlan:
     healthy: Path
@@ -222,7 +188,7 @@ def plan_repair(healthy_dir: str | Path, damaged_dir: str | Path, tail: bool = F
     divergence = comparison.divergence
     if divergence is not None and divergence["cause"] == "longer-than-reference":
         divergence = None if damaged.damage else divergence  # a torn batch can make the ends differ
-    plan = RepairPlan(healthy_dir, damaged_dir, divergence=_divergence(comparison, healthy, damaged))
+    plan = RepairPlan(healthy_dir, damaged_dir, divergence=divergence_of(comparison, healthy, damaged))
     epochs = damaged.epoch_checkpoint
     healthy_log = PartitionLog(healthy_dir)
     damaged_log = PartitionLog(damaged_dir)
@@ -257,28 +223,6 @@ def plan_repair(healthy_dir: str | Path, damaged_dir: str | Path, tail: bool = F
     healthy_log.close()
     damaged_log.close()
     return plan
-
-
-def _divergence(comparison, healthy, damaged) -> Divergence | None:
-    """The comparison's divergence when it is one of history (a longer DAMAGED is not: HEALTHY is
-    behind), with what DAMAGED alone holds described as ``seglog diff`` describes it."""
-    found = comparison.divergence
-    if found is None or found["cause"] == "longer-than-reference":
-        return None
-    truncation = comparison.truncation.offset if comparison.truncation is not None else None
-    lost = comparison.lost
-    if damaged.damage:
-        # the plan repairs every damage below the divergence (or is refused): Kafka's truncation
-        # of the repaired replica, whose recovery no longer stops at the damage
-        epochs = loaded_epochs(damaged.epoch_checkpoint, damaged.batch_epochs, damaged.log_start, damaged.log_end)
-        truncation = truncation_offset(healthy.loaded_epochs(), healthy.log_start, healthy.kafka_end, epochs,
-                                       damaged.log_end, damaged.checkpoints.get("highWatermark")).offset
-        lost_from = max(truncation, found["offset"])
-        lost = Lost(lost_from, damaged.log_end - 1) if truncation < damaged.log_end else None
-    if lost is not None:
-        describe_lost(damaged, lost)
-    return Divergence(found["offset"], found["cause"], found["batch"], found["referenceBatch"], damaged.log_end,
-                      healthy.log_end, truncation, lost)
 
 
 def _ends(plan: RepairPlan, healthy, damaged, tail: bool) -> None:

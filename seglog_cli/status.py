@@ -22,16 +22,38 @@ from seglog_cli.storage.log.text import printable
 
 class ExitStatus(IntEnum):
     OK = 0
-    WARNINGS = 1  # dump: an input was damaged where kafka-dump-log stops (seglog carried on)
-    USAGE = 2  # bad options or arguments
-    DAMAGE = 3  # verify / recover: damage found
-    REFUSED = 3  # replay: a destination check failed, or someone else wrote there (an alias of DAMAGE)
-    UNREADABLE = 4  # an input could not be read at all (missing, unreadable, not a log)
-    LOCKED = 5  # a command that writes found the log dir locked by a running broker; nothing written
-    CANNOT_WRITE = 6  # read-only file system, permission, disk full, a symlink: the message says what changed
-    CLUSTER = 7  # replay: the cluster is unreachable, refused a request (authentication, authorization) or a produce failed
+    WARNINGS = 1
+    USAGE = 2
+    DAMAGE = 3
+    REFUSED = 3  # an alias of DAMAGE
+    UNREADABLE = 4
+    LOCKED = 5
+    CANNOT_WRITE = 6
+    CLUSTER = 7
     INTERRUPTED = 130
-    INTERNAL = 70  # a bug in seglog; the message says so
+    INTERNAL = 70
+
+
+# what each status means, by member name (an alias has its own line): the one source of the docs
+# site's exit-status table; each command's HELP says what the status means for that command
+MEANINGS = {
+    "OK": "Success: done, nothing found, or nothing to do.",
+    "WARNINGS": "Warnings, or a plan not applied: dump met an input damaged where kafka-dump-log stops (seglog "
+                "carried on); verify found only warnings; a writing command without --apply listed what it "
+                "would do.",
+    "USAGE": "Bad options or arguments; nothing was read or written.",
+    "DAMAGE": "verify / recover / repair: damage found, or a partition refused (the message says why).",
+    "REFUSED": "replay / undo: a check failed (the destination is not as expected, someone else wrote there, "
+               "files changed since): nothing was changed. The same number as DAMAGE.",
+    "UNREADABLE": "An input could not be read at all (missing, unreadable, not a log).",
+    "LOCKED": "A command that writes found the log dir locked by a running broker (its .lock); nothing written.",
+    "CANNOT_WRITE": "Cannot write here (read-only file system, permission, disk full, a symlink): the message "
+                    "says what, if anything, was changed.",
+    "CLUSTER": "replay: the cluster is unreachable, refused a request (authentication, authorization) or a "
+               "produce failed.",
+    "INTERRUPTED": "Interrupted (Ctrl-C, SIGINT); a writing command's journal lets the next run roll it back.",
+    "INTERNAL": "A bug in seglog; the message says so (set SEGLOG_DEBUG=1 for a traceback).",
+}
 
 
 class UsageError(Exception):

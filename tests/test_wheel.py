@@ -71,7 +71,7 @@ def check_contents(wheel: Path) -> None:
     # every storage sub-package made it, and the compiled loops when this machine can build them
     assert {n.split("/")[2] for n in names if n.startswith("seglog_cli/storage/") and n.count("/") == 3} == {
         "log", "objectstore", "serde", "config", "tiered", "write", "recovery", "retention", "replicas", "verify", "dump",
-        "coordinator"}
+        "coordinator", "replay"}
     assert any(n.startswith("seglog_cli/storage/log/_native.") for n in names) == native.available()
 
 

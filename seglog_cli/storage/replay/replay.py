@@ -176,7 +176,7 @@ def plan_source(source: SourcePartition, options: ReplayOptions,
             _count(plan, offset, offset, stamp, 1, _size(key, value, headers), codec)
         return plan
     selection = options.selection
-    outcomes = None if selection.include_aborted else directory_outcomes(source)
+    outcomes = None  # the transaction walk runs once a transactional batch shows up
     dump_options = selection.dump_options()
     low, high = _resolved_range(source, dump_options)
     files = list(readable_partition_files(source.directory, ("log",), dump_options, source.remote))
@@ -197,7 +197,9 @@ def plan_source(source: SourcePartition, options: ReplayOptions,
                 plan.skipped.control += count
             elif not batch.is_valid:
                 plan.skipped.damaged += count
-            elif batch.magic >= 2 and batch.is_transactional and outcomes is not None:
+            elif batch.magic >= 2 and batch.is_transactional and not selection.include_aborted:
+                if outcomes is None:
+                    outcomes = directory_outcomes(source)
                 state = outcomes.state(batch.producer_id, first)
                 if state == "committed":
                     _count(plan, max(first, low or first), min(last, high if high is not None else last),

@@ -129,13 +129,15 @@ def test_a_non_idempotent_batch_with_a_base_sequence_is_stored_as_sent(log_dir):
 
 
 def test_the_readme_canary_example_writes_that_batch(tmp_path):
-    """The README's command, run as written (the partition path aside), writes the canary's batch."""
+    """The docs' command (docs/commands/append.md), run as written (the partition path aside),
+    writes the canary's batch."""
     import re
     import shlex
 
-    readme = (REPO / "README.md").read_text()
-    block = next(b for b in re.findall(r"```bash\n(.*?)```", readme, re.S) if "strimzi-canary-client" in b)
-    args = shlex.split(block.replace("\\\n", " "))
+    page = (REPO / "docs" / "commands" / "append.md").read_text()
+    block = next(b for b in re.findall(r"```console\n(.*?)```", page, re.S) if "strimzi-canary-client" in b)
+    command = block.split("$ ", 1)[1].replace("\\\n", " ").splitlines()[0]
+    args = shlex.split(command)
     assert args[:2] == ["seglog", "append"]
     partition = tmp_path / "data" / "__strimzi_canary-0"
     partition.parent.mkdir()

@@ -99,13 +99,13 @@ def test_wide_terminal_shows_every_column(tmp_path, monkeypatch):
 
 
 def test_readme_offsets_examples_run(tmp_path, monkeypatch):
-    """The README's `seglog offsets` examples, on a built log dir in place of /var/lib/kafka/data."""
+    """The docs' `seglog offsets` examples (docs/commands/offsets.md), on a built log dir in place
+    of /var/lib/kafka/data."""
     from tests.conftest import REPO
 
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("### `seglog offsets`"):readme.index("### `seglog transactions`")]
-    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
-    examples = [line.split(">")[0].split()[1:] for line in block.splitlines() if line.startswith("seglog offsets")]
+    page = (REPO / "docs" / "commands" / "offsets.md").read_text()
+    block = re.search(r"```console\n(.*?)```", page, re.S).group(1)
+    examples = [line.split(">")[0].split()[2:] for line in block.splitlines() if line.startswith("$ seglog offsets")]
     assert len(examples) == 2
     write_partition(tmp_path / "orders-0", [batch(n, b"k", b"v") for n in range(12)])
     write_partition(tmp_path / "__consumer_offsets-0", [

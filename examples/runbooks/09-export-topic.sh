@@ -312,25 +312,7 @@ PY
         rb_finish $RB_ACTION "exported; replay into $replay_to needed: plan shown, nothing sent"
     fi
     replay replay-apply --apply
-    case "$RB_RC" in
-        0 | 1) ;;
-        3) rb_say_file "$RB_TMP/replay-apply.err"; rb_finish $RB_HUMAN "exported; seglog replay refused (see above)" ;;
-        7) rb_say_file "$RB_TMP/replay-apply.err"
-           rb_finish $RB_HUMAN "exported; the replay failed: run the same command again to resume" ;;
-        *) rb_say_file "$RB_TMP/replay-apply.err"; rb_finish $RB_INTERNAL "seglog replay --apply stopped with exit $RB_RC" ;;
-    esac
-    RB_APPLIED=true
-    rb_py "$RB_TMP/replay-apply.out" >"$RB_TMP/replay-done.txt" <<'PY'
-import json, sys
-doc = json.load(open(sys.argv[1]))
-for d in doc["result"]["progress"]["destinations"]:
-    print(f"  {d['topic']}-{d['partition']}: offsets {d['start']}..{d['end'] - 1}")
-for command in doc["resetCommands"]:
-    print(f"  {command}")
-if doc["groupsCsv"]:
-    print(f"  consumer group offsets (kafka-consumer-groups.sh --from-file): {doc['groupsCsv']}")
-PY
-    rb_say_file "$RB_TMP/replay-done.txt"
+    rb_replay_applied replay-apply "exported; "
     replayed="; replayed into $replay_to exactly once"
 fi
 if [ "$damaged" = 1 ]; then

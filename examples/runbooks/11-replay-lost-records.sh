@@ -139,21 +139,6 @@ if ! rb_ask "Send these $total record(s) to $bootstrap now (seglog replay --appl
     rb_finish $RB_ACTION "replay needed: plan shown, nothing sent"
 fi
 replay apply --apply
-case "$RB_RC" in
-    0 | 1) ;;
-    3) rb_say_file "$RB_TMP/apply.err"; rb_finish $RB_HUMAN "seglog replay refused (see above); run again once resolved" ;;
-    7) rb_say_file "$RB_TMP/apply.err"
-       rb_finish $RB_HUMAN "the cluster failed the replay; what it acknowledged is kept in $progress: run again to resume" ;;
-    *) rb_say_file "$RB_TMP/apply.err"; rb_finish $RB_INTERNAL "seglog replay --apply stopped with exit $RB_RC" ;;
-esac
-RB_APPLIED=true
-rb_py "$RB_TMP/apply.out" >"$RB_TMP/apply.txt" <<'PY'
-import json, sys
-doc = json.load(open(sys.argv[1]))
-for d in doc["result"]["progress"]["destinations"]:
-    if d["end"] > d["start"]:
-        print(f"  {d['topic']}-{d['partition']}: the records are at offsets {d['start']}..{d['end'] - 1}")
-PY
-rb_say_file "$RB_TMP/apply.txt"
+rb_replay_applied apply ""
 cp -- "$RB_TMP/apply.out" "$RB_TMP/details.json"
 rb_finish $RB_ACTION "replayed $total lost record(s) into $bootstrap exactly once (progress: $progress)"

@@ -134,6 +134,33 @@ PY
     if [ -n "$backup" ]; then rb_applied "$backup"; fi
 }
 
+rb_replay_applied() {
+    # rb_replay_applied NAME CONTEXT: after `rb_seglog NAME replay --apply --format json ...`: a
+    # refusal or a cluster failure ends the run (status 3: run again once resolved; what the
+    # cluster acknowledged is kept in the progress file), anything unexpected with 70; otherwise
+    # the destination offsets the records were given are said
+    case "$RB_RC" in
+        0 | 1) ;;
+        3) rb_say_file "$RB_TMP/$1.err"; rb_finish $RB_HUMAN "$2seglog replay refused (see above); run again once resolved" ;;
+        7) rb_say_file "$RB_TMP/$1.err"
+           rb_finish $RB_HUMAN "$2the cluster failed the replay; what it acknowledged is kept: run the same command again to resume" ;;
+        *) rb_say_file "$RB_TMP/$1.err"; rb_finish $RB_INTERNAL "seglog replay --apply stopped with exit $RB_RC" ;;
+    esac
+    RB_APPLIED=true
+    rb_py "$RB_TMP/$1.out" >"$RB_TMP/$1.txt" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for d in doc["result"]["progress"]["destinations"]:
+    if d["end"] > d["start"]:
+        print(f"  {d['topic']}-{d['partition']}: the records are at offsets {d['start']}..{d['end'] - 1}")
+for command in doc["resetCommands"]:
+    print(f"  {command}")
+if doc["groupsCsv"]:
+    print(f"  consumer group offsets (kafka-consumer-groups.sh --from-file): {doc['groupsCsv']}")
+PY
+    rb_say_file "$RB_TMP/$1.txt"
+}
+
 rb_details() {
     # rb_details FILE: the runbook-specific part of the --json document
     cp -- "$1" "$RB_TMP/details.json"

@@ -66,15 +66,9 @@ def read_input(path: str, input_format: str, decode, key_separator: str | None,
 
 
 def _line_records(lines, path: str, name: str, decode, separator: bytes | None, timestamp) -> Iterator[NewRecord]:
-    number = 0
-    while True:
-        try:
-            line = lines.readline()
-        except OSError as exc:
-            raise UnreadableInputError(f"cannot read the input: {exc.strerror}", path) from None
-        if not line:
-            return
-        number += 1
+    from seglog_cli.storage.serde.jsonl_records import numbered_lines
+
+    for number, line in numbered_lines(lines, path):
         yield _line_record(line, f"{name} line {number}", decode, separator, timestamp)
 
 

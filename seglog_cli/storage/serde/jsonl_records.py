@@ -144,7 +144,8 @@ def read_json_records(path_or_binary_file, *, default_encoding: str | None = Non
         yield from _records(path_or_binary_file, name, default_encoding, exact, parse_time)
 
 
-def _records(handle: BinaryIO, name: str, default_encoding, exact: bool, parse_time) -> Iterator[JsonRecord]:
+def numbered_lines(handle: BinaryIO, name: str) -> Iterator[tuple[int, bytes]]:
+    """``(line number, line)`` of a binary stream, read lazily; a read error names ``name``."""
     number = 0
     while True:
         try:
@@ -154,6 +155,11 @@ def _records(handle: BinaryIO, name: str, default_encoding, exact: bool, parse_t
         if not line:
             return
         number += 1
+        yield number, line
+
+
+def _records(handle: BinaryIO, name: str, default_encoding, exact: bool, parse_time) -> Iterator[JsonRecord]:
+    for number, line in numbered_lines(handle, name):
         if not line.strip():
             continue
         try:

@@ -156,7 +156,8 @@ def _run(paths, bootstrap_server, apply, topic_map, topics, from_offset, to_offs
     parts = [engine.plan_source(s, options, jsonl.records_factory(s) if s.jsonl else None) for s in sources]
     plan = engine.ReplayPlan(parts, [])
     plan.notes.extend(jsonl.notes)
-    counts, configs = _source_topics(sources)
+    from seglog_cli.storage.replay.metadata import source_topics
+    counts, configs = source_topics(sources)
     try:
         engine.check_destination(plan, cluster, options, counts, configs)
     except ClientConfigError as exc:
@@ -177,15 +178,15 @@ def _run(paths, bootstrap_server, apply, topic_map, topics, from_offset, to_offs
 
     out = sys.stdout
     if not apply:
-        replay_report.render_plan(plan, options, out, output_format.value, applied=None)
+        replay_report.render_plan(plan, options, out, output_format.value)
         return ExitStatus.REFUSED if plan.refusals else (ExitStatus.WARNINGS if plan.warnings else ExitStatus.OK)
     if plan.refusals:
-        replay_report.render_plan(plan, options, out, output_format.value, applied=None)
+        replay_report.render_plan(plan, options, out, output_format.value)
         out.flush()
         sys.stderr.write(f"seglog: refused: {plan.refusals[0]} (nothing sent)\n")
         return ExitStatus.REFUSED
     if output_format.value == "text":
-        replay_report.render_plan(plan, options, out, "text", applied=None, heading_only=True)
+        replay_report.render_plan(plan, options, out, "text", heading_only=True)
         out.flush()
     progress_state.lock()
     try:
@@ -231,13 +232,6 @@ def _check_unique(sources) -> None:
 def _digest(identity: dict) -> str:
     import json
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
-
-
-def _source_topics(sources) -> tuple[dict[str, int], dict[str, dict[str, str]]]:
-    """Partition counts and topic configs of the source topics, from the sources'
-    ``__cluster_metadata`` when a log dir holds it, else the partitions found."""
-    from seglog_cli.storage.replay.metadata import source_topics
-    return source_topics(sources)
 
 
 def _records_of(jsonl):

@@ -32,7 +32,7 @@ def _skipped(skipped) -> str:
     return ("; skipped " + ", ".join(parts)) if parts else ""
 
 
-def render_plan(plan, options, out, fmt: str, applied=None, heading_only: bool = False) -> None:
+def render_plan(plan, options, out, fmt: str, heading_only: bool = False) -> None:
     if fmt == "json":
         out.write(json.dumps({"plan": plan.as_dict()}, indent=2) + "\n")
         return

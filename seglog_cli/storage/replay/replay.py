@@ -38,9 +38,7 @@ from seglog_cli.storage.replay.sources import (
     Selection,
     Skipped,
     SourcePartition,
-    TxnOutcomes,
     directory_outcomes,
-    directory_records,
 )
 
 SAVE_EVERY_S = 1.0
@@ -101,11 +99,6 @@ class PartitionPlan:
     skipped: Skipped = field(default_factory=Skipped)
     delivered: int = 0  # records a previous run already put in the destination
 
-    def dest_partition(self, partitions: int | None, repartition: bool) -> str:
-        if repartition:
-            return "by key"
-        return str(self.source.partition)
-
     def as_dict(self) -> dict:
         return {"topic": self.source.topic, "partition": self.source.partition, "source": self.source.where,
                 "copiesNotRead": self.source.copies, "destinationTopic": self.dest_topic,
@@ -151,10 +144,6 @@ class ReplayPlan:
         return sum(p.bytes for p in self.partitions)
 
     @property
-    def skipped(self) -> int:
-        return sum(p.skipped.total() for p in self.partitions)
-
-    @property
     def warnings(self) -> int:
         """Records skipped for another reason than a consumer's: damage, no marker (yet)."""
         return sum(p.skipped.damaged + p.skipped.open + p.skipped.unknown for p in self.partitions)
@@ -191,25 +180,24 @@ def plan_source(source: SourcePartition, options: ReplayOptions,
                 continue
             count = batch.records_count if batch.magic >= 2 else 1
             if low is not None and first < low or high is not None and last > high:
-                count = max(0, min(last, high if high is not None else last) - max(first, low or first) + 1)
-                count = min(count, batch.records_count)
+                cut = (last if high is None else min(last, high)) - (first if low is None else max(first, low)) + 1
+                count = min(max(0, cut), batch.records_count)
             if batch.is_control:
                 plan.skipped.control += count
-            elif not batch.is_valid:
+                continue
+            if not batch.is_valid:
                 plan.skipped.damaged += count
-            elif batch.magic >= 2 and batch.is_transactional and not selection.include_aborted:
+                continue
+            if batch.magic >= 2 and batch.is_transactional and not selection.include_aborted:
                 if outcomes is None:
                     outcomes = directory_outcomes(source)
                 state = outcomes.state(batch.producer_id, first)
-                if state == "committed":
-                    _count(plan, max(first, low or first), min(last, high if high is not None else last),
-                           batch.max_timestamp, count, batch.size, batch.compression, batch.base_timestamp)
-                else:
+                if state != "committed":
                     setattr(plan.skipped, state, getattr(plan.skipped, state) + count)
-            else:
-                _count(plan, max(first, low or first), min(last, high if high is not None else last),
-                       batch.max_timestamp, count, batch.size, batch.compression if batch.magic >= 1 else 0,
-                       batch.base_timestamp if batch.magic >= 2 else None)
+                    continue
+            _count(plan, first if low is None else max(first, low), last if high is None else min(last, high),
+                   batch.max_timestamp, count, batch.size, batch.compression if batch.magic >= 1 else 0,
+                   batch.base_timestamp if batch.magic >= 2 else None)
     return plan
 
 
@@ -342,7 +330,6 @@ class ReplayResult:
     foreign: int = 0  # records of someone else accepted (accept_foreign_writes)
     skipped_delivered: int = 0  # records a previous run delivered
     unmapped: int = 0  # acknowledged as already written, without their offset (not in the map)
-    interrupted: bool = False
 
 
 class _Lane:
@@ -588,10 +575,9 @@ def apply_replay(plan: ReplayPlan, cluster: Cluster, progress: Progress, options
         sender.finish()
     except BaseException as exc:
         # what was acknowledged is kept; a source is marked done only once all of it is
-        result.interrupted = isinstance(exc, KeyboardInterrupt)
         try:
             for producer in sender.producers.values():
-                producer.flush(30.0 if result.interrupted else 10.0)
+                producer.flush(30.0 if isinstance(exc, KeyboardInterrupt) else 10.0)
         finally:
             sender.save()
         raise
@@ -666,8 +652,7 @@ def _same(record: tuple, key, value, headers, stamp, keep_stamp: bool) -> bool:
     _offset, src_stamp, src_key, src_value, src_headers, _codec = record
     if (None if src_key is None else bytes(src_key)) != key or (None if src_value is None else bytes(src_value)) != value:
         return False
-    theirs = tuple((k if isinstance(k, str) else bytes(k).decode("utf-8", "replace"), v) for k, v in headers)
-    ours = tuple((bytes(k).decode("utf-8", "replace"), None if v is None else bytes(v)) for k, v in src_headers)
-    if theirs != ours:
+    theirs = [(k if isinstance(k, str) else bytes(k).decode("utf-8", "replace"), v) for k, v in headers]
+    if theirs != _text_keys(src_headers):  # the keys as they were sent
         return False
     return not keep_stamp or src_stamp <= 0 or src_stamp == stamp

@@ -98,4 +98,6 @@ def _quote(text: str) -> str:
 
 
 def _csv(text: str) -> str:
-    return f'"{text}"' if any(c in text for c in ',"\n') else text
+    """A CSV field as Jackson's CSV reader (kafka-consumer-groups.sh) reads it: quoted when it
+    holds a comma, a quote or a line break, a quote inside doubled."""
+    return '"' + text.replace('"', '""') + '"' if any(c in text for c in ',"\r\n') else text

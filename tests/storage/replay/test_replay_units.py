@@ -101,6 +101,9 @@ def test_group_offsets_translate_through_the_runs_and_print_kafkas_commands(tmp_
     assert [(t.group, t.topic, t.partition, t.offset) for t in translated] == [
         ("g1", "new", 0, 505), ("g2", "new", 0, 500), ("g3", "new", 0, 510)]
     assert reset_csv(translated).splitlines()[0] == "g1,new,0,505"
+    import csv
+    odd = translate({('a,"b"', "old", 0): 12}, progress)
+    assert next(csv.reader([reset_csv(odd)])) == ['a,"b"', "new", "0", "502"]
     assert reset_commands(translated, "h:9092")[0] == (
         "kafka-consumer-groups.sh --bootstrap-server h:9092 --group g1 --reset-offsets --topic new:0 "
         "--to-offset 505 --execute")

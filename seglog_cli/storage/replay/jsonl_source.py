@@ -102,7 +102,7 @@ class JsonLinesSources:
             if record.is_transactional and not include_aborted:
                 state = outcomes.state(record.producer_id, offset)
                 if state != "committed":
-                    setattr(skipped, state, getattr(skipped, state) + 1)
+                    skipped.add(state, 1)
                     continue
             codec = CODEC_IDS.get(record.compression, 0)
             yield offset, record.timestamp if record.timestamp is not None else -1, record.key, record.value, \

@@ -38,7 +38,7 @@ from seglog_cli.storage.replay.sources import (
     Selection,
     Skipped,
     SourcePartition,
-    directory_outcomes,
+    batch_verdict,
 )
 
 SAVE_EVERY_S = 1.0
@@ -165,7 +165,6 @@ def plan_source(source: SourcePartition, options: ReplayOptions,
             _count(plan, offset, offset, stamp, 1, _size(key, value, headers), codec)
         return plan
     selection = options.selection
-    outcomes = None  # the transaction walk runs once a transactional batch shows up
     dump_options = selection.dump_options()
     low, high = _resolved_range(source, dump_options)
     files = list(readable_partition_files(source.directory, ("log",), dump_options, source.remote))
@@ -182,19 +181,10 @@ def plan_source(source: SourcePartition, options: ReplayOptions,
             if low is not None and first < low or high is not None and last > high:
                 cut = (last if high is None else min(last, high)) - (first if low is None else max(first, low)) + 1
                 count = min(max(0, cut), batch.records_count)
-            if batch.is_control:
-                plan.skipped.control += count
+            verdict = batch_verdict(source, batch, selection.include_aborted)
+            if verdict != "send":
+                plan.skipped.add(verdict, count)
                 continue
-            if not batch.is_valid:
-                plan.skipped.damaged += count
-                continue
-            if batch.magic >= 2 and batch.is_transactional and not selection.include_aborted:
-                if outcomes is None:
-                    outcomes = directory_outcomes(source)
-                state = outcomes.state(batch.producer_id, first)
-                if state != "committed":
-                    setattr(plan.skipped, state, getattr(plan.skipped, state) + count)
-                    continue
             _count(plan, first if low is None else max(first, low), last if high is None else min(last, high),
                    batch.max_timestamp, count, batch.size, batch.compression if batch.magic >= 1 else 0,
                    batch.base_timestamp if batch.magic >= 2 else None)

@@ -46,7 +46,7 @@ class SourcePartition:
     remote: str | None = None  # its tiered remote directory, read first
     jsonl: str | None = None  # the JSON Lines file holding it
     copies: list[str] = field(default_factory=list)  # other copies found, not read
-    log_end_offset: int | None = None
+    outcomes: "TxnOutcomes | None" = field(default=None, repr=False, compare=False)  # see directory_outcomes
 
     @property
     def key(self) -> tuple[str, int]:
@@ -94,6 +94,10 @@ class Skipped:
     damaged: int = 0  # in batches whose CRC fails
     control: int = 0
     problems: list[str] = field(default_factory=list)  # damage met while reading (one line each)
+
+    def add(self, verdict: str, count: int) -> None:
+        """``count`` records not sent for ``verdict`` (a :func:`batch_verdict` other than "send")."""
+        setattr(self, verdict, getattr(self, verdict) + count)
 
     def total(self) -> int:
         return self.aborted + self.open + self.unknown + self.damaged
@@ -143,10 +147,12 @@ def find_sources(paths: list[str], topics: set[str] | None = None) -> tuple[list
 
 
 def _longest(copies: list[SourcePartition]) -> SourcePartition:
-    """Of several copies of one partition, the one whose log ends last (then the first given)."""
-    for copy in copies:
-        copy.log_end_offset = _log_end_offset(copy.directory)
-    best = max(copies, key=lambda c: -1 if c.log_end_offset is None else c.log_end_offset)
+    """Of several copies of one partition, the one whose log ends last (then the first given);
+    a partition found once is not opened here."""
+    if len(copies) == 1:
+        return copies[0]
+    ends = [_log_end_offset(copy.directory) for copy in copies]
+    best = copies[max(range(len(copies)), key=lambda i: -1 if ends[i] is None else ends[i])]
     best.copies = [c.directory for c in copies if c is not best]
     return best
 
@@ -193,12 +199,29 @@ class TxnOutcomes:
 
 
 def directory_outcomes(source: SourcePartition) -> TxnOutcomes:
-    """The transactions of a partition dir (and its tiered remote part), from its markers."""
-    from seglog_cli.storage.coordinator.transactions import partition_transactions
+    """The transactions of a partition dir (and its tiered remote part), from its markers: walked
+    once per source (the plan, the resume and the send share it)."""
+    if source.outcomes is None:
+        from seglog_cli.storage.coordinator.transactions import partition_transactions
 
-    report = partition_transactions(source.directory, source.remote)
-    return TxnOutcomes([(t.producer_id, t.first_offset, t.marker_offset if t.state != "open" else None, t.state)
-                        for t in report.transactions if t.first_offset is not None])
+        report = partition_transactions(source.directory, source.remote)
+        source.outcomes = TxnOutcomes([(t.producer_id, t.first_offset, t.marker_offset if t.state != "open" else None,
+                                        t.state) for t in report.transactions if t.first_offset is not None])
+    return source.outcomes
+
+
+def batch_verdict(source: SourcePartition, batch: BatchHeader, include_aborted: bool) -> str:
+    """Whether a read_committed consumer is given ``batch``'s records ("send"), or why not:
+    "control", "damaged" (its CRC fails), or its transaction's "aborted", "open" or "unknown".
+    The transaction walk runs only once a transactional batch asks."""
+    if batch.is_control:
+        return "control"
+    if not batch.is_valid:
+        return "damaged"
+    if batch.magic < 2 or not batch.is_transactional or include_aborted:
+        return "send"
+    state = directory_outcomes(source).state(batch.producer_id, batch.base_offset)
+    return "send" if state == "committed" else state
 
 
 # -- reading records --------------------------------------------------------------------------------
@@ -213,16 +236,7 @@ def directory_batches(source: SourcePartition, selection: Selection, skipped: Sk
     files = list(readable_partition_files(source.directory, ("log",), options, source.remote))
     low = options.from_offset
     high = options.to_offset
-    outcomes: list = [None]  # built on the first transactional batch
-
-    def wanted(batch) -> bool:
-        if batch.is_control or not batch.is_valid:
-            return False
-        if batch.magic < 2 or not batch.is_transactional or selection.include_aborted:
-            return True
-        if outcomes[0] is None:
-            outcomes[0] = directory_outcomes(source)
-        return outcomes[0].state(batch.producer_id, batch.base_offset) == "committed"
+    include_aborted = selection.include_aborted
 
     def cut(records: list) -> list:
         if (low is not None and records and records[0][0] < low) or (high is not None and records and
@@ -234,28 +248,28 @@ def directory_batches(source: SourcePartition, selection: Selection, skipped: Sk
         kind = type(event)
         if kind is RecordRun:
             for batch, section in zip(event.headers, event.sections):
-                if wanted(batch):
+                verdict = batch_verdict(source, batch, include_aborted)
+                if verdict == "send":
                     records = cut(event.records(batch, section))
                     if records:
                         yield batch.compression, records
                 else:
-                    _count_skip(skipped, batch, outcomes, selection, batch.records_count)
+                    skipped.add(verdict, batch.records_count)
         elif kind is list:
-            batch, take, records = None, False, []
+            verdict, records = None, []
             for item in event:
                 item_kind = type(item)
                 if item_kind is Record:
-                    if take:
+                    if verdict == "send":
                         records.append(item)
-                    else:
-                        _count_skip(skipped, batch, outcomes, selection, 1)
+                    elif verdict is not None:
+                        skipped.add(verdict, 1)
                 elif item_kind is BatchHeader:
                     if records:
                         yield codec, cut(records)
                         records = []
-                    batch = item
-                    take = wanted(batch)
-                    codec = batch.compression if batch.magic >= 1 else 0
+                    verdict = batch_verdict(source, item, include_aborted)
+                    codec = item.compression if item.magic >= 1 else 0
                 elif item_kind is ControlRecordEntry:
                     skipped.control += 1
             if records:
@@ -273,18 +287,3 @@ def directory_records(source: SourcePartition, selection: Selection, skipped: Sk
     for codec, records in directory_batches(source, selection, skipped, start):
         for record in records:
             yield record[0], record[1], record[3], record[4], record[5], codec
-
-
-def _count_skip(skipped: Skipped, batch: BatchHeader, outcomes: list, selection: Selection, count: int) -> None:
-    if batch.is_control:
-        skipped.control += count
-    elif not batch.is_valid:
-        skipped.damaged += count
-    else:
-        state = outcomes[0].state(batch.producer_id, batch.base_offset) if outcomes[0] is not None else "unknown"
-        if state == "aborted":
-            skipped.aborted += count
-        elif state == "open":
-            skipped.open += count
-        else:
-            skipped.unknown += count

@@ -18,6 +18,7 @@ import typer
 from seglog_cli.commands.options import (
     METADATA_LOG_HELP,
     SERVER_CONFIG_HELP,
+    PayloadEncoding,
     config_sources,
     effective_configs,
     parse_timestamp,
@@ -80,12 +81,6 @@ Exit status:
 class InputFormat(str, Enum):
     lines = "lines"
     jsonl = "jsonl"
-
-
-class PayloadEncoding(str, Enum):
-    utf8 = "utf8"
-    hex = "hex"
-    base64 = "base64"
 
 
 class Compression(str, Enum):

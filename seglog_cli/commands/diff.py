@@ -5,10 +5,9 @@ from __future__ import annotations
 import sys
 from typing import List, Optional
 
-import click
 import typer
 
-from seglog_cli.commands.options import JOBS_HELP, ReportFormat, command_paths, jobs_or_default
+from seglog_cli.commands.options import JOBS_HELP, PayloadEncoding, ReportFormat, command_paths, jobs_or_default
 from seglog_cli.status import ExitStatus, UsageError, guarded
 
 HELP = """Compare the replicas of a partition (the copies of several brokers) by offset and batch.
@@ -44,7 +43,7 @@ def diff_command(
     paths: Optional[List[str]] = typer.Argument(None, help="Partition dirs of one partition, or log dirs."),
     leader: Optional[str] = typer.Option(None, "--leader", help="The reference replica (a partition dir or log dir given)."),
     export_lost: Optional[str] = typer.Option(None, "--export-lost", help="Write the records a truncation loses here (JSON Lines, as dump --deep-iteration --format jsonl)."),
-    payload_encoding: str = typer.Option("base64", "--payload-encoding", click_type=click.Choice(["base64", "hex", "utf8"]), help="--export-lost: how keys, values and header values are written: base64 (default, lossless), hex, or utf8 (text; records whose bytes are not UTF-8 are marked lossy)."),
+    payload_encoding: PayloadEncoding = typer.Option(PayloadEncoding.base64, "--payload-encoding", help="--export-lost: how keys, values and header values are written: base64 (default, lossless), hex, or utf8 (text; records whose bytes are not UTF-8 are marked lossy)."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help=f"Partitions compared in parallel processes (log dirs) {JOBS_HELP}."),
     output_format: ReportFormat = typer.Option(ReportFormat.table, "--format", help="table, text, json or jsonl."),
 ) -> None:
@@ -67,7 +66,7 @@ def _run(paths, leader, export_lost, payload_encoding, jobs, output_format) -> i
     else:
         groups = [_diff_one((g, _leader_for(leader, g), describe)) for g in groups_in]
     if export_lost is not None:
-        _export(groups, export_lost, payload_encoding)
+        _export(groups, export_lost, payload_encoding.value)
     status = _status(groups)
     out = sys.stdout
     from seglog_cli.render import diff_report

@@ -8,7 +8,14 @@ from typing import List, Optional
 
 import typer
 
-from seglog_cli.commands.options import JOBS_HELP, command_paths, jobs_or_default, parse_timestamp, show_progress
+from seglog_cli.commands.options import (
+    JOBS_HELP,
+    PayloadEncoding,
+    command_paths,
+    jobs_or_default,
+    parse_timestamp,
+    show_progress,
+)
 from seglog_cli.render.text import DECODERS, TextDumpRenderer, decoder_for
 from seglog_cli.status import ExitStatus, UsageError, guarded
 from seglog_cli.storage.dump.dump import INT32_MAX, DumpOptions, dump, expand_paths
@@ -35,12 +42,6 @@ Exit status:
 class OutputFormat(str, Enum):
     text = "text"
     jsonl = "jsonl"
-
-
-class PayloadEncoding(str, Enum):
-    utf8 = "utf8"
-    hex = "hex"
-    base64 = "base64"
 
 
 def dump_command(

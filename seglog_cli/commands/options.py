@@ -30,6 +30,15 @@ class TableFormat(str, Enum):
     csv = "csv"
 
 
+class PayloadEncoding(str, Enum):
+    """``--payload-encoding``: how keys, values and header values are text in JSON Lines (dump,
+    diff --export-lost) and are read back (append, replay)."""
+
+    utf8 = "utf8"
+    hex = "hex"
+    base64 = "base64"
+
+
 JOBS_HELP = "(default: the CPUs available to seglog; 1 runs in this process alone)"
 
 

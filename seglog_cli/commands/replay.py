@@ -10,7 +10,7 @@ from typing import List, Optional
 
 import typer
 
-from seglog_cli.commands.options import command_paths, parse_timestamp, show_progress
+from seglog_cli.commands.options import PayloadEncoding, command_paths, parse_timestamp, show_progress
 from seglog_cli.status import ExitStatus, UsageError, guarded
 
 HELP = """Send the records of log dirs, partition dirs or JSON Lines exports back into a live
@@ -103,7 +103,7 @@ def replay_command(
     groups: Optional[str] = typer.Option(None, "--groups", help="Comma-separated consumer groups to carry over (default: every group committed in the sources)."),
     groups_csv: Optional[str] = typer.Option(None, "--groups-csv", help="Where to write the translated offsets (CSV for kafka-consumer-groups.sh --from-file)."),
     commit_groups: bool = typer.Option(False, "--commit-groups", help="Commit the translated offsets in the destination (groups with no active member there)."),
-    payload_encoding: Optional[str] = typer.Option(None, "--payload-encoding", help="JSON Lines written without their encoding: utf8, hex or base64."),
+    payload_encoding: Optional[PayloadEncoding] = typer.Option(None, "--payload-encoding", help="JSON Lines written without their encoding: utf8, hex or base64."),
     timeout: float = typer.Option(15.0, "--timeout", min=0.1, envvar="SEGLOG_REPLAY_TIMEOUT",
                                   help="Seconds to wait for the cluster's answers (env: SEGLOG_REPLAY_TIMEOUT)."),
     progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress bar on stderr (default: when stderr is a terminal)."),
@@ -119,14 +119,14 @@ def _run(paths, bootstrap_server, apply, topic_map, topics, from_offset, to_offs
          commit_groups, payload_encoding, timeout, progress, output_format) -> int:
     from seglog_cli.render import replay_report
     from seglog_cli.storage.replay import replay as engine
-    from seglog_cli.storage.replay.jsonl_source import CODEC_IDS
+    from seglog_cli.render.fit import shown  # a remote view's paths as the URLs given
     from seglog_cli.storage.replay.cluster import ClientConfigError, Cluster, client_config, read_client_properties
+    from seglog_cli.storage.replay.jsonl_source import CODEC_IDS, JsonLinesSources
+    from seglog_cli.storage.replay.metadata import source_topics
     from seglog_cli.storage.replay.progress import Progress, ProgressMismatchError
     from seglog_cli.storage.replay.sources import Selection, find_sources
 
     inputs = command_paths(paths, "log dir, partition dir or JSON Lines file")
-    if payload_encoding is not None and payload_encoding not in ("utf8", "hex", "base64"):
-        raise UsageError(f"--payload-encoding is utf8, hex or base64, not {payload_encoding!r}")
     if commit_groups and not apply:
         raise UsageError("--commit-groups commits offsets of a replay: give it with --apply")
     selection = Selection(from_offset, to_offset, parse_timestamp(from_timestamp, "--from-timestamp"),
@@ -136,7 +136,7 @@ def _run(paths, bootstrap_server, apply, topic_map, topics, from_offset, to_offs
         compression=None if compression == Codec.source else CODEC_IDS[compression.value],
         create_topics=create_topics, replication_factor=replication_factor,
         accept_foreign_writes=accept_foreign_writes, accept_log_append_time=accept_log_append_time,
-        throttle_bytes_per_s=None if throttle is None else throttle * 1e6, payload_encoding=payload_encoding)
+        throttle_bytes_per_s=None if throttle is None else throttle * 1e6)
     wanted_topics = {t for t in (topics or "").split(",") if t} or None
     sources, jsonl_files = find_sources(inputs, wanted_topics)  # lists directories only
 
@@ -147,8 +147,8 @@ def _run(paths, bootstrap_server, apply, topic_map, topics, from_offset, to_offs
     except ClientConfigError as exc:
         raise UsageError(f"--producer-config: {exc.message}") from None
 
-    from seglog_cli.storage.replay.jsonl_source import JsonLinesSources
-    jsonl = JsonLinesSources(jsonl_files, payload_encoding, selection, wanted_topics)
+    encoding = None if payload_encoding is None else payload_encoding.value
+    jsonl = JsonLinesSources(jsonl_files, encoding, selection, wanted_topics)
     sources = sorted(sources + jsonl.sources, key=lambda s: s.key)
     if not sources:
         raise UsageError("nothing to replay: no data partitions (or records) in the sources given")
@@ -156,14 +156,8 @@ def _run(paths, bootstrap_server, apply, topic_map, topics, from_offset, to_offs
     parts = [engine.plan_source(s, options, jsonl.records_factory(s) if s.jsonl else None) for s in sources]
     plan = engine.ReplayPlan(parts, [])
     plan.notes.extend(jsonl.notes)
-    from seglog_cli.storage.replay.metadata import source_topics
     counts, configs = source_topics(sources)
-    try:
-        engine.check_destination(plan, cluster, options, counts, configs)
-    except ClientConfigError as exc:
-        raise UsageError(f"--producer-config: {exc.message}") from None
-    from seglog_cli.render.fit import shown  # a remote view's paths as the URLs given
-
+    engine.check_destination(plan, cluster, options, counts, configs)
     identity = options.identity(sources, shown)
     path = Path(progress_file) if progress_file else Path(f"seglog-replay-{_digest(identity)}.json")
     try:
@@ -201,7 +195,7 @@ def _run(paths, bootstrap_server, apply, topic_map, topics, from_offset, to_offs
         csv_path = Path(groups_csv) if groups_csv else path.with_suffix(".groups.csv")
         if translated:
             _write_csv(csv_path, translated)
-        committed = _commit(cluster, translated, commit_groups) if commit_groups else {}
+        committed = _commit(cluster, translated) if commit_groups else {}
     finally:
         progress_state.unlock()
     replay_report.render_result(plan, options, result, progress_state, translated, group_notes,
@@ -263,7 +257,7 @@ def _write_csv(path: Path, translated) -> None:
         raise CannotWriteError(f"cannot write the group offsets: {exc.strerror}", path) from None
 
 
-def _commit(cluster, translated, commit_groups) -> dict[str, str]:
+def _commit(cluster, translated) -> dict[str, str]:
     """Commit each group's offsets where it has no active member: group -> what happened."""
     by_group: dict[str, list] = {}
     for t in translated:

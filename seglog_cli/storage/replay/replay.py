@@ -65,7 +65,6 @@ class ReplayOptions:
     accept_foreign_writes: bool = False
     accept_log_append_time: bool = False
     throttle_bytes_per_s: float | None = None
-    payload_encoding: str | None = None  # JSON Lines written without their encoding
 
     def dest_topic(self, topic: str) -> str:
         return self.topic_map.get(topic, topic)

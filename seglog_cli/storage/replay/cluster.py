@@ -150,7 +150,6 @@ class Cluster:
         self._log = _Quiet()
         self._errors: list[str] = []
         self._admin = None
-        self._consumer = None
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -265,17 +264,20 @@ class Cluster:
         if not partitions:
             return {}
         from confluent_kafka import TopicPartition
+        from confluent_kafka.admin import OffsetSpec
         floors = floors or {}
+        # one ListOffsets for every partition (the admin client groups them per leader)
+        futures = self.admin.list_offsets({TopicPartition(t, p): OffsetSpec.latest() for t, p in partitions},
+                                          request_timeout=self.timeout)
+        starts = {}
+        for tp, future in futures.items():
+            try:
+                high = future.result().offset
+            except Exception as exc:  # noqa: BLE001
+                raise self._fail(f"cannot list the offsets of {tp.topic}-{tp.partition}", exc) from None
+            starts[(tp.topic, tp.partition)] = max(high, floors.get((tp.topic, tp.partition), 0))
         consumer = self.consumer(eof=True)
         try:
-            starts = {}
-            for topic, partition in partitions:
-                try:
-                    _low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition),
-                                                                timeout=self.timeout, cached=False)
-                except Exception as exc:  # noqa: BLE001
-                    raise self._fail(f"cannot list the offsets of {topic}-{partition}", exc) from None
-                starts[(topic, partition)] = max(high, floors.get((topic, partition), 0))
             ends = {}
             for _offset, message, key in self._consume(consumer, starts, None):
                 if message is None:
@@ -383,10 +385,6 @@ class Cluster:
             raise
         except Exception as exc:  # noqa: BLE001
             raise self._fail(f"cannot commit the offsets of group {group}", exc) from None
-
-    def close(self) -> None:
-        self._admin = None
-
 
 def _telling(lines: list[str]) -> str | None:
     """The last of librdkafka's lines that says what failed (a refused connection, a failed

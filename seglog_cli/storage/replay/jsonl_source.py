@@ -38,9 +38,9 @@ class JsonLinesSources:
         self._parts: dict[tuple[str, str, int], _Partition] = {}
         for path in files:
             self._first_pass(path)
+        for part in self._parts.values():  # transactions with no marker in the file are open
+            part.source.outcomes = TxnOutcomes(part.spans + [(p, f, None, "open") for p, f in part.open.items()])
         self.sources = [part.source for part in self._parts.values()]
-        self._outcomes = {key: TxnOutcomes(part.spans + [(p, f, None, "open") for p, f in part.open.items()])
-                          for key, part in self._parts.items()}
 
     def _read(self, path: str):
         from seglog_cli.storage.serde.jsonl_records import read_json_records
@@ -85,7 +85,7 @@ class JsonLinesSources:
     def records(self, source: SourcePartition, start: int | None, skipped: Skipped) -> Iterator[tuple]:
         """``(offset, timestamp, key, value, headers, codec)`` of the records of ``source`` to send."""
         key = (source.jsonl, source.topic, source.partition)
-        part, outcomes = self._parts[key], self._outcomes[key]
+        part, outcomes = self._parts[key], source.outcomes
         low, high = self._range(part)
         if start is not None:
             low = start if low is None else max(low, start)

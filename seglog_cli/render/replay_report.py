@@ -3,18 +3,9 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
 
+from seglog_cli.render.tabular import iso_time
 from seglog_cli.render.text import codec_text
-
-
-def _when(stamp) -> str:
-    if stamp is None or stamp < 0:
-        return "-"
-    try:
-        return datetime.fromtimestamp(stamp / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    except (OverflowError, OSError, ValueError):
-        return str(stamp)
 
 
 def _size(count: int) -> str:
@@ -50,7 +41,7 @@ def render_plan(plan, options, out, fmt: str, heading_only: bool = False) -> Non
         codecs = ",".join(sorted({codec_text(c) for c in part.codecs})) or "-"
         done = f"; {part.delivered} already delivered" if part.delivered else ""
         w(f"  {source.label} -> {dest}: {part.records} record(s), offsets {offsets}, "
-          f"{_when(part.first_timestamp)} .. {_when(part.last_timestamp)}, {_size(part.bytes)} ({codecs})"
+          f"{iso_time(part.first_timestamp)} .. {iso_time(part.last_timestamp)}, {_size(part.bytes)} ({codecs})"
           f"{_skipped(part.skipped)}{done}\n")
         w(f"      from {source.where}\n")
         for copy in source.copies:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seglog_cli.storage.log.errors import CannotWriteError, SeglogError, UnreadableInputError
+from seglog_cli.storage.log.files import fsync_dir
 
 VERSION = 1
 
@@ -200,7 +201,7 @@ class Progress:
             finally:
                 os.close(fd)
             os.replace(tmp, self.path)
-            _fsync_dir(self.path.parent)
+            fsync_dir(self.path.absolute().parent)
         except OSError as exc:
             try:
                 os.unlink(tmp)
@@ -229,11 +230,3 @@ class Progress:
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

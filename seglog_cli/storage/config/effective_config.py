@@ -72,7 +72,6 @@ class MetadataImage:
     REPLAYED = ("TOPIC_RECORD", "REMOVE_TOPIC_RECORD", "CONFIG_RECORD", "BEGIN_TRANSACTION_RECORD",
                 "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD")  # what configs depend on
     _before_transaction: tuple | None = None
-    _types: frozenset = frozenset()
 
     def resource(self, resource_type: int, name: str) -> dict[str, tuple[str, str]]:
         return self.configs.get((resource_type, name), {})
@@ -119,20 +118,20 @@ def read_metadata_image(directory: str | Path, partitions: bool = False) -> Meta
     a cluster's worth of PARTITION_RECORDs is decoded only when asked)."""
     directory = Path(directory)
     image = MetadataImage(directory)
-    image._types = _PARTITION_TYPES if partitions else _REPLAYED_TYPES
+    types = _PARTITION_TYPES if partitions else _REPLAYED_TYPES
     start = 0
     snapshot = latest_snapshot(directory)
     if snapshot is not None:
         image.snapshot = snapshot.name
-        _replay_file(image, snapshot, 0, f"snapshot {snapshot.name}")
+        _replay_file(image, snapshot, 0, f"snapshot {snapshot.name}", types)
         start = parse_kraft_snapshot_name(snapshot.name).end_offset
     logs = [(parse_segment_file_name(p.name), p) for p in directory.glob("*.log")]
     for _, path in sorted((name.base_offset, p) for name, p in logs if name is not None and not name.is_temp):
-        _replay_file(image, path, start, None)
+        _replay_file(image, path, start, None, types)
     return image
 
 
-def _replay_file(image: MetadataImage, path: Path, start: int, label: str | None) -> None:
+def _replay_file(image: MetadataImage, path: Path, start: int, label: str | None, types: frozenset) -> None:
     with MappedFile(path) as mapped:
         for batch in LogScan(mapped, 0, None):
             if batch.is_control or batch.last_offset < start:
@@ -141,7 +140,7 @@ def _replay_file(image: MetadataImage, path: Path, start: int, label: str | None
                 if record.offset < start:
                     continue
                 try:
-                    if not _replayed(record.value, image._types):
+                    if not _replayed(record.value, types):
                         continue  # partitions, brokers, features: decoded only when configs need them
                     decoded = decode_metadata_record(record.value)
                 except MetadataRecordError:

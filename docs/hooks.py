@@ -74,13 +74,12 @@ def rst_to_markdown(value: str) -> str:
 def command_objects(name: str):
     """(click context, click command, HELP) of the command ``name``, built as ``seglog`` builds it."""
     import click
-    import typer
 
-    from seglog_cli.cli import COMMANDS, build_app
+    from seglog_cli.cli import COMMANDS, build_command
 
     if name not in COMMANDS:
         raise PlaceholderError(f"no command {name!r} (commands: {', '.join(COMMANDS)})")
-    group = typer.main.get_command(build_app([name]))
+    group = build_command([name])
     command = group.commands[name]
     context = click.Context(command, info_name=name, parent=click.Context(group, info_name="seglog"))
     module = importlib.import_module(f"seglog_cli.commands.{COMMANDS[name][0]}")
@@ -106,23 +105,12 @@ def documented_params(name: str):
             continue
         if param.param_type_name == "argument":
             names = param.make_metavar(context) if _takes_context(param.make_metavar) else param.make_metavar()
-            help_text = getattr(param, "help", None) or _declared_help(name, param.name)
+            help_text = getattr(param, "help", None) or ""
             out.append((argument_anchor(param), names, help_text, param))
         else:
             names, help_text = param.get_help_record(context)
             out.append((option_anchor(param), names, help_text, param))
     return out
-
-
-def _declared_help(name: str, param_name: str) -> str:
-    """An argument's ``help=`` as the command function declares it (typer 0.25's --help drops an
-    argument's help when rich renders it; the docs keep it)."""
-    from seglog_cli.cli import COMMANDS
-
-    module_name, function = COMMANDS[name]
-    module = importlib.import_module(f"seglog_cli.commands.{module_name}")
-    parameter = inspect.signature(getattr(module, function)).parameters.get(param_name)
-    return (getattr(parameter.default, "help", None) or "") if parameter is not None else ""
 
 
 def _takes_context(method) -> bool:

@@ -91,6 +91,27 @@ def build_app(names=None):
     return app
 
 
+def build_command(names=None):
+    """The click group ``seglog`` runs: :func:`build_app`'s, with each argument's ``help=``.
+
+    typer (0.25) sets an argument's help before click's ``Parameter.__init__``, which since click
+    8.3 sets its own ``help`` (None) over it, so ``--help`` would list the arguments bare. The help
+    is put back here from the command function's declaration, the one place it is written."""
+    import inspect
+
+    import typer
+
+    group = typer.main.get_command(build_app(names))
+    for name, command in group.commands.items():
+        function = command.callback
+        declared = inspect.signature(function).parameters if function is not None else {}
+        for param in command.params:
+            if getattr(param, "param_type_name", "") == "argument" and not getattr(param, "help", None):
+                info = declared.get(param.name)
+                param.help = getattr(info.default, "help", None) if info is not None else None
+    return group
+
+
 def _command_named(argv: list[str]) -> str | None:
     """The subcommand the arguments name (the first word that is not an option), if known."""
     for word in argv:
@@ -118,9 +139,9 @@ def _run_app(argv: list[str]) -> int:
 
     usage_error = typer.BadParameter.__mro__[1]  # click's UsageError, whether typer vendors click or not
     name = _command_named(argv)
-    app = build_app([name] if name is not None else None)
+    command = build_command([name] if name is not None else None)
     try:
-        result = app(args=argv, prog_name="seglog", standalone_mode=False)
+        result = command.main(args=argv, prog_name="seglog", standalone_mode=False)
     except usage_error as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":
             exc.show()  # no arguments: the help text

@@ -83,3 +83,21 @@ def test_flow_help_keeps_examples_and_items_and_flows_the_rest():
     assert flow_help(text) == ("Summary line.\n\nA paragraph written hard-wrapped ends: here.\n\n"
                                "Example:\n  seglog x \\\n      --y\n\nExit status:\n- 0: fine\n"
                                "- 1: a long item that goes on")
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_every_argument_is_explained_in_help(monkeypatch, command):
+    """The arguments panel shows each argument's help= (typer 0.25 on click >= 8.3 drops it unless
+    cli.build_command puts it back)."""
+    import inspect
+
+    from seglog_cli.cli import build_command
+
+    group = build_command([command])
+    arguments = [p for p in group.commands[command].params if p.param_type_name == "argument"]
+    assert arguments
+    panel = " ".join(" ".join(line.strip(" │") for line in rendered_help(monkeypatch, 200, command)).split())
+    for argument in arguments:
+        declared = inspect.signature(group.commands[command].callback).parameters[argument.name].default.help
+        assert declared and argument.help == declared
+        assert " ".join(declared.split()) in panel, f"seglog {command} --help: {argument.name}'s help"

@@ -12,6 +12,11 @@ one a Kafka 4.x broker (node 1) left after a clean shutdown:
   index.interval.bytes=1024, producer snapshots at each roll and at the log end offset;
 * orders-1: the same kind of events in gzip, snappy, lz4 and zstd batches, records with headers,
   a null key and a tombstone (null value);
+* payments-0: three transactions, appended as a leader broker appends them (seglog's append
+  engine, with a fixed broker clock): producer 4000 commits two records, then aborts one (a
+  .txnindex entry), and producer 4001's transaction is still open (hanging);
+* __consumer_offsets-0: the group orders-app's committed offsets (orders-0 at 250, orders-1 at
+  160, payments-0 at 3), as the group coordinator writes them;
 * the log-dir files: meta.properties, the four offset checkpoints, .kafka_cleanshutdown.
 """
 
@@ -19,7 +24,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import struct
 import sys
+import tempfile
 from pathlib import Path
 
 from seglog_cli.storage.write.builder import NewRecord, build_batch
@@ -31,6 +38,8 @@ from seglog_cli.storage.log.checkpoints import (
 )
 from seglog_cli.storage.log.codecs import GZIP, LZ4, NONE, SNAPPY, ZSTD
 from seglog_cli.storage.log.log_dir_files import write_clean_shutdown
+from seglog_cli.storage.write.append import apply_append, plan_append
+from seglog_cli.storage.write.append_plan import AppendOptions, ProducerOptions
 from seglog_cli.storage.write.writer import PartitionWriter, SegmentConfig
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -38,6 +47,8 @@ TOPIC = "orders"
 TOPIC_ID = "b3JkZXJzLXRvcGljLWlkAA"  # 16 fixed bytes, base64url
 CLUSTER_ID = "c2VnbG9nLWV4YW1wbGUtMQ"
 DIRECTORY_ID = "ZXhhbXBsZS1sb2ctZGlyMQ"
+PAYMENTS_ID = "cGF5bWVudHMtdG9waWMtMQ"
+OFFSETS_ID = "Y29uc3VtZXItb2Zmc2V0cw"
 CONFIG = SegmentConfig(segment_bytes=16384, index_interval_bytes=1024)
 ITEMS = ["keyboard", "monitor", "mouse", "laptop", "headset", "dock", "cable", "webcam"]
 
@@ -77,21 +88,67 @@ def write_orders_1(directory: Path) -> int:
     return offset
 
 
+def append(directory: Path, records: list[NewRecord], now_ms: int, **options) -> None:
+    """One produce request (and its marker), as the leader broker appends it at ``now_ms``."""
+    producer = options.pop("producer", ProducerOptions())
+    plan = plan_append(directory, [records] if records else [], options=AppendOptions(
+        producer=producer, now_ms=now_ms, create=True, roll_jitter_seed=0, **options))
+    with tempfile.TemporaryDirectory() as backups:  # the append's undo data: not part of the example
+        apply_append(plan, backups)
+
+
+def write_payments_0(directory: Path) -> None:
+    def payment(n: int, cents: int) -> NewRecord:
+        body = json.dumps({"payment": f"p-{n}", "order_id": f"o-{n:05d}", "cents": cents}, separators=(",", ":"))
+        return NewRecord(key=f"p-{n}".encode(), value=body.encode(), timestamp=T0 + 600_000 + 1000 * n)
+
+    committing = ProducerOptions(4000, 0, None, True, None)
+    append(directory, [payment(1, 1999), payment(2, 4999)], T0 + 603_000, producer=committing,
+           end_transaction="commit", topic_id=PAYMENTS_ID)
+    append(directory, [payment(3, 999)], T0 + 604_000, producer=committing, end_transaction="abort")
+    append(directory, [payment(4, 2500)], T0 + 605_000, producer=ProducerOptions(4001, 0, None, True, None))
+    # each append ends as a clean shutdown does, with a snapshot at the log end; the broker's next
+    # start keeps only the latest one here (LogLoader: removeStraySnapshots, none is a segment base)
+    for snapshot in sorted(directory.glob("*.snapshot"))[:-1]:
+        snapshot.unlink()
+
+
+def offset_commit(group: str, topic: str, partition: int, offset: int, at_ms: int) -> NewRecord:
+    """An OffsetCommitKey (version 1) and OffsetCommitValue (version 3) record, Kafka's bytes."""
+    def string(text: str) -> bytes:
+        return struct.pack(">h", len(text)) + text.encode()
+
+    key = struct.pack(">h", 1) + string(group) + string(topic) + struct.pack(">i", partition)
+    value = struct.pack(">hqi", 3, offset, 0) + string("") + struct.pack(">q", at_ms)
+    return NewRecord(key=key, value=value, timestamp=at_ms)
+
+
+def write_consumer_offsets_0(directory: Path) -> None:
+    at = T0 + 700_000
+    commits = [offset_commit("orders-app", TOPIC, 0, 250, at), offset_commit("orders-app", TOPIC, 1, 160, at),
+               offset_commit("orders-app", "payments", 0, 3, at)]
+    append(directory, commits, at, topic_id=OFFSETS_ID)
+
+
 def make(target: Path) -> None:
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
+    (target / "meta.properties").write_text(
+        "#\n#Thu Jan 01 00:00:00 UTC 2026\nnode.id=1\n"
+        f"directory.id={DIRECTORY_ID}\nversion=1\ncluster.id={CLUSTER_ID}\n")
     ends = {}
     for partition, write in ((0, write_orders_0), (1, write_orders_1)):
         directory = target / f"{TOPIC}-{partition}"
         directory.mkdir()
         write_partition_metadata(directory / "partition.metadata", PartitionMetadata(0, TOPIC_ID))
         ends[TopicPartition(TOPIC, partition)] = write(directory)
-    (target / "meta.properties").write_text(
-        "#\n#Thu Jan 01 00:00:00 UTC 2026\nnode.id=1\n"
-        f"directory.id={DIRECTORY_ID}\nversion=1\ncluster.id={CLUSTER_ID}\n")
     write_offset_checkpoint(target / "recovery-point-offset-checkpoint", ends)
-    write_offset_checkpoint(target / "replication-offset-checkpoint", ends)
+    write_payments_0(target / "payments-0")
+    write_consumer_offsets_0(target / "__consumer_offsets-0")
+    (target / ".lock").unlink()  # taken by the appends; a broker makes its own
+    write_offset_checkpoint(target / "replication-offset-checkpoint", {
+        **ends, TopicPartition("payments", 0): 6, TopicPartition("__consumer_offsets", 0): 3})
     write_offset_checkpoint(target / "log-start-offset-checkpoint", {})
     write_offset_checkpoint(target / "cleaner-offset-checkpoint", {})
     write_clean_shutdown(target / ".kafka_cleanshutdown", 1)

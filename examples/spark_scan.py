@@ -1,10 +1,13 @@
 """Read a Kafka log dir with Spark, count the records of each topic-partition, write Parquet.
 
+The records a read_committed consumer would get (no control records, no records of aborted or
+still open transactions) of every topic but Kafka's internal ones (``__consumer_offsets``...).
+
     pip install 'seglog[spark]'
     python examples/spark_scan.py examples/logdir /tmp/records.parquet
 
 Runs on a local Spark 4.x session (``--master`` for another); prints one line per partition:
-topic, partition, records, first and last offset.
+``orders-0: 300 records, offsets 0..299``.
 """
 
 from __future__ import annotations
@@ -21,9 +24,9 @@ def scan(spark, log_dir: str, output: str) -> list:
     from seglog_cli.spark import register
 
     register(spark)
-    records = spark.read.format("seglog").load(log_dir)
-    counts = (records.where(~F.col("isControl"))
-              .groupBy("topic", "partition")
+    records = (spark.read.format("seglog").option("isolationLevel", "read_committed").load(log_dir)
+               .where(~F.col("topic").startswith("__")))
+    counts = (records.groupBy("topic", "partition")
               .agg(F.count("*").alias("records"), F.min("offset").alias("firstOffset"),
                    F.max("offset").alias("lastOffset"))
               .orderBy("topic", "partition")
@@ -45,7 +48,7 @@ def main(argv=None) -> int:
              .config("spark.ui.enabled", "false").getOrCreate())
     try:
         for row in scan(spark, args.log_dir, args.output):
-            print(f"{row.topic}\t{row.partition}\t{row.records}\t{row.firstOffset}\t{row.lastOffset}")
+            print(f"{row.topic}-{row.partition}: {row.records} records, offsets {row.firstOffset}..{row.lastOffset}")
     finally:
         spark.stop()
     return 0

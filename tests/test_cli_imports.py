@@ -62,12 +62,12 @@ def loaded_from(modules: set[str], families: tuple[str, ...]) -> list[str]:
 
 @pytest.fixture
 def log_dir(tmp_path) -> Path:
-    """A copy of examples/logdir with a generated __consumer_offsets-0 (200 offset commits)."""
+    """A copy of examples/logdir with a generated __consumer_offsets-1 (200 offset commits)."""
     from tests.benchmarks.bench_decoders import write_offsets_segment
 
     target = tmp_path / "logdir"
     shutil.copytree(EXAMPLES, target)
-    write_offsets_segment(target / "__consumer_offsets-0" / "00000000000000000000.log", 200)
+    write_offsets_segment(target / "__consumer_offsets-1" / "00000000000000000000.log", 200)
     return target
 
 

@@ -34,7 +34,7 @@ def test_example_log_dir_reads_back_every_record():
                 total += sum(1 for _ in read_records(segment.log.buffer, batch))
         counts[partition.path.name] = total
         partition.close()
-    assert counts == {"orders-0": 300, "orders-1": 160}
+    assert counts == {"orders-0": 300, "orders-1": 160, "payments-0": 6, "__consumer_offsets-0": 3}  # markers too
 
 
 def test_readme_example_command_runs():

@@ -148,9 +148,10 @@ def test_example_spark_scan_counts_and_writes_parquet(spark, tmp_path):
     module = runpy.run_path(str(REPO / "examples" / "spark_scan.py"), run_name="example")
     counts = module["scan"](spark, str(REPO / "examples" / "logdir"), str(tmp_path / "out.parquet"))
     assert [(r.topic, r.partition, r.records, r.firstOffset, r.lastOffset) for r in counts] == [
-        ("orders", 0, 300, 0, 299), ("orders", 1, 160, 0, 159)]
+        ("orders", 0, 300, 0, 299), ("orders", 1, 160, 0, 159),
+        ("payments", 0, 2, 0, 1)]  # read_committed: not the aborted record (3), nor the open transaction's (5)
     written = pq.read_table(tmp_path / "out.parquet")
-    assert written.num_rows == 460 and set(written.column("offset").to_pylist()) == set(range(300))
+    assert written.num_rows == 462 and set(written.column("offset").to_pylist()) == set(range(300))
 
 
 @requires_corpus

@@ -4,7 +4,8 @@ A block's lines starting with ``$ `` are commands, run with bash in order from a
 copy of ``examples/logdir`` as ``./logdir`` and of the rest of ``examples/`` as ``./examples``
 (``seglog`` and ``python`` are this venv's); a command whose line ends with ``\\`` goes on on the
 next line, and one with a here-document (``<<'EOF'``) up to its end line. The lines after a command, until the next command or the block's end, are its expected
-stdout, compared exactly except that a line ``...`` matches any lines. The exit status must be 0
+stdout, compared exactly except that a line ``...`` matches any lines and ``...`` inside a line
+any text. The exit status must be 0
 unless the expected output's last line is ``[exit N]``.
 
 Comments before a block (one line each):
@@ -79,7 +80,14 @@ def _matches(expected: list[str], actual: list[str]) -> bool:
         return not actual
     if expected[0] == "...":
         return any(_matches(expected[1:], actual[i:]) for i in range(len(actual) + 1))
-    return bool(actual) and expected[0] == actual[0] and _matches(expected[1:], actual[1:])
+    return bool(actual) and _line_matches(expected[0], actual[0]) and _matches(expected[1:], actual[1:])
+
+
+def _line_matches(expected: str, actual: str) -> bool:
+    """Equal, where ``...`` inside a line stands for any text (a temp path, a timestamp)."""
+    if "..." not in expected:
+        return expected == actual
+    return re.fullmatch(".*".join(map(re.escape, expected.split("..."))), actual) is not None
 
 
 def _services(kind: str | None, reason: str | None, body: str, request) -> dict[str, str]:
@@ -127,6 +135,13 @@ def test_console_block_runs(kind, reason, body, tmp_path, request):
         actual = _rename(done.stdout, {new: old for old, new in names.items()}).splitlines()
         assert _matches(expected, actual), f"$ {command}\n--- expected\n" + "\n".join(expected) + \
             "\n--- got\n" + "\n".join(actual)
+
+
+def test_an_ellipsis_matches_lines_and_text():
+    assert _matches(["a", "...", "z"], ["a", "b", "c", "z"]) and _matches(["a", "..."], ["a"])
+    assert _matches(["wrote 2 in .../backups/...-undo"], ["wrote 2 in /tmp/x/backups/2026-undo"])
+    assert not _matches(["wrote 2 in .../backups"], ["wrote 3 in /tmp/backups"])
+    assert not _matches(["a", "z"], ["a", "b", "z"])
 
 
 def test_commands_go_on_after_a_backslash_and_to_a_heredoc_end():

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Build examples/logdir: a small Kafka log dir written by seglog's own writer.
 
-    python examples/make_example.py [TARGET_DIR]      (default: examples/logdir)
+    python examples/make_example.py [TARGET_DIR [TIERED_DIR]]
+                                  (default: examples/logdir and examples/tiered)
 
 The content is deterministic (fixed timestamps, ids and payloads), so running the script again
 reproduces the committed files byte for byte; the test suite checks that. The log dir looks like
@@ -18,6 +19,13 @@ one a Kafka 4.x broker (node 1) left after a clean shutdown:
 * __consumer_offsets-0: the group orders-app's committed offsets (orders-0 at 250, orders-1 at
   160, payments-0 at 3), as the group coordinator writes them;
 * the log-dir files: meta.properties, the four offset checkpoints, .kafka_cleanshutdown.
+
+And examples/tiered: orders-0 after tiered storage (KIP-405) copied its first two segments to
+Kafka's LocalTieredStorage and local retention deleted them: ``rsm/kafka-tiered-storage/
+orders-0-<topic id>/`` holds one fileset per remote segment (``.log``, ``.index``, ``.timeindex``
+byte for byte, the producer snapshot at the next segment's base offset, the leader epochs up to
+the segment's end), as RemoteLogManager.copyLogSegment uploads them; ``data/`` is the broker's log
+dir, whose orders-0 keeps its last segment.
 """
 
 from __future__ import annotations
@@ -33,9 +41,12 @@ from seglog_cli.storage.write.builder import NewRecord, build_batch
 from seglog_cli.storage.log.checkpoints import (
     PartitionMetadata,
     TopicPartition,
+    format_leader_epoch_checkpoint,
+    read_leader_epoch_checkpoint,
     write_offset_checkpoint,
     write_partition_metadata,
 )
+from seglog_cli.storage.log.remote_layout import remote_file_name
 from seglog_cli.storage.log.codecs import GZIP, LZ4, NONE, SNAPPY, ZSTD
 from seglog_cli.storage.log.log_dir_files import write_clean_shutdown
 from seglog_cli.storage.write.append import apply_append, plan_append
@@ -154,5 +165,45 @@ def make(target: Path) -> None:
     write_clean_shutdown(target / ".kafka_cleanshutdown", 1)
 
 
+REMOTE_SEGMENT_IDS = {0: "dGllcmVkLXNlZ21lbnQtMA", 120: "dGllcmVkLXNlZ21lbnQtMQ"}  # fixed, base64url
+
+
+def make_tiered(log_dir: Path, target: Path) -> None:
+    """``target``/rsm and ``target``/data: ``log_dir``'s orders-0 with its segments 0 and 120 in
+    remote storage only (orders-1 and the other partitions are left out)."""
+    if target.exists():
+        shutil.rmtree(target)
+    source = log_dir / f"{TOPIC}-0"
+    remote = target / "rsm" / "kafka-tiered-storage" / f"{TOPIC}-0-{TOPIC_ID}"
+    remote.mkdir(parents=True)
+    data = target / "data"
+    data.mkdir()
+    bases = sorted(int(path.name[:20]) for path in source.glob("*.log"))
+    epochs = read_leader_epoch_checkpoint(source / "leader-epoch-checkpoint")
+    for base, segment_id in REMOTE_SEGMENT_IDS.items():
+        next_base = bases[bases.index(base) + 1]
+        for suffix in (".log", ".index", ".timeindex"):
+            shutil.copyfile(source / f"{base:020d}{suffix}", remote / remote_file_name(base, segment_id, suffix))
+        shutil.copyfile(source / f"{next_base:020d}.snapshot", remote / remote_file_name(base, segment_id, ".snapshot"))
+        (remote / remote_file_name(base, segment_id, ".leader_epoch_checkpoint")).write_bytes(
+            format_leader_epoch_checkpoint([e for e in epochs if e.start_offset < next_base]))
+    local = data / source.name
+    local.mkdir()
+    kept = [path for path in sorted(source.iterdir())
+            if not path.name[:20].isdigit() or int(path.name[:20]) not in REMOTE_SEGMENT_IDS]
+    for path in kept:
+        shutil.copyfile(path, local / path.name)
+    for name in ("meta.properties", ".kafka_cleanshutdown", "cleaner-offset-checkpoint"):
+        shutil.copyfile(log_dir / name, data / name)
+    partition = TopicPartition(TOPIC, 0)
+    for name in ("recovery-point-offset-checkpoint", "replication-offset-checkpoint"):
+        write_offset_checkpoint(data / name, {partition: 300})
+    # the log start offset stays at the remote log's start; the local log starts at 240
+    write_offset_checkpoint(data / "log-start-offset-checkpoint", {partition: 0})
+
+
 if __name__ == "__main__":
-    make(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent / "logdir")
+    here = Path(__file__).resolve().parent
+    log_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else here / "logdir"
+    make(log_dir)
+    make_tiered(log_dir, Path(sys.argv[2]) if len(sys.argv) > 2 else here / "tiered")

@@ -14,6 +14,9 @@ Comments before a block (one line each):
     a live Kafka-protocol broker on loopback (the ``kafka_cluster`` fixture: tansu, or the cluster
     ``SEGLOG_TEST_KAFKA_BOOTSTRAP`` names) stands for ``localhost:9092``, and each topic named
     ``*-restored`` for a topic no other test uses; outputs are compared with the page's names.
+``<!-- run with: s3 -->``
+    a real S3 API server on loopback (moto's) with the example log dir uploaded as
+    ``s3://backups/broker-1/data``; the environment's ``AWS_ENDPOINT_URL`` points at it.
 ``<!-- run with: spark -->``
     needs pyspark and Java (the test extra and the machine); skipped with the reason without them.
 ``<!-- not run: REASON -->``
@@ -103,12 +106,34 @@ def _services(kind: str | None, reason: str | None, body: str, request) -> dict[
         if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
             pytest.skip("Spark needs Java on the machine")
         return {}
-    assert reason == "kafka", f"unknown service {reason!r} (known: kafka, spark)"
+    if reason == "s3":
+        return _s3_service(request)
+    assert reason == "kafka", f"unknown service {reason!r} (known: kafka, s3, spark)"
     cluster = request.getfixturevalue("kafka_cluster")
     names = {BOOTSTRAP: cluster.bootstrap}
     for topic in sorted(set(RESTORED.findall(body))):
         names[topic] = cluster.new_topic(topic)
     return names
+
+
+def _s3_service(request) -> dict[str, str]:
+    """A real S3 API server on loopback (moto's), the environment pointing at it, and the example
+    log dir uploaded as ``s3://backups/broker-1/data`` (with examples/tiered's remote storage as
+    ``s3://backups/broker-1/rsm``)."""
+    from contextlib import ExitStack
+
+    from tests.s3_server import BUCKET, make_bucket, missing_packages, moto_server, s3_environment, s3_filesystem, upload
+
+    if missing_packages():
+        pytest.skip(missing_packages())
+    stack = ExitStack()
+    request.addfinalizer(stack.close)
+    stack.enter_context(s3_environment(stack.enter_context(moto_server())))
+    fs = s3_filesystem()
+    make_bucket(fs)
+    upload(fs, REPO / "examples" / "logdir", "broker-1/data")
+    upload(fs, REPO / "examples" / "tiered" / "rsm", "broker-1/rsm")
+    return {"s3://backups/": f"s3://{BUCKET}/"}
 
 
 def _rename(text: str, names: dict[str, str]) -> str:

@@ -21,7 +21,9 @@ def _tree(root: Path) -> dict[str, bytes]:
 def test_make_example_reproduces_the_committed_log_dir(tmp_path):
     module = runpy.run_path(str(EXAMPLES / "make_example.py"), run_name="example")
     module["make"](tmp_path / "logdir")
+    module["make_tiered"](tmp_path / "logdir", tmp_path / "tiered")
     assert _tree(tmp_path / "logdir") == _tree(EXAMPLES / "logdir")
+    assert _tree(tmp_path / "tiered") == _tree(EXAMPLES / "tiered")
 
 
 def test_example_log_dir_reads_back_every_record():

@@ -20,8 +20,8 @@ Comments before a block (one line each):
 ``<!-- run with: spark -->``
     needs pyspark and Java (the test extra and the machine); skipped with the reason without them.
 ``<!-- not run: REASON -->``
-    skipped with that reason. ``tested by: tests/PATH.py::NAME`` in the reason names the test that
-    runs the same steps; that test must exist.
+    skipped with that reason. ``tested by: tests/PATH.py::NAME[, ...]`` in the reason names the
+    tests that run the same steps (on a test cluster, or bounded); they must exist.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 BLOCK = re.compile(r"(?:<!-- (?P<kind>not run|run with): (?P<reason>[^\n]*?) -->\n)?```console\n(?P<body>.*?)```",
                    re.S)
 EXIT = re.compile(r"^\[exit (\d+)\]$")
-TESTED_BY = re.compile(r"tested by: (tests/[\w/]+\.py)::(\w+)")
+TESTED_BY = re.compile(r"(tests/[\w/]+\.py)::(\w+)")
 BOOTSTRAP = "localhost:9092"
 RESTORED = re.compile(r"\b[\w.]+-restored\b")
 HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1")
@@ -179,7 +179,9 @@ def test_a_block_not_run_names_a_test_that_exists():
     """A "tested by" reference in a reason names a test function of that file (it cannot rot)."""
     for page in PAGES:
         for match in BLOCK.finditer(page.read_text()):
-            for path, name in TESTED_BY.findall(match.group("reason") or ""):
+            _, said, tests = (match.group("reason") or "").partition("tested by: ")
+            assert not said or TESTED_BY.findall(tests), f"{page.relative_to(REPO)}: tested by what? {tests!r}"
+            for path, name in TESTED_BY.findall(tests):
                 tree = ast.parse((REPO / path).read_text())
                 functions = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
                 assert name in functions, f"{page.relative_to(REPO)}: {path}::{name} does not exist"

@@ -15,6 +15,9 @@ an import rule. Each is read here from the code the CLI and the tests use:
 ``<!-- seglog:import-rules -->``
     the storage sub-packages' ``__init__`` docstrings ("May import: ..."), the text
     ``tests/test_import_direction.py`` enforces.
+``<!-- seglog:runbooks -->``
+    ``examples/runbooks/README.md`` (the scripts, the options they share, their exit statuses,
+    the ``--json`` document, undo) below its title, links to the scripts made paths.
 
 An unknown placeholder or command fails the build.
 """
@@ -29,6 +32,7 @@ from pathlib import Path
 
 PLACEHOLDER = re.compile(r"<!--\s*seglog:([a-z-]+)(?:\s+([A-Za-z0-9_-]+))?\s*-->")
 STORAGE = Path(__file__).resolve().parents[1] / "seglog_cli" / "storage"
+RUNBOOKS = Path(__file__).resolve().parents[1] / "examples" / "runbooks"
 
 
 class PlaceholderError(Exception):
@@ -52,7 +56,8 @@ def expand_placeholder(kind: str, argument: str | None) -> str:
         if argument is None:
             raise PlaceholderError("names no command")
         return command_reference(argument)
-    renderers = {"exit-statuses": exit_statuses, "findings": findings, "import-rules": import_rules}
+    renderers = {"exit-statuses": exit_statuses, "findings": findings, "import-rules": import_rules,
+                 "runbooks": runbooks}
     if kind not in renderers or argument is not None:
         raise PlaceholderError(f"unknown placeholder (known: reference COMMAND, {', '.join(renderers)})")
     return renderers[kind]()
@@ -344,3 +349,17 @@ class DocstringMarkdown(_GriffeExtension):
     def on_instance(self, *, obj, **kwargs) -> None:
         if getattr(obj, "docstring", None) is not None:
             obj.docstring.value = docstring_markdown(obj.docstring.value)
+
+
+# --- seglog:runbooks -----------------------------------------------------------------------------
+
+def runbooks() -> str:
+    """The runbooks' README below its title, one heading level down, ``[`x.sh`](x.sh)`` links as
+    the path ``examples/runbooks/x.sh`` (the site holds no scripts to link to)."""
+    text = (RUNBOOKS / "README.md").read_text()
+    body = text.split("\n", 1)[1] if text.startswith("# ") else text
+    body = re.sub(r"\[`([\w.-]+)`\]\(\1\)", r"`examples/runbooks/\1`", body)
+    body = re.sub(r"^## ", "### ", body, flags=re.M)
+    if re.search(r"\]\((?!https?:)[^)]*\)", body):
+        raise PlaceholderError("examples/runbooks/README.md links to a file the site does not have")
+    return body

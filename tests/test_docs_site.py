@@ -234,3 +234,16 @@ def test_a_broken_anchor_fails_the_strict_build(tmp_path):
     (tmp_path / "docs" / "index.md").write_text("# Home\n\n[--apply](commands/undo.md#option-apply)\n")
     result = build(tmp_path / "mkdocs.yml", tmp_path / "site")
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+@needs_mkdocs
+def test_the_runbooks_page_is_the_runbooks_readme(site):
+    """Every script and every exit status the runbooks share, from examples/runbooks/README.md."""
+    from tests.test_runbooks import SCRIPTS, runbook_statuses
+
+    text = page_text(site, "runbooks")
+    for script in SCRIPTS:
+        assert f"examples/runbooks/{script}" in text, script
+    squeezed = "".join(text.split())  # the page's words, whatever the tags put between them
+    for status, meaning in runbook_statuses().items():
+        assert "".join(f"{status} {meaning.replace('`', '')}".split()) in squeezed, status

@@ -35,6 +35,21 @@ def test_there_are_eleven_runbooks_linked_from_both_readmes():
         assert os.access(RUNBOOKS / script, os.X_OK)
 
 
+def runbook_statuses() -> dict[int, str]:
+    """lib.sh's RB_* exit statuses, and what the README's table says each means."""
+    defined = {int(v) for v in re.findall(r"RB_[A-Z_]+=(\d+)", (RUNBOOKS / "lib.sh").read_text())}
+    readme = (RUNBOOKS / "README.md").read_text()
+    table = readme.split("## Exit statuses", 1)[1].split("\n## ", 1)[0]
+    meanings = {int(n): m.strip() for n, m in re.findall(r"^\| `(\d+)` \| (.*) \|$", table, re.M)}
+    assert set(meanings) == defined, f"lib.sh defines {sorted(defined)}, the README explains {sorted(meanings)}"
+    return meanings
+
+
+def test_every_exit_status_of_lib_sh_is_explained_in_the_readme():
+    meanings = runbook_statuses()
+    assert {0, 1, 2, 3, 4, 5, 6, 70} <= set(meanings) and all(meanings.values())
+
+
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_help_usage_and_header(script, tmp_path):
     result = run(script, "-h", cwd=tmp_path)

@@ -5,7 +5,8 @@
 # Exit statuses are the same for every runbook:
 #   0 healthy / nothing to do   1 action taken or needed   2 usage error
 #   3 damage or a state that needs a human   4 bad input (missing, unreadable, not Kafka data)
-#   5 a broker holds the log dir's .lock     70 unexpected failure (seglog or the runbook itself)
+#   5 a broker holds the log dir's .lock     6 seglog cannot write here (read-only, disk full...)
+#   70 unexpected failure (seglog or the runbook itself); README.md says each in full
 
 # shellcheck disable=SC2034  # used by the scripts that source this file
 RB_OK=0 RB_ACTION=1 RB_USAGE=2 RB_HUMAN=3 RB_BAD_INPUT=4 RB_LOCKED=5 RB_CANNOT_WRITE=6 RB_INTERNAL=70

@@ -1,4 +1,4 @@
-"""JSON Lines output of ``seglog dump --format jsonl`` (schema version 1, see the README).
+"""JSON Lines output of ``seglog dump --format jsonl`` (schema version 1, documented in docs/commands/dump.md).
 
 One JSON object per line, each with a ``type``: ``file``, ``batch``, ``record``,
 ``offsetIndexEntry``, ``timeIndexEntry``, ``producerState``, ``abortedTxn``, ``trailingBytes``,

@@ -1,7 +1,7 @@
 """The one adapter between replay and a live cluster: librdkafka through ``confluent-kafka``.
 
 Why this client: it was measured against the pure-Python clients on the same records
-(``tests/benchmarks/bench_replay_clients.py``, in the README) and is the fastest by far; it has
+(``tests/benchmarks/bench_replay_clients.py``, in docs/commands/replay.md) and is the fastest by far; it has
 the idempotent producer replay needs (and transactions), per-record timestamps and headers,
 and Kafka's security settings (``security.protocol``, ``sasl.*``, ``ssl.*``), which
 :func:`client_config` translates from the Java properties Kafka's own tools take.

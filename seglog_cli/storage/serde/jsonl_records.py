@@ -2,7 +2,7 @@
 and of ``seglog replay``.
 
 A record line, as ``seglog dump --format jsonl`` and ``seglog diff --export-lost`` write it
-(schema version 1, the README's JSON Lines table); the fields this reader takes::
+(schema version 1, the JSON Lines table of docs/commands/dump.md); the fields this reader takes::
 
     type              "record" (absent: a record; any other type is skipped)
     topic             string or null

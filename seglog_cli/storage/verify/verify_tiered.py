@@ -19,7 +19,7 @@ epochs are those of the partition's lineage (the leader epoch cache) over its of
 ends below the log end offset; anything else is a segment from another history (an unclean
 election, a fork), which Kafka's retention deletes and readers never see.
 
-Checks, with their codes (README, "Tiered storage"): ``TIERED_OFFSET_GAP``, ``TIERED_OVERLAP``,
+Checks, with their codes (docs/tiered-remote.md, "Tiered storage"): ``TIERED_OFFSET_GAP``, ``TIERED_OVERLAP``,
 ``TIERED_EPOCH_MISMATCH``, ``TIERED_REMOTE_PAST_LOG_END``, ``TIERED_TOPIC_ID_MISMATCH``,
 ``REMOTE_FILESET_INCOMPLETE`` and, with metadata, ``REMOTE_METADATA_MISMATCH``,
 ``REMOTE_METADATA_STATE``, ``REMOTE_SEGMENT_WITHOUT_METADATA``, ``REMOTE_METADATA_WITHOUT_SEGMENT``.

@@ -100,7 +100,7 @@ def test_wide_terminal_shows_every_column(tmp_path, monkeypatch):
 
 def test_readme_offsets_examples_run(tmp_path, monkeypatch):
     """The docs' `seglog offsets` examples (docs/commands/offsets.md), on a built log dir in place
-    of /var/lib/kafka/data."""
+    of the example's ``logdir`` (tests/test_docs_examples.py runs them on the example itself)."""
     from tests.conftest import REPO
 
     page = (REPO / "docs" / "commands" / "offsets.md").read_text()
@@ -112,7 +112,7 @@ def test_readme_offsets_examples_run(tmp_path, monkeypatch):
         batch(0, offset_commit_key("orders-app", "orders", 0), offset_commit_value(9, "", 1_700_000_000_000))])
     (tmp_path / "replication-offset-checkpoint").write_text("0\n1\norders 0 12\n")
     for args in examples:
-        result = run_seglog(*[str(tmp_path) if arg == "/var/lib/kafka/data" else arg for arg in args])
+        result = run_seglog(*[str(tmp_path) if arg == "logdir" else arg for arg in args])
         assert result.exit_code == 0, result.err
         assert "orders-app" in result.out
     rows = run_seglog("offsets", str(tmp_path), "--format", "csv").out.splitlines()

@@ -19,6 +19,7 @@ from seglog_cli.commands.options import (
     METADATA_LOG_HELP,
     SERVER_CONFIG_HELP,
     PayloadEncoding,
+    PlanFormat,
     config_sources,
     effective_configs,
     parse_timestamp,
@@ -101,11 +102,6 @@ class EndTxn(str, Enum):
     abort = "abort"
 
 
-class Format(str, Enum):
-    text = "text"
-    json = "json"
-
-
 def append_command(
     partition_dir: str = typer.Argument(..., help="The partition directory (<log dir>/<topic>-<partition>)."),
     value: Optional[List[str]] = typer.Option(None, "--value", help="A record with this value (repeatable: one record each)."),
@@ -136,7 +132,7 @@ def append_command(
     no_recovery_point: bool = typer.Option(False, "--no-recovery-point", help="Leave the log dir's recovery-point-offset-checkpoint alone."),
     apply: bool = typer.Option(False, "--apply", help="Write the plan (default: only show it)."),
     backup_dir: Optional[str] = typer.Option(None, "--backup-dir", help="Where the backup and manifest go (default: seglog-backups/ beside the log dir)."),
-    output_format: Format = typer.Option(Format.text, "--format", help="text or json."),
+    output_format: PlanFormat = typer.Option(PlanFormat.text, "--format", help="text or json."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="text: one line per batch too."),
 ) -> None:
     arguments = dict(locals())
@@ -172,7 +168,7 @@ def _run(partition_dir, value, key, header, input_path, input_format, key_separa
         spool = session.spool() if session is not None else Tally()  # the new .log bytes: never all in memory
         plan = plan_append(partition_dir, batches, effective[0].config, options, spool)
         applied = apply_append(plan, backup_dir, session) if apply else None
-    if output_format == Format.json:
+    if output_format == PlanFormat.json:
         append_report.render_json(plan, sys.stdout, applied, config_report.json_fields(effective))
     else:
         config_report.render_all_text(effective, sys.stdout)

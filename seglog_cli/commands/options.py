@@ -30,6 +30,14 @@ class TableFormat(str, Enum):
     csv = "csv"
 
 
+class PlanFormat(str, Enum):
+    """``--format`` of the commands that plan, then write (rebuild-index, recover, append, repair,
+    replay): the plan and what was done, as text or one JSON document."""
+
+    text = "text"
+    json = "json"
+
+
 class PayloadEncoding(str, Enum):
     """``--payload-encoding``: how keys, values and header values are text in JSON Lines (dump,
     diff --export-lost) and are read back (append, replay)."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
@@ -12,6 +11,7 @@ import typer
 from seglog_cli.commands.options import (
     METADATA_LOG_HELP,
     SERVER_CONFIG_HELP,
+    PlanFormat,
     command_paths,
     config_sources,
     effective_configs,
@@ -53,11 +53,6 @@ Exit status:
 """
 
 
-class Format(str, Enum):
-    text = "text"
-    json = "json"
-
-
 def rebuild_index_command(
     paths: Optional[List[str]] = typer.Argument(None, help="Segment files, partition dirs or log dirs (globs allowed)."),
     apply: bool = typer.Option(False, "--apply", help="Write the planned files (default: only show the plan)."),
@@ -67,7 +62,7 @@ def rebuild_index_command(
     metadata_log: Optional[str] = typer.Option(None, "--metadata-log", help=METADATA_LOG_HELP),
     no_txn_index: bool = typer.Option(False, "--no-txn-index", help="Leave .txnindex files alone."),
     backup_dir: Optional[str] = typer.Option(None, "--backup-dir", help="Where originals and the manifest go (default: seglog-backups/ beside the log dir)."),
-    output_format: Format = typer.Option(Format.text, "--format", help="text or json."),
+    output_format: PlanFormat = typer.Option(PlanFormat.text, "--format", help="text or json."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="text: list the files that are already right too."),
 ) -> None:
     arguments = dict(locals())
@@ -78,7 +73,7 @@ def _run(paths, apply, config, config_file, server_config, metadata_log, no_txn_
          verbose) -> int:
     inputs = _inputs(paths)
     sources = config_sources(config, config_file, server_config, metadata_log)
-    shown = rebuild_report.Shown(output_format == Format.json, verbose)
+    shown = rebuild_report.Shown(output_format == PlanFormat.json, verbose)
     with writing(apply, log_dirs_of(inputs), "rebuild-index", backup_dir) as session:
         resolved = effective_configs(sources, _partition_dirs(inputs))
         # planned under the lock (or only shown): no fingerprint; the new bytes of the files that
@@ -88,7 +83,7 @@ def _run(paths, apply, config, config_file, server_config, metadata_log, no_txn_
         applied = None
         if apply and not plan.refused and not plan.unreadable and plan.changes:
             applied = apply_rebuild(plan, backup_dir, session)
-    if output_format == Format.json:
+    if output_format == PlanFormat.json:
         rebuild_report.render_json(plan, sys.stdout, applied, config_report.json_fields(resolved), shown)
     else:
         config_report.render_all_text(resolved, sys.stdout)

@@ -14,6 +14,7 @@ from seglog_cli.commands.options import (
     jobs_or_default,
     METADATA_LOG_HELP,
     SERVER_CONFIG_HELP,
+    PlanFormat,
     command_paths,
     show_progress,
     config_sources,
@@ -67,11 +68,6 @@ class Mode(str, Enum):
     salvage = "salvage"
 
 
-class Format(str, Enum):
-    text = "text"
-    json = "json"
-
-
 def recover_command(
     paths: Optional[List[str]] = typer.Argument(None, help="Partition dirs or log dirs (globs allowed)."),
     mode: Mode = typer.Option(Mode.kafka, "--mode", help="kafka: what the broker does; salvage: keep what Kafka would drop."),
@@ -81,7 +77,7 @@ def recover_command(
     metadata_log: Optional[str] = typer.Option(None, "--metadata-log", help=METADATA_LOG_HELP),
     backup_dir: Optional[str] = typer.Option(None, "--backup-dir", help="Where removed bytes and the manifest go."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help=f"Partitions planned in parallel processes (num.recovery.threads.per.data.dir) {JOBS_HELP}."),
-    output_format: Format = typer.Option(Format.text, "--format", help="text or json."),
+    output_format: PlanFormat = typer.Option(PlanFormat.text, "--format", help="text or json."),
     progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress on stderr (default: when stderr is a terminal and stdout is not a pipe)."),
     show: Severity = typer.Option(Severity.WARNING, "--show", help="text: info lists every partition; warning (default) only those recovery changes, refuses or notes something about, the others counted in one line (json lists all)."),
 ) -> None:
@@ -103,7 +99,7 @@ def _run(paths, mode, apply, config, server_config, metadata_log, backup_dir, jo
         else:
             plan = plan_recover(partitions, mode.value, topic_config, jobs, fingerprint=False)
         applied = apply_recover(plan, backup_dir, session) if apply and plan.steps else None
-    if output_format == Format.json:
+    if output_format == PlanFormat.json:
         recover_report.render_json(plan, sys.stdout, applied, config_report.json_fields(resolved))
     else:
         config_report.render_all_text(resolved, sys.stdout)

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
-from seglog_cli.commands.options import (METADATA_LOG_HELP, SERVER_CONFIG_HELP, config_sources, effective_configs,
-                                         writing)
+from seglog_cli.commands.options import (METADATA_LOG_HELP, SERVER_CONFIG_HELP, PlanFormat, config_sources,
+                                         effective_configs, writing)
 from seglog_cli.status import ExitStatus, guarded
 
 HELP = """Repair a damaged replica of a partition from a healthy replica, byte for byte.
@@ -57,11 +56,6 @@ Exit status:
 """
 
 
-class Format(str, Enum):
-    text = "text"
-    json = "json"
-
-
 def repair_command(
     damaged: str = typer.Argument(..., help="The damaged replica's partition directory."),
     healthy: str = typer.Option(..., "--from", help="The healthy replica's partition directory (only read)."),
@@ -72,7 +66,7 @@ def repair_command(
     server_config: Optional[str] = typer.Option(None, "--server-config", help=SERVER_CONFIG_HELP),
     metadata_log: Optional[str] = typer.Option(None, "--metadata-log", help=METADATA_LOG_HELP),
     backup_dir: Optional[str] = typer.Option(None, "--backup-dir", help="Where replaced bytes and the manifest go."),
-    output_format: Format = typer.Option(Format.text, "--format", help="text or json."),
+    output_format: PlanFormat = typer.Option(PlanFormat.text, "--format", help="text or json."),
 ) -> None:
     arguments = dict(locals())
     raise typer.Exit(guarded(lambda: _run(**arguments)))
@@ -106,7 +100,7 @@ def _run(damaged, healthy, apply, tail, config, config_file, server_config, meta
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
     status = _status(plan, applied)
-    if output_format == Format.json:
+    if output_format == PlanFormat.json:
         document = {**repair_report.document(plan, applied, status), **config_report.json_fields(resolved)}
         json.dump(document, sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -10,7 +10,7 @@ from typing import List, Optional
 
 import typer
 
-from seglog_cli.commands.options import PayloadEncoding, command_paths, parse_timestamp, show_progress
+from seglog_cli.commands.options import PayloadEncoding, PlanFormat, command_paths, parse_timestamp, show_progress
 from seglog_cli.status import ExitStatus, UsageError, guarded
 
 HELP = """Send the records of log dirs, partition dirs or JSON Lines exports back into a live
@@ -73,11 +73,6 @@ class Codec(str, Enum):
     snappy = "snappy"
     lz4 = "lz4"
     zstd = "zstd"
-
-
-class PlanFormat(str, Enum):
-    text = "text"
-    json = "json"
 
 
 def replay_command(

@@ -61,12 +61,7 @@ damaged=${paths[0]}
 others=("${paths[@]:1}")
 
 # 1. the replicas compared
-rb_seglog diff diff --format json "${paths[@]}"
-case "$RB_RC" in
-    0 | 1 | 3) ;;
-    4) rb_say_file "$RB_TMP/diff.err"; rb_finish $RB_BAD_INPUT "seglog diff could not read a replica" ;;
-    *) rb_finish $RB_INTERNAL "seglog diff stopped with exit $RB_RC" ;;
-esac
+rb_diff "${paths[@]}"
 rb_py "$RB_TMP/diff.out" >"$RB_TMP/diff.txt" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))

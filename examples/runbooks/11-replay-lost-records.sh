@@ -70,12 +70,7 @@ lost="$work_dir/lost.jsonl"
 progress="$work_dir/replay-progress.json"
 
 # 1. the replicas compared; the records a truncation would lose, exported losslessly
-rb_seglog diff diff --format json ${diff_args[@]+"${diff_args[@]}"} --export-lost "$lost" "${paths[@]}"
-case "$RB_RC" in
-    0 | 1 | 3) ;;
-    4) rb_say_file "$RB_TMP/diff.err"; rb_finish $RB_BAD_INPUT "seglog diff could not read a replica" ;;
-    *) rb_finish $RB_INTERNAL "seglog diff stopped with exit $RB_RC" ;;
-esac
+rb_diff ${diff_args[@]+"${diff_args[@]}"} --export-lost "$lost" "${paths[@]}"
 rb_py "$RB_TMP/diff.out" >"$RB_TMP/diff.txt" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))

@@ -1,6 +1,7 @@
 # Shared plumbing of the seglog runbooks (sourced, not run). See README.md beside it.
 #
 # Provides: rb_init (scratch dir, SEGLOG/PYTHON), rb_seglog (run seglog, keep its exit status),
+# rb_verify and rb_diff (seglog verify / diff as JSON, unreadable input ending the run with 4),
 # rb_ask (confirmation), rb_say (human line), rb_finish (summary + --json document + exit).
 # Exit statuses are the same for every runbook:
 #   0 healthy / nothing to do   1 action taken or needed   2 usage error
@@ -91,6 +92,17 @@ rb_verify() {
         rb_say_file "$RB_TMP/verify.err"
         rb_finish $RB_BAD_INPUT "seglog verify could not read the input"
     fi
+}
+
+rb_diff() {
+    # rb_diff ARGS...: `seglog diff --format json ARGS` into $RB_TMP/diff.out (status in RB_RC:
+    # 0, 1 or 3); a replica seglog cannot read ends the runbook with status 4
+    rb_seglog diff diff --format json "$@"
+    case "$RB_RC" in
+        0 | 1 | 3) ;;
+        4) rb_say_file "$RB_TMP/diff.err"; rb_finish $RB_BAD_INPUT "seglog diff could not read a replica" ;;
+        *) rb_finish $RB_INTERNAL "seglog diff stopped with exit $RB_RC" ;;
+    esac
 }
 
 rb_py() {

@@ -37,6 +37,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from seglog_cli.formats.group_coordinator import OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE
 from seglog_cli.storage.write.builder import NewRecord, build_batch
 from seglog_cli.storage.log.checkpoints import (
     PartitionMetadata,
@@ -125,12 +126,12 @@ def write_payments_0(directory: Path) -> None:
 
 
 def offset_commit(group: str, topic: str, partition: int, offset: int, at_ms: int) -> NewRecord:
-    """An OffsetCommitKey (version 1) and OffsetCommitValue (version 3) record, Kafka's bytes."""
-    def string(text: str) -> bytes:
-        return struct.pack(">h", len(text)) + text.encode()
-
-    key = struct.pack(">h", 1) + string(group) + string(topic) + struct.pack(">i", partition)
-    value = struct.pack(">hqi", 3, offset, 0) + string("") + struct.pack(">q", at_ms)
+    """An offset commit as the group coordinator writes it: record type 1 and its OffsetCommitKey,
+    then OffsetCommitValue version 3 (built with the schemas ``seglog dump --offsets-decoder`` reads)."""
+    key = struct.pack(">h", 1) + OFFSET_COMMIT_KEY.struct(0).build(
+        {"group": group, "topic": topic, "partition": partition})
+    value = struct.pack(">h", 3) + OFFSET_COMMIT_VALUE.struct(3).build(
+        {"offset": offset, "leaderEpoch": 0, "metadata": "", "commitTimestamp": at_ms})
     return NewRecord(key=key, value=value, timestamp=at_ms)
 
 

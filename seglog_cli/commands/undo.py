@@ -19,14 +19,17 @@ changed, one reason per file) when a file is no longer as the command left it or
 has new files since: undoing would throw those later writes away. --force undoes anyway, after
 saving the current files in a new backup (so a forced undo loses nothing and can itself be
 undone). Modification times come back too. Without --apply it only lists what it would do. An
-interrupted run in the log dir is rolled back first, as by every writing command.
+interrupted run in the log dir is rolled back first, as by every writing command. Run again on a
+backup it already undid, it names that undo and does nothing (undoing an undo redoes the run; a
+file written after the undo still makes it refuse).
 
 Example:
   seglog undo --apply \\
       /var/lib/kafka/seglog-backups/20261122T154500Z-rebuild-index-4242
 
 Exit status:
-- 0: done (or nothing to do)
+- 0: done, or nothing to do: also when run again after it finished ("already undone by
+  seglog-backups/<time>-undo-<pid>": the undo whose files are still in place)
 - 1: actions listed (not applied)
 - 2: usage error
 - 3: refused (files changed since, or the backup is unusable: a bad checksum, paths outside its log

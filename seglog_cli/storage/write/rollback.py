@@ -311,6 +311,24 @@ def _changed_since(files: _Files, document: dict) -> list[str]:
     return conflicts
 
 
+def undo_in_place(tree: Tree, undone: dict, undo: dict) -> bool:
+    """Whether the finished ``undo`` of the run ``undone`` is still what the files show: every
+    file as the undo left it, no new file beside them since, and every file the run changed as
+    the run found it (so undoing the run again would do nothing)."""
+    files = _Files(tree)
+    if _changed_since(files, undo):
+        return False
+    entries = undone["steps"]
+    for relative, codes in _states(entries).items():
+        (_index, found, _after, _op), = _sequence(entries, [codes if isinstance(codes, int) else codes[0]])
+        if not files.matches(relative, found):
+            return False
+    for entry in entries:
+        if entry["op"] in ("mkdir", "rmdir") and (tree.lstat(entry["path"]) is None) != (entry["op"] == "mkdir"):
+            return False
+    return True
+
+
 # -- carrying out a rollback --------------------------------------------------------------------------
 
 def carry_out(tree: Tree, steps: list[FileStep], temp_tag: str) -> None:
@@ -392,4 +410,4 @@ def recover_pending(tree: Tree) -> list[str]:
             f"action{'' if len(steps) == 1 else 's'}; its backup and manifest stay in {backup_dir})"]
 
 
-__all__ = ["ConflictError", "carry_out", "inverse_steps", "recover_pending", "roll_back"]
+__all__ = ["ConflictError", "carry_out", "inverse_steps", "recover_pending", "roll_back", "undo_in_place"]

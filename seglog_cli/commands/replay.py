@@ -45,6 +45,12 @@ as kafka-consumer-groups.sh --reset-offsets commands and written as the CSV its 
 reads (--groups-csv, default beside the progress file); --commit-groups commits them in the
 destination, for groups with no active member there.
 
+A cluster that is settling (no leader yet for a partition just created or after an election,
+a group coordinator loading, a broker restarting) is waited for as Kafka's clients wait:
+every request is retried on Kafka's retriable errors with their back-off (100 ms doubling
+to 1 s) until --timeout (60 s, default.api.timeout.ms), with one "waiting for ..." line on
+stderr; after --create-topics every new partition's leader is waited for before sending.
+
 Client settings (security.protocol, sasl.*, ssl.*) come from --producer-config, a Java
 properties file as Kafka's own tools take it.
 
@@ -60,8 +66,9 @@ Exit status:
   partition since the last run
 - 4: a source could not be read (also: a lossy JSON Lines file)
 - 6: the progress file cannot be written, or another replay holds it
-- 7: the cluster: unreachable, authentication or authorization refused, a produce failed (the
-  progress file keeps what was acknowledged: run again to resume)
+- 7: the cluster: unreachable, authentication or authorization refused, an error that is not
+  retriable, a retriable one still there at --timeout, a produce failed (the progress file keeps
+  what was acknowledged: run again to resume)
 - 130: interrupted (the progress file keeps what was acknowledged: run again to resume)
 """
 
@@ -99,8 +106,11 @@ def replay_command(
     groups_csv: Optional[str] = typer.Option(None, "--groups-csv", help="Where to write the translated offsets (CSV for kafka-consumer-groups.sh --from-file)."),
     commit_groups: bool = typer.Option(False, "--commit-groups", help="Commit the translated offsets in the destination (groups with no active member there)."),
     payload_encoding: Optional[PayloadEncoding] = typer.Option(None, "--payload-encoding", help="JSON Lines written without their encoding: utf8, hex or base64."),
-    timeout: float = typer.Option(15.0, "--timeout", min=0.1, envvar="SEGLOG_REPLAY_TIMEOUT",
-                                  help="Seconds to wait for the cluster's answers (env: SEGLOG_REPLAY_TIMEOUT)."),
+    timeout: float = typer.Option(60.0, "--timeout", min=0.1, envvar="SEGLOG_REPLAY_TIMEOUT",
+                                  help="Seconds each request to the cluster may take, retries included: Kafka's "
+                                       "retriable errors (no leader yet, a coordinator loading, a lost connection) "
+                                       "are retried until then, as Kafka's clients do (default.api.timeout.ms; env: "
+                                       "SEGLOG_REPLAY_TIMEOUT)."),
     progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress bar on stderr (default: when stderr is a terminal)."),
     output_format: PlanFormat = typer.Option(PlanFormat.text, "--format", help="text or json."),
 ) -> None:
@@ -137,7 +147,7 @@ def _run(paths, bootstrap_server, apply, topic_map, topics, from_offset, to_offs
 
     properties = read_client_properties(producer_config) if producer_config else {}
     try:
-        cluster = Cluster(client_config(bootstrap_server, properties), timeout=timeout)
+        cluster = Cluster(client_config(bootstrap_server, properties), timeout=timeout, on_wait=_say_waiting)
         cluster.describe()  # an unreachable cluster is said before the sources are read
     except ClientConfigError as exc:
         raise UsageError(f"--producer-config: {exc.message}") from None
@@ -197,6 +207,12 @@ def _run(paths, bootstrap_server, apply, topic_map, topics, from_offset, to_offs
                                 str(csv_path) if translated else None, committed, out, output_format.value)
     out.flush()
     return ExitStatus.WARNINGS if plan.warnings or result.foreign else ExitStatus.OK
+
+
+def _say_waiting(line: str) -> None:
+    """The one line a request prints when it starts waiting for the cluster to settle."""
+    sys.stderr.write(f"seglog: {line}\n")
+    sys.stderr.flush()
 
 
 def _topic_map(pairs) -> dict[str, str]:

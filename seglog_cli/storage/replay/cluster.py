@@ -6,10 +6,13 @@ the idempotent producer replay needs (and transactions), per-record timestamps a
 and Kafka's security settings (``security.protocol``, ``sasl.*``, ``ssl.*``), which
 :func:`client_config` translates from the Java properties Kafka's own tools take.
 
-Everything here turns the client's exceptions into one-line :class:`ClusterError` (exit
-status 7): an unreachable cluster, a failed authentication or authorization, a produce the
-cluster refused. librdkafka's own log lines are kept off the terminal (the first one is put in
-the error when it explains a failure).
+Every request is retried as Kafka's own clients retry it (:mod:`.retry`: the retriable errors,
+Kafka's back-off, until ``timeout``, by default ``default.api.timeout.ms``'s 60 s), with one
+line through ``on_wait`` while it waits. What is not retriable, or still failing at the
+deadline, becomes a one-line :class:`ClusterError` (exit status 7): an unreachable cluster, a
+failed authentication or authorization, a produce the cluster refused. librdkafka's own log
+lines are kept off the terminal (the first one is put in the error when it explains a
+failure).
 """
 
 from __future__ import annotations
@@ -18,11 +21,12 @@ import logging
 import re
 import time
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 from seglog_cli.storage.log.codecs import CODEC_NAMES  # codec id -> Kafka's name
 from seglog_cli.storage.log.errors import ClusterError, SeglogError
 from seglog_cli.storage.log.log_dir_files import parse_java_properties
+from seglog_cli.storage.replay.retry import DEFAULT_API_TIMEOUT_S, Waiter, error_name, is_retriable, kafka_error
 
 # Java client properties with no librdkafka counterpart that are safe to leave out (they choose
 # Java classes, or settings replay fixes itself)
@@ -139,19 +143,30 @@ class Cluster:
     """A connection to one cluster: metadata, configs, topics, end offsets, reading back,
     producers and group offsets."""
 
-    def __init__(self, config: dict[str, str], timeout: float = 15.0):
+    def __init__(self, config: dict[str, str], timeout: float = DEFAULT_API_TIMEOUT_S,
+                 on_wait: Callable[[str], None] | None = None):
         try:
             import confluent_kafka  # noqa: F401  (replay's one client)
         except ImportError as exc:  # pragma: no cover - a dependency of seglog
             raise ClusterError(f"replay needs confluent-kafka ({exc}): pip install confluent-kafka") from None
         self.config = config
         self.timeout = timeout
+        self.on_wait = on_wait  # one line each time a request starts waiting for something
         self.bootstrap = config["bootstrap.servers"]
         self._log = _Quiet()
         self._errors: list[str] = []
         self._admin = None
 
     # -- plumbing ---------------------------------------------------------------------------------
+
+    def _waiter(self) -> Waiter:
+        """A request's deadline and back-off (each request has the whole ``timeout``)."""
+        return Waiter(self.timeout, self.on_wait)
+
+    def _retry_or_fail(self, waiter: Waiter, exc: Exception, subject: str, what: str) -> None:
+        """Wait and return when ``exc`` is retriable and time is left, else raise the one line."""
+        if not waiter.wait(kafka_error(exc), subject):
+            raise self._fail(what, exc) from None
 
     def _common(self) -> dict:
         common = {k: v for k, v in self.config.items() if k not in FIXED}
@@ -203,57 +218,102 @@ class Cluster:
 
     # -- metadata and topics ----------------------------------------------------------------------
 
-    def describe(self) -> ClusterInfo:
-        """Cluster id, topics and partition counts (fails fast when no broker answers)."""
-        deadline = time.monotonic() + self.timeout
+    def describe(self, topics=(), leaders: bool = False) -> ClusterInfo:
+        """Cluster id, topics and partition counts. A cluster that does not answer is asked again
+        until the deadline; so is one whose metadata gives one of ``topics`` a retriable error
+        (or, with ``leaders``, a partition of them without a leader: just after CreateTopics, an
+        election, a restart)."""
+        waiter = self._waiter()
         admin = self.admin
         while True:
             try:
-                metadata = admin.list_topics(timeout=min(3.0, max(0.5, deadline - time.monotonic())))
-                break
+                metadata = admin.list_topics(timeout=min(3.0, waiter.remaining()))
             except Exception as exc:  # noqa: BLE001
-                if time.monotonic() >= deadline:
+                from confluent_kafka import KafkaError
+                error = kafka_error(exc)
+                if error is not None and not is_retriable(error):
+                    raise self._fail("cannot read the cluster's metadata", exc) from None
+                if not waiter.wait(error or KafkaError(KafkaError._TRANSPORT), self.bootstrap,
+                                   f"the cluster at {self.bootstrap}"):
                     raise self._fail(f"cannot reach the cluster within {self.timeout:g} s", exc) from None
-        topics = {name: len(meta.partitions) for name, meta in metadata.topics.items() if meta.error is None}
+                continue
+            unsettled = _unsettled(metadata, topics, leaders)
+            if unsettled is None:
+                break
+            subject, error = unsettled
+            if not waiter.wait(error, subject):
+                if is_retriable(error) and error_name(error) != "UNKNOWN_TOPIC_OR_PARTITION":
+                    raise ClusterError(f"no leader for {subject} within {self.timeout:g} s "
+                                       f"({error_name(error)})", self.bootstrap)
+                break  # the caller judges a topic that is not there
+        topics_found = {name: len(meta.partitions) for name, meta in metadata.topics.items() if meta.error is None}
         denied = [name for name, meta in metadata.topics.items() if meta.error is not None
                   and "AUTHORIZATION" in meta.error.name()]
         if denied:
             raise ClusterError(f"not authorized to describe topic {denied[0]}", self.bootstrap)
-        return ClusterInfo(metadata.cluster_id, topics, len(metadata.brokers))
+        return ClusterInfo(metadata.cluster_id, topics_found, len(metadata.brokers))
 
     def topic_configs(self, names: list[str]) -> dict[str, dict[str, str]]:
         from confluent_kafka.admin import ConfigResource
-        if not names:
-            return {}
-        try:
-            futures = self.admin.describe_configs([ConfigResource("topic", name) for name in names],
-                                                  request_timeout=self.timeout)
-            return {resource.name: {key: entry.value for key, entry in future.result().items()}
-                    for resource, future in futures.items()}
-        except Exception as exc:  # noqa: BLE001
-            raise self._fail("cannot describe the destination topics' configs", exc) from None
+        out: dict[str, dict[str, str]] = {}
+        pending = list(names)
+        waiter = self._waiter()
+        while pending:
+            try:
+                futures = self.admin.describe_configs([ConfigResource("topic", name) for name in pending],
+                                                      request_timeout=waiter.remaining())
+            except Exception as exc:  # noqa: BLE001
+                raise self._fail("cannot describe the destination topics' configs", exc) from None
+            failed = []
+            for resource, future in futures.items():
+                try:
+                    out[resource.name] = {key: entry.value for key, entry in future.result().items()}
+                except Exception as exc:  # noqa: BLE001
+                    failed.append((resource.name, exc))
+            if failed:
+                name, exc = min(failed, key=lambda item: item[0])
+                self._retry_or_fail(waiter, exc, f"topic {name}", "cannot describe the destination topics' configs")
+            pending = sorted(name for name, _exc in failed)
+        return out
 
     def create_topics(self, specs: list[tuple[str, int, int, dict[str, str]]]) -> None:
-        """Create ``(name, partitions, replication factor or -1, configs)`` topics."""
+        """Create ``(name, partitions, replication factor or -1, configs)`` topics, then wait
+        until every partition of them has a leader (Kafka elects one a moment after
+        CreateTopics returns; until then a ListOffsets or a Produce there is refused)."""
         from confluent_kafka.admin import NewTopic
         if not specs:
             return
-        topics = [NewTopic(name, partitions, replication, config=dict(configs))
-                  for name, partitions, replication, configs in specs]
-        futures = self.admin.create_topics(topics, request_timeout=self.timeout)
-        for name, future in futures.items():
+        waiter = self._waiter()
+        pending = {name: NewTopic(name, partitions, replication, config=dict(configs))
+                   for name, partitions, replication, configs in specs}
+        retried = False
+        while pending:
             try:
-                future.result()
+                futures = self.admin.create_topics(list(pending.values()), request_timeout=waiter.remaining())
             except Exception as exc:  # noqa: BLE001
-                raise self._fail(f"cannot create topic {name}", exc) from None
-        deadline = time.monotonic() + self.timeout  # metadata catches up with new topics
+                raise self._fail("cannot create topics", exc) from None
+            failed = []
+            for name, future in futures.items():
+                try:
+                    future.result()
+                except Exception as exc:  # noqa: BLE001
+                    error = kafka_error(exc)
+                    if retried and error is not None and error_name(error) == "TOPIC_ALREADY_EXISTS":
+                        continue  # an earlier attempt created it, its answer lost (checked below)
+                    failed.append((name, exc))
+                    continue
+            if failed:
+                name, exc = min(failed, key=lambda item: item[0])
+                self._retry_or_fail(waiter, exc, f"topic {name}", f"cannot create topic {name}")
+                retried = True
+            pending = {name: pending[name] for name, _exc in failed}
         wanted = {name: partitions for name, partitions, _r, _c in specs}
-        while time.monotonic() < deadline:
-            topics = self.describe().topics
-            if all(topics.get(name) == count for name, count in wanted.items()):
-                return
-            time.sleep(0.2)
-        raise ClusterError("the created topics do not show in the cluster's metadata", self.bootstrap)
+        info = self.describe(sorted(wanted), leaders=True)
+        for name, count in sorted(wanted.items()):
+            if info.topics.get(name) != count:
+                raise ClusterError(f"topic {name} does not show in the cluster's metadata with {count} partitions "
+                                   f"within {self.timeout:g} s (it shows {info.topics.get(name, 'no')} partitions)",
+                                   self.bootstrap)
 
     # -- offsets ----------------------------------------------------------------------------------
 
@@ -266,16 +326,31 @@ class Cluster:
         from confluent_kafka import TopicPartition
         from confluent_kafka.admin import OffsetSpec
         floors = floors or {}
-        # one ListOffsets for every partition (the admin client groups them per leader)
-        futures = self.admin.list_offsets({TopicPartition(t, p): OffsetSpec.latest() for t, p in partitions},
-                                          request_timeout=self.timeout)
         starts = {}
-        for tp, future in futures.items():
+        pending = sorted(set(partitions))
+        waiter = self._waiter()
+        while pending:
+            # one ListOffsets for every partition (the admin client groups them per leader); the
+            # partitions refused with a retriable error (no leader yet) are asked again
             try:
-                high = future.result().offset
+                futures = self.admin.list_offsets({TopicPartition(t, p): OffsetSpec.latest() for t, p in pending},
+                                                  request_timeout=waiter.remaining())
             except Exception as exc:  # noqa: BLE001
-                raise self._fail(f"cannot list the offsets of {tp.topic}-{tp.partition}", exc) from None
-            starts[(tp.topic, tp.partition)] = max(high, floors.get((tp.topic, tp.partition), 0))
+                raise self._fail("cannot list the destination's offsets", exc) from None
+            failed = []
+            for tp, future in futures.items():
+                key = (tp.topic, tp.partition)
+                try:
+                    high = future.result().offset
+                except Exception as exc:  # noqa: BLE001
+                    failed.append((key, exc))
+                    continue
+                starts[key] = max(high, floors.get(key, 0))
+            if failed:
+                (topic, partition), exc = min(failed, key=lambda item: item[0])
+                self._retry_or_fail(waiter, exc, f"{topic}-{partition}",
+                                    f"cannot list the offsets of {topic}-{partition}")
+            pending = sorted(key for key, _exc in failed)
         consumer = self.consumer(eof=True)
         try:
             ends = {}
@@ -326,6 +401,8 @@ class Cluster:
                         pending.discard(key)
                         yield message.offset(), None, key
                     continue
+                if is_retriable(error):  # the consumer fetches again itself (a new leader, a reconnect)
+                    continue
                 raise ClusterError(f"reading {key[0]}-{key[1]}: {error.str()}", self.bootstrap)
             if key not in pending:
                 continue
@@ -359,32 +436,79 @@ class Cluster:
 
     def group_states(self, groups: list[str]) -> dict[str, tuple[str, int]]:
         """``group -> (state, number of members)`` in the cluster (``("DEAD", 0)``: unknown there)."""
-        if not groups:
-            return {}
-        try:
-            futures = self.admin.describe_consumer_groups(groups, request_timeout=self.timeout)
-            out = {}
+        out: dict[str, tuple[str, int]] = {}
+        pending = sorted(groups)
+        waiter = self._waiter()
+        while pending:
+            try:
+                futures = self.admin.describe_consumer_groups(pending, request_timeout=waiter.remaining())
+            except Exception as exc:  # noqa: BLE001
+                raise self._fail("cannot describe the consumer groups", exc) from None
+            failed = []
             for group, future in futures.items():
-                described = future.result()
+                try:
+                    described = future.result()
+                except Exception as exc:  # noqa: BLE001
+                    failed.append((group, exc))
+                    continue
                 out[group] = (described.state.name, len(described.members))
-            return out
-        except Exception as exc:  # noqa: BLE001
-            raise self._fail("cannot describe the consumer groups", exc) from None
+            if failed:
+                group, exc = min(failed, key=lambda item: item[0])
+                self._retry_or_fail(waiter, exc, f"group {group}", "cannot describe the consumer groups")
+            pending = sorted(group for group, _exc in failed)
+        return out
 
     def commit_group_offsets(self, group: str, offsets: list[tuple[str, int, int]]) -> None:
+        """Commit ``(topic, partition, offset)`` for ``group`` (an OffsetCommit through the
+        group's coordinator; the partitions refused with a retriable error are sent again)."""
         from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-        request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for t, p, o in offsets])
-        try:
-            for future in self.admin.alter_consumer_group_offsets([request], request_timeout=self.timeout).values():
+        pending = list(offsets)
+        waiter = self._waiter()
+        while pending:
+            request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for t, p, o in pending])
+            try:
+                future, = self.admin.alter_consumer_group_offsets([request],
+                                                                  request_timeout=waiter.remaining()).values()
                 result = future.result()
-                failed = [tp for tp in result.topic_partitions if tp.error is not None]
-                if failed:
-                    raise ClusterError(f"group {group}: {failed[0].topic}-{failed[0].partition}: "
-                                       f"{failed[0].error.str()}", self.bootstrap)
-        except ClusterError:
-            raise
-        except Exception as exc:  # noqa: BLE001
-            raise self._fail(f"cannot commit the offsets of group {group}", exc) from None
+            except Exception as exc:  # noqa: BLE001
+                self._retry_or_fail(waiter, exc, f"group {group}", f"cannot commit the offsets of group {group}")
+                continue
+            failed = [tp for tp in result.topic_partitions if tp.error is not None]
+            if not failed:
+                return
+            first = failed[0]
+            if not waiter.wait(first.error, f"group {group}"):
+                raise ClusterError(f"group {group}: {first.topic}-{first.partition}: {first.error.str()}",
+                                   self.bootstrap)
+            again = {(tp.topic, tp.partition) for tp in failed}
+            pending = [(t, p, o) for t, p, o in pending if (t, p) in again]
+
+
+def _unsettled(metadata, topics, leaders: bool):
+    """``(subject, error)`` for the first of ``topics`` the metadata answers with a retriable
+    error (or, with ``leaders``, with a partition that has none), else None. A topic the
+    cluster does not know (UNKNOWN_TOPIC_OR_PARTITION) only counts with ``leaders``: it was
+    just created, and the metadata has not caught up."""
+    from confluent_kafka import KafkaError
+    for name in topics:
+        meta = metadata.topics.get(name)
+        if meta is None:
+            if leaders:
+                return f"topic {name}", KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)
+            continue
+        if meta.error is not None:
+            unknown = error_name(meta.error) == "UNKNOWN_TOPIC_OR_PARTITION"
+            if is_retriable(meta.error) and (leaders or not unknown):
+                return f"topic {name}", meta.error
+            continue
+        if leaders:
+            for number, partition in sorted(meta.partitions.items()):
+                if partition.error is not None and is_retriable(partition.error):
+                    return f"{name}-{number}", partition.error
+                if partition.leader < 0:
+                    return f"{name}-{number}", KafkaError(KafkaError.LEADER_NOT_AVAILABLE)
+    return None
+
 
 def _telling(lines: list[str]) -> str | None:
     """The last of librdkafka's lines that says what failed (a refused connection, a failed

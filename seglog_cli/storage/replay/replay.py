@@ -229,11 +229,11 @@ def check_destination(plan: ReplayPlan, cluster: Cluster, options: ReplayOptions
                       now_ms: int | None = None) -> None:
     """The destination's topics against what the plan sends (refusals and notes in ``plan``)."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    info = cluster.describe()
-    plan.cluster_id = info.cluster_id
     wanted: dict[str, int] = {}
     for part in plan.partitions:
         wanted[part.dest_topic] = max(wanted.get(part.dest_topic, 0), part.source.partition + 1)
+    info = cluster.describe(sorted(wanted))
+    plan.cluster_id = info.cluster_id
     existing = [name for name in wanted if name in info.topics]
     configs = cluster.topic_configs(existing)
     for name, needed in sorted(wanted.items()):
@@ -527,7 +527,7 @@ def apply_replay(plan: ReplayPlan, cluster: Cluster, progress: Progress, options
         raise DestinationRefusedError(plan.refusals[0])
     creations = [(t.name, t.needed, options.replication_factor, t.configs) for t in plan.topics if t.create]
     cluster.create_topics(creations)
-    partition_counts = cluster.describe().topics
+    partition_counts = cluster.describe(sorted({p.dest_topic for p in plan.partitions})).topics
     if progress.cluster_id is None:
         progress.cluster_id = plan.cluster_id
     elif plan.cluster_id is not None and progress.cluster_id != plan.cluster_id:

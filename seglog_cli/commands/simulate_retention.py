@@ -124,7 +124,7 @@ def _run(paths, config, config_file, server_config, metadata_log, now, at, check
     # each partition is shown as it is planned: straight to stdout for a plan in text or a table;
     # into a scratch file for JSON (one document) and for --apply (nothing is shown when a partition
     # is refused, and the backup directories are known only at the end)
-    shown = Shown(fmt, records, sys.stdout, buffered=apply or fmt == Format.json)
+    shown = Shown(fmt, records, sys.stdout, buffered=apply or fmt == Format.json, apply=apply)
     changes, deletions = False, []
     with writing(apply, [log_dir_of(p) for p in partitions], "simulate-retention", backup_dir) as session:
         for partition in partitions:
@@ -180,10 +180,10 @@ class Shown:
     """Each partition's plan as it is made: text or a table written at once, or kept in a scratch
     file (``buffered``: JSON, --apply) until :meth:`finish` (the backup directories known)."""
 
-    def __init__(self, fmt, records: bool, out, buffered: bool):
+    def __init__(self, fmt, records: bool, out, buffered: bool, apply: bool = False):
         from seglog_cli.render import fit
 
-        self.fmt, self.records, self.out = fmt, records, out
+        self.fmt, self.records, self.out, self.apply = fmt, records, out, apply
         self.scratch = Scratch() if buffered else None
         self.width, self.color = fit.terminal_width(out), fit.use_color(out)
 
@@ -210,6 +210,8 @@ class Shown:
             marker = _backup_marker(deletion)
             out.write(f"applied: {len(deletion.files)} file(s) renamed .deleted and quarantined in {marker}; log start "
                       f"offset {deletion.new_log_start_offset} (undo: seglog undo {marker})\n")
+        elif self.apply:
+            out.write("applied: nothing to do (no segment is due for deletion)\n")
         if self.scratch is not None:
             self.scratch.add_text(out.getvalue())
 

@@ -93,6 +93,8 @@ def render_text(plan: RebuildPlan, out: TextIO, applied: ApplyResult | None = No
             summary += f", originals and manifest in {printable(str(applied.backup_dir))}"
     elif to_write and not refused:
         summary += " (a plan: run again with --apply to write them)"
+    elif not refused and not plan.unreadable:
+        summary += "; nothing to do"
     out.write(summary + "\n")
 
 

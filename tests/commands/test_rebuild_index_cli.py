@@ -156,3 +156,15 @@ def test_the_command_keeps_a_lean_plan_and_still_lists_every_segment(data, tmp_p
     assert [s["log"] for s in shown["segments"]] == [s["log"] for s in full.as_dict()["segments"]]
     every = rebuild("-v", data).out
     assert every.count("ok       plain-0/") == sum(1 for s in full.segments for f in s.files if not f.changes)
+
+
+def test_apply_run_again_has_nothing_to_do(data, tmp_path):
+    """A rebuild run again (a runbook step repeated): nothing to write, said in its last line, exit 0,
+    not a byte changed and no backup made."""
+    assert rebuild("--apply", "--backup-dir", tmp_path / "b1", data).exit_code == OK
+    rebuilt = {p.relative_to(data): p.read_bytes() for p in data.rglob("*") if p.is_file()}
+    again = rebuild("--apply", "--backup-dir", tmp_path / "b2", data)
+    assert again.exit_code == OK, again.out + again.err
+    assert again.out.splitlines()[-1].endswith("0 index file(s) to write, 0 segment(s) refused; nothing to do")
+    assert {p.relative_to(data): p.read_bytes() for p in data.rglob("*") if p.is_file()} == rebuilt
+    assert not (tmp_path / "b2").exists()

@@ -214,3 +214,16 @@ def test_a_refused_partition_stops_the_apply_before_anything_is_written(corpus, 
     assert result.exit_code == 3 and "compact" in result.err, result.err
     assert {p.name: p.read_bytes() for p in (data / "smallseg-0").iterdir()} == before
     assert result.out == "" and (not (tmp_path / "bk").exists() or not list((tmp_path / "bk").iterdir()))
+
+
+def test_apply_run_again_has_nothing_to_do(data, tmp_path):
+    """--apply run again at the same --now: no segment is due any more; it says so, exits 0, and
+    changes nothing (no backup made)."""
+    args = ("--apply", "--now", NEWEST + 1000, "--config", "retention.bytes=300000", data / "smallseg-0")
+    assert sim("--backup-dir", tmp_path / "b1", *args).exit_code == OK
+    applied = {p.relative_to(data): p.read_bytes() for p in data.rglob("*") if p.is_file()}
+    again = sim("--backup-dir", tmp_path / "b2", "--format", "text", *args)
+    assert again.exit_code == OK, again.out + again.err
+    assert again.out.splitlines()[-1] == "applied: nothing to do (no segment is due for deletion)"
+    assert {p.relative_to(data): p.read_bytes() for p in data.rglob("*") if p.is_file()} == applied
+    assert not (tmp_path / "b2").exists()

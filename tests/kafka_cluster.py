@@ -7,7 +7,9 @@ nothing is started, ``kind`` is ``"kafka"`` and ``shortfalls`` is empty).
 
 tansu is not Kafka. What it does differently, as measured against confluent-kafka
 (librdkafka), kafka-python and hand-built requests (``tests/test_kafka_cluster.py`` checks each
-one), is in :data:`TANSU_SHORTFALLS`; a test that meets one of them says so with
+one), is in :data:`TANSU_SHORTFALLS`. Where a real Kafka makes clients wait and tansu does not
+(``leader_after_create_topics``, ``never_settling``), ``tests/kafka_proxy.py`` puts the wait
+back: a fault-injecting proxy in front of either broker; a test that meets one of them says so with
 ``cluster.shortfalls[name]`` (``pytest.xfail`` or a branch with a comment), never by skipping.
 What it does faithfully: keys, values and headers byte for byte (null and empty apart, null
 header values, repeated header keys), CreateTime timestamps, every compression codec, the
@@ -83,6 +85,21 @@ TANSU_SHORTFALLS = {
     "init_producer_id_v0_v2":
         "tansu answers InitProducerId v0-v2 with UNKNOWN_SERVER_ERROR, so aiokafka (which sends v0) cannot "
         "start an idempotent or transactional producer; librdkafka and kafka-python send v4, which works",
+    "leader_after_create_topics":
+        "tansu's CreateTopics answer comes with every partition already led: the next Metadata shows a leader "
+        "and a ListOffsets or Produce there succeeds at once (Kafka 4.2: the controller elects the leaders after "
+        "the topic is committed and the brokers learn them from the metadata log a moment later; until then "
+        "Metadata shows LEADER_NOT_AVAILABLE, leader -1, and ListOffsets/Produce/Fetch answer "
+        "NOT_LEADER_OR_FOLLOWER; seen with replay --create-topics against a real 4.2.0: 'cannot list the offsets "
+        "of fresh1-2: Not leader for partition'). tests/kafka_proxy.py reproduces it "
+        "(new_partition_leader_delay)",
+    "never_settling":
+        "tansu answers every request at once and never makes a client wait: no leader election after a broker "
+        "restart or a reassignment, no group coordinator loading (COORDINATOR_LOAD_IN_PROGRESS) or moving "
+        "(NOT_COORDINATOR), no REQUEST_TIMED_OUT, no throttling (THROTTLING_QUOTA_EXCEEDED, throttle_time_ms), "
+        "no connection refused while a broker restarts (Kafka: all of these, each retried by its clients). "
+        "tests/kafka_proxy.py injects each in front of the test broker, and tests/commands/test_replay_faults.py "
+        "replays through it",
     "duplicate_sequence":
         "tansu answers a resent idempotent batch (same producer id, epoch and sequence) with "
         "DUPLICATE_SEQUENCE_NUMBER and base offset -1 and does not store it again (Kafka: NONE and the first "
@@ -133,7 +150,7 @@ class KafkaCluster:
         return f"{prefix}-{worker}-{next(_counter)}-{uuid.uuid4().hex[:8]}"
 
     def create_topic(self, name: str, partitions: int = 1, config: dict | None = None) -> str:
-        """Create ``name`` and wait until metadata shows all its partitions."""
+        """Create ``name`` and wait until metadata shows all its partitions, each with a leader."""
         from confluent_kafka.admin import NewTopic
         admin = self.admin()
         topic = NewTopic(name, partitions, 1, config={k: str(v) for k, v in (config or {}).items()})
@@ -141,8 +158,9 @@ class KafkaCluster:
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
             described = admin.list_topics(name, timeout=self.timeout).topics.get(name)
-            if described is not None and described.error is None and len(described.partitions) == partitions:
-                return name
+            if (described is not None and described.error is None and len(described.partitions) == partitions
+                    and all(p.leader >= 0 and p.error is None for p in described.partitions.values())):
+                return name  # every partition led (a real Kafka elects them a moment after CreateTopics)
             time.sleep(0.1)
         raise ClusterUnavailable(f"topic {name} not in the metadata of {self.bootstrap} "
                                  f"with {partitions} partitions after {self.timeout:g} s")

@@ -247,6 +247,38 @@ def test_metadata_partition_counts(kafka_cluster):
         assert all(p.leader >= 0 and p.error is None for p in topics[topic].partitions.values())
 
 
+def test_a_new_topics_partitions_have_leaders_at_once_only_on_tansu(kafka_cluster):
+    """Right after CreateTopics returns, the first ListOffsets of its partitions: tansu answers
+    it (every partition is led at once); Kafka may answer NOT_LEADER_OR_FOLLOWER (or
+    LEADER_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION) until the leaders are elected and known,
+    then it answers too. tests/kafka_proxy.py puts that moment back in front of tansu."""
+    from confluent_kafka import KafkaException, TopicPartition
+    from confluent_kafka.admin import NewTopic, OffsetSpec
+
+    admin = kafka_cluster.admin()
+    topic = kafka_cluster.new_topic("fresh")
+    admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(kafka_cluster.timeout)
+    settling = {"NOT_LEADER_FOR_PARTITION", "LEADER_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_PARTITION",
+                "_UNKNOWN_TOPIC"}
+    answers, deadline = [], time.monotonic() + 30
+    while time.monotonic() < deadline:
+        futures = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in range(3)},
+                                     request_timeout=10)
+        try:
+            offsets = [future.result().offset for future in futures.values()]
+        except KafkaException as exc:
+            answers.append(exc.args[0].name())
+            assert answers[-1] in settling, answers  # retriable, and only while the leaders are elected
+            time.sleep(0.1)
+            continue
+        assert offsets == [0, 0, 0]
+        break
+    else:
+        pytest.fail(f"no leaders for {topic} within 30 s: {answers[-3:]}")
+    if kafka_cluster.kind == "tansu":
+        assert answers == [], kafka_cluster.shortfalls["leader_after_create_topics"]
+
+
 def test_missing_topic_is_unknown_and_not_created(kafka_cluster):
     from confluent_kafka import Consumer, KafkaError
 

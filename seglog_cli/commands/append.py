@@ -65,8 +65,13 @@ Examples:
 A partition a broker would recover first (no clean shutdown, recovery point below the log end) is
 refused with 3: run seglog recover first.
 
+Run again with --producer-id and --base-sequence, an append whose batches (same sequences and
+records) and --end-txn marker are that producer's last in the log says "already appended" with
+their offsets and writes nothing, as Kafka answers a duplicate. Without --base-sequence the
+sequences continue: a run again appends again.
+
 Exit status:
-- 0: written (--apply)
+- 0: written (--apply), or already appended (nothing to do)
 - 1: planned, nothing written
 - 2: usage error (bad options, configs or input lines)
 - 3: refused, as Kafka would refuse it (a torn tail, a fenced epoch, a sequence gap, a batch too
@@ -167,7 +172,7 @@ def _run(partition_dir, value, key, header, input_path, input_format, key_separa
         effective = effective_configs(sources, [Path(partition_dir)])
         spool = session.spool() if session is not None else Tally()  # the new .log bytes: never all in memory
         plan = plan_append(partition_dir, batches, effective[0].config, options, spool)
-        applied = apply_append(plan, backup_dir, session) if apply else None
+        applied = apply_append(plan, backup_dir, session) if apply and plan.writes else None
     if output_format == PlanFormat.json:
         append_report.render_json(plan, sys.stdout, applied, config_report.json_fields(effective))
     else:

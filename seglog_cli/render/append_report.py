@@ -18,7 +18,11 @@ def _short(path, base) -> str:
 
 
 def render_text(plan: AppendPlan, out: TextIO, applied: AppendResult | None = None, verbose: bool = False) -> None:
-    """The offsets, batches, rolls and file writes in a few lines (every batch with ``verbose``)."""
+    """The offsets, batches, rolls and file writes in a few lines (every batch with ``verbose``);
+    one line for a run already appended."""
+    if plan.already_appended is not None:
+        out.write(f"{plan.partition_dir}: {plan.already_appended.text()}\n")
+        return
     data = [b for b in plan.batches if b.control is None]
     markers = [b for b in plan.batches if b.control is not None]
     where = f"{plan.partition_dir}{' (a new partition)' if plan.created else ''}"

@@ -329,8 +329,13 @@ def test_idempotent_producer_continues_its_sequences(log_dir):
     before = tree(log_dir.parent)
     gap = append(partition, "--producer-id", "7", "--base-sequence", "9", "--value", "f", "--apply")
     assert gap.exit_code == REFUSED and "OutOfOrderSequenceException" in gap.err
-    duplicate = append(partition, "--producer-id", "7", "--base-sequence", "3", "--value", "d", "--value", "e")
-    assert duplicate.exit_code == REFUSED and "duplicate" in duplicate.err
+    rerun = append(partition, "--producer-id", "7", "--base-sequence", "3", "--value", "d", "--value", "e")
+    assert rerun.exit_code == OK and "already appended: producer 7 epoch 0 wrote sequences 3..4" in rerun.out
+    duplicate = append(partition, "--producer-id", "7", "--base-sequence", "3", "--value", "d", "--value", "x")
+    assert duplicate.exit_code == REFUSED and "duplicate" in duplicate.err  # other records at those sequences
+    earlier = append(partition, "--producer-id", "7", "--base-sequence", "0", "--value", "a", "--value", "b",
+                     "--value", "c")
+    assert earlier.exit_code == REFUSED  # not the producer's last batches
     fenced = append(partition, "--producer-id", "7", "--producer-epoch", "0", "--value", "f")
     assert fenced.exit_code == PLANNED  # the same epoch is fine
     assert tree(log_dir.parent) == before
@@ -540,3 +545,28 @@ def test_the_plan_says_create_for_new_files_and_replace_for_existing_ones(log_di
     ops = {line.split()[1].rstrip(":"): line.split()[0] for line in again.out.splitlines()
            if line.split() and line.split()[0] in ("create", "replace", "append")}
     assert ops["t-0/00000000000000000000.log"] == "append" and ops["t-0/00000000000000000000.index"] == "replace"
+
+
+def test_the_same_append_run_again_is_already_appended(log_dir):
+    """An append that names its sequences (--producer-id, --base-sequence) run again: its batches
+    and marker are the producer's last in the log, so it says so in one line, exits 0, writes
+    nothing and makes no backup. Without --base-sequence a run is new data: it appends again."""
+    partition = log_dir / "txn-0"
+    assert append(partition, "--create", "--value", "first", "--timestamp", T, "--apply").exit_code == OK
+    run = ["--producer-id", "4242", "--transactional", "--end-txn", "abort", "--linger-records", "2",
+           "--timestamp", T, *(arg for i in range(5) for arg in ("--value", f"v{i}"))]
+    args = [partition, "--base-sequence", "0", *run, "--apply"]
+    first = append(*args)
+    assert first.exit_code == OK, first.err
+    written = tree(log_dir.parent)
+    again = append(*args)
+    assert again.exit_code == OK, again.out + again.err
+    assert again.out.splitlines()[-1] == (
+        f"{partition}: already appended: producer 4242 epoch 0 wrote sequences 0..4 at offsets 1..5, then its "
+        "ABORT marker at offset 6 (Kafka answers a duplicate with the earlier offsets): nothing to do")
+    assert tree(log_dir.parent) == written
+    plan = append(*args[:-1], "--format", "json")  # the plan says it too
+    assert plan.exit_code == OK and json.loads(plan.out)["alreadyAppended"]["offsets"] == [1, 5]
+    assert append(partition, *run, "--apply").exit_code == OK  # sequences continue: appended again
+    sequences = [b["baseSequence"] for b in dumped_batches(partition) if b["producerId"] == 4242 and not b["isControl"]]
+    assert sequences == [0, 2, 4, 5, 7, 9]

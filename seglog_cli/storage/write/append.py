@@ -55,6 +55,7 @@ from seglog_cli.storage.log.partition_log import PartitionLog
 from seglog_cli.storage.log.producer_state import ProducerStateManager, read_end_txn_marker, rebuild_producer_state
 from seglog_cli.storage.write.active_segment import ActiveSegment
 from seglog_cli.storage.write.append_plan import AppendError, AppendOptions, AppendPlan, FileWrite, PlannedBatch
+from seglog_cli.storage.write.append_rerun import already_appended
 from seglog_cli.storage.write.builder import NewRecord, build_batch
 from seglog_cli.storage.write.durable import Spool, SpoolRange, Tally
 from seglog_cli.storage.write.journal import FileStep
@@ -119,6 +120,13 @@ def plan_append(partition_dir: str | Path, batches: Iterable[Sequence[NewRecord]
                           "fenced at that epoch cannot append")
     new_epoch = not epochs or epoch > epochs[-1].epoch
     producer = ProducerCursor(options.producer, manager)
+    if producer.repeats_sequences:
+        plan.already_appended, batches = already_appended(log, producer.pid, producer.epoch, producer.sequence,
+                                                          options.producer.transactional, options.end_transaction,
+                                                          batches)
+        if plan.already_appended is not None:
+            plan.log_end_offset_after = plan.log_end_offset_before
+            return plan
 
     closed: list[ActiveSegment] = []
     snapshots_to_write: list[tuple[int, bytes]] = []

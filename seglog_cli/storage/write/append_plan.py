@@ -64,6 +64,31 @@ class PlannedBatch:
                 "control": self.control}
 
 
+@dataclass(frozen=True)
+class AlreadyAppended:
+    """A run whose batches the producer already wrote last (:mod:`append_rerun`): nothing to append."""
+
+    producer_id: int
+    producer_epoch: int
+    first_sequence: int
+    last_sequence: int
+    first_offset: int
+    last_offset: int  # of the last data batch
+    marker: str | None = None  # "COMMIT"/"ABORT": the run's --end-txn, found after them
+    marker_offset: int | None = None
+
+    def text(self) -> str:
+        ended = f", then its {self.marker} marker at offset {self.marker_offset}" if self.marker else ""
+        return (f"already appended: producer {self.producer_id} epoch {self.producer_epoch} wrote sequences "
+                f"{self.first_sequence}..{self.last_sequence} at offsets {self.first_offset}..{self.last_offset}{ended} "
+                "(Kafka answers a duplicate with the earlier offsets): nothing to do")
+
+    def as_dict(self) -> dict:
+        return {"producerId": self.producer_id, "producerEpoch": self.producer_epoch,
+                "sequences": [self.first_sequence, self.last_sequence], "offsets": [self.first_offset, self.last_offset],
+                "marker": self.marker, "markerOffset": self.marker_offset}
+
+
 @dataclass
 class FileWrite:
     """One step of the plan: ``op`` is "append" (to a .log or .txnindex) or "replace". ``data``:
@@ -91,6 +116,7 @@ class AppendPlan:
     created: bool = False
     warnings: list[str] = field(default_factory=list)
     fingerprint: dict = field(default_factory=dict)  # the directories as planned (write_session)
+    already_appended: AlreadyAppended | None = None  # a rerun: the batches are in the log already
 
     @property
     def records(self) -> int:
@@ -101,7 +127,8 @@ class AppendPlan:
                 "logEndOffsetBefore": self.log_end_offset_before, "logEndOffsetAfter": self.log_end_offset_after,
                 "records": self.records, "batches": [b.as_dict() for b in self.batches],
                 "rolls": [{"baseOffset": base, "reason": reason} for base, reason in self.rolls],
-                "writes": [w.as_dict() for w in self.writes], "warnings": self.warnings}
+                "writes": [w.as_dict() for w in self.writes], "warnings": self.warnings,
+                "alreadyAppended": None if self.already_appended is None else self.already_appended.as_dict()}
 
 
-__all__ = ["AppendError", "AppendOptions", "AppendPlan", "FileWrite", "PlannedBatch", "ProducerOptions"]
+__all__ = ["AlreadyAppended", "AppendError", "AppendOptions", "AppendPlan", "FileWrite", "PlannedBatch", "ProducerOptions"]

@@ -60,6 +60,12 @@ class ProducerCursor:
                                   "epoch must start at 0 (OutOfOrderSequenceException)")
         self._open_txn = entry.current_txn_first_offset if entry is not None and same_epoch else None
 
+    @property
+    def repeats_sequences(self) -> bool:
+        """The given base sequence does not follow the producer's last one (a rerun, or refused)."""
+        last_seq = getattr(self, "_check_against", None)
+        return last_seq is not None and self.sequence != increment_sequence(last_seq, 1)
+
     def _check_txn_state(self) -> None:
         entry = self.entry
         if self._open_txn is not None and not self.options.transactional:

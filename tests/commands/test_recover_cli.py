@@ -6,6 +6,8 @@ import json
 import os
 import shutil
 
+import pytest
+
 from tests.conftest import run_seglog
 
 CASE = "kafka-4.2.0/recovery-cases/a-append-garbage-active-log"
@@ -89,3 +91,39 @@ def test_an_overflowed_segment_seglog_cannot_split_is_refused_and_the_rest_plann
     assert document["summary"]["refused"] == 1
     (refused,) = [p for p in document["partitions"] if p["refused"]]
     assert refused["path"].endswith("odd-0") and refused["steps"] == []
+
+
+def _flip_at(position: int, segment: str = "00000000000000006225"):
+    def damage(data):
+        log = data / "plain-0" / f"{segment}.log"
+        raw = bytearray(log.read_bytes())
+        raw[position] ^= 0xFF
+        log.write_bytes(bytes(raw))
+    return damage
+
+
+def _zero_range(data):
+    with open(data / "plain-0" / "00000000000000006225.log", "r+b") as handle:
+        handle.seek(300_000)
+        handle.write(bytes(40_000))
+
+
+@pytest.mark.parametrize("mode", ["kafka", "salvage"])
+@pytest.mark.parametrize("damage", [None, _flip_at(200_000), _zero_range, _flip_at(300_000, "00000000000000002071")],
+                         ids=["garbage-tail", "crc", "zeroed", "crc-where-kafka-does-not-look"])
+def test_apply_run_again_has_nothing_to_do(corpus, tmp_path, mode, damage):
+    """recover --apply run again on the log dir it recovered (a runbook step repeated): every
+    partition has nothing to change, exit 0, not a byte changed, no backup made. Salvage too:
+    the producer state over the batches it keeps is snapshotted as recovery would find it."""
+    data = _data(corpus, tmp_path)
+    if damage is not None:
+        damage(data)
+    first = run_seglog("recover", "--apply", "--mode", mode, "--backup-dir", str(tmp_path / "b1"), str(data))
+    assert first.exit_code == 0, first.out + first.err
+    recovered = {p.relative_to(data): p.read_bytes() for p in data.rglob("*") if p.is_file()}
+    again = run_seglog("recover", "--apply", "--mode", mode, "--backup-dir", str(tmp_path / "b2"), str(data))
+    assert again.exit_code == 0, again.out + again.err
+    assert "1 partition with nothing to change" in again.out
+    assert again.out.splitlines()[-1] == f"1 partition, mode {mode}: 0 steps, 0 bytes truncated, 0 offset ranges lost"
+    assert {p.relative_to(data): p.read_bytes() for p in data.rglob("*") if p.is_file()} == recovered
+    assert not (tmp_path / "b2").exists()

@@ -64,11 +64,13 @@ def plan_snapshots(work: Work, kept: list[LogSegment]) -> None:
     bases = [s.base_offset for s in kept]
     model.remove_strays(set(bases))
     model.rebuild_to(out.log_end_offset, bases)
-    if work.salvaged_from is not None:  # the state above a salvaged segment is Kafka's to rebuild from the log
-        model.present = {o for o in model.present if o <= work.salvaged_from}
-        model.written = {o for o in model.written if o <= work.salvaged_from}
-        out.notes.append(f"salvage: no producer snapshot above offset {work.salvaged_from}; the broker rebuilds the "
-                         "producer state from the log at its next start")
+    unknown = {o for o in model.written if work.salvaged_from is not None and o > work.salvaged_from
+               and o not in work.snapshot_data}
+    if unknown:  # a state above a salvaged segment that the walk did not replay: Kafka's to rebuild from the log
+        model.present = {o for o in model.present if o <= work.salvaged_from or o in work.snapshot_data}
+        model.written -= unknown
+        out.notes.append(f"salvage: no producer snapshot at offset(s) {', '.join(map(str, sorted(unknown)))}; the "
+                         "broker rebuilds the producer state from the log at its next start")
     for offset in sorted(model.original - model.present):
         out.steps.append(Step("remove", directory / f"{format_offset(offset)}.snapshot",
                               "a producer snapshot Kafka's loader deletes (stray, or above a recovered segment)"))

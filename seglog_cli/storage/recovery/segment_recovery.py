@@ -146,7 +146,7 @@ def _salvage_outside_recovery(work: Work, log: PartitionLog, segment: LogSegment
     producers' real history (and after a clean shutdown Kafka trusts them as they are)."""
     manager = rebuild_producer_state(log, up_to_offset=segment.base_offset).manager
     salvaged_from = work.salvaged_from
-    _salvage(work, segment, None, manager)
+    _salvage(work, segment, None, manager, snapshot=False)
     work.salvaged_from = salvaged_from
     work.out.notes.append(f"salvage: segment {segment.base_offset} lies outside Kafka's recovery range; its damage "
                           "is cut out and the producer snapshots are kept as the broker wrote them")
@@ -219,12 +219,15 @@ def _recover_one(work: Work, segment: LogSegment, manager: ProducerStateManager)
     return truncated
 
 
-def _salvage(work: Work, segment: LogSegment, valid: int | None, manager: ProducerStateManager) -> bool:
+def _salvage(work: Work, segment: LogSegment, valid: int | None, manager: ProducerStateManager,
+             snapshot: bool = True) -> bool:
     """Salvage: keep every valid batch of the segment, the damaged bytes alone cut out (found
     by verify's resync), indexes and ``.txnindex`` built over what is kept. Returns False (the
     later segments stay). The kept batches are planned as byte ranges of the ``.log`` (runs of
     adjacent batches), copied from the file itself when the step is carried out: a salvaged
-    1 GiB segment is never held in memory."""
+    1 GiB segment is never held in memory. With ``snapshot``, the producer state over the kept
+    batches is what recovery snapshots at the segment's end (as for a segment recovered whole):
+    a run again on the salvaged segment finds the same state and has nothing to do."""
     out, directory, config = work.out, work.directory, work.config
     stem = format_offset(segment.base_offset)
     indexer = SegmentIndexer(segment.base_offset, config.index_interval_bytes, config.segment_index_bytes,
@@ -282,6 +285,10 @@ def _salvage(work: Work, segment: LogSegment, valid: int | None, manager: Produc
     work.ends[segment.log_path] = expected
     if work.salvaged_from is None:
         work.salvaged_from = segment.base_offset
+    if snapshot:
+        manager.map_end_offset = max(manager.map_end_offset, expected)
+        work.snapshots.take(manager.map_end_offset)
+        work.snapshot_data[manager.map_end_offset] = manager.snapshot_bytes()
     return False
 
 

@@ -38,6 +38,11 @@ def test_plan_apply_undo(corpus, tmp_path):
     undone = run_seglog("undo", "--apply", str(backup))
     assert undone.exit_code == 0, undone.err
     assert {p.name: p.read_bytes() for p in (data / "plain-0").iterdir()} == before
+    again = run_seglog("undo", "--apply", str(backup))  # the kill -9 harness's rerun: not "written since"
+    (undo_dir,) = (tmp_path / "b").glob("*-undo-*")
+    assert again.exit_code == 0 and again.err == "", again.err
+    assert again.out.endswith(f"already undone by {os.path.realpath(undo_dir)}: nothing to do\n")
+    assert {p.name: p.read_bytes() for p in (data / "plain-0").iterdir()} == before
 
 
 def test_json_plan(corpus, tmp_path):

@@ -372,3 +372,28 @@ def test_tail_calls_a_lagging_replicas_end_missing(corpus, tmp_path):
         assert "damage" not in _not_damaged(output.replace(str(damaged), "").replace(str(healthy), ""))
     _logs_identical(healthy, damaged)
     assert run_seglog("diff", "--leader", str(healthy), str(healthy), str(damaged)).exit_code == 0
+
+
+@pytest.mark.parametrize("tail", [False, True])
+def test_apply_run_again_has_nothing_to_do(corpus, tmp_path, tail):
+    """repair --apply run again on the replica it repaired: nothing to repair, exit 0, not a byte
+    changed, no backup made."""
+    replicas = _copy(corpus, "in-sync", (1, 2), tmp_path)
+    healthy, damaged = replicas[1], replicas[2]
+    log = damaged / "00000000000000002221.log"
+    data = bytearray(log.read_bytes())
+    data[500_000] ^= 0x10
+    log.write_bytes(bytes(data))
+    if tail:
+        for path in damaged.glob("00000000000000004434.*"):
+            path.unlink()
+    extra = ["--tail"] if tail else []
+    first = run_seglog("repair", "--from", str(healthy), str(damaged), "--apply", "--backup-dir",
+                       str(tmp_path / "b1"), *extra)
+    assert first.exit_code == 0, first.out + first.err
+    repaired = _tree(damaged)
+    again = run_seglog("repair", "--from", str(healthy), str(damaged), "--apply", "--backup-dir",
+                       str(tmp_path / "b2"), *extra)
+    assert again.exit_code == 0, again.out + again.err
+    assert again.out.splitlines()[-1] == f"{damaged}: nothing to repair from {healthy}"
+    assert _tree(damaged) == repaired and not (tmp_path / "b2").exists()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.kafka_cluster"]  # the kafka_cluster fixture: a live broker on loopback
+pytest_plugins = ["tests.kafka_cluster", "tests.kafka_proxy"]  # a live broker on loopback; a fault-injecting proxy
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("SEGLOG_CORPUS", REPO.parent / "shared" / "corpus"))

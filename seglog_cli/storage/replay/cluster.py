@@ -348,8 +348,14 @@ class Cluster:
                 starts[key] = max(high, floors.get(key, 0))
             if failed:
                 (topic, partition), exc = min(failed, key=lambda item: item[0])
-                self._retry_or_fail(waiter, exc, f"{topic}-{partition}",
-                                    f"cannot list the offsets of {topic}-{partition}")
+                error = kafka_error(exc)
+                if error is not None and error_name(error) == "_NOENT":
+                    # librdkafka's "No leaders found": its metadata has no leader for the
+                    # partition yet (just created, or an election), so it did not even ask
+                    from confluent_kafka import KafkaError
+                    error = KafkaError(KafkaError.LEADER_NOT_AVAILABLE, error.str())
+                if not waiter.wait(error, f"{topic}-{partition}"):
+                    raise self._fail(f"cannot list the offsets of {topic}-{partition}", exc) from None
             pending = sorted(key for key, _exc in failed)
         consumer = self.consumer(eof=True)
         try:

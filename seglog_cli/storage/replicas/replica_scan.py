@@ -393,13 +393,14 @@ class _IndexCheck:
 
 def _index_columns(path: Path, entry_size: int, columns) -> tuple:
     """int32 columns (``(first word, words per entry)``) of an index file's entries, big-endian
-    read, up to its last non-zero entry (a preallocated index ends in zeros); empty when absent."""
+    read, up to its last non-zero entry (a preallocated index ends in zeros); empty when absent.
+    A partial entry at the end is none (Kafka counts ``length // entry_size``)."""
     try:
         data = read_small_file(path) if path.is_file() else b""
     except (SeglogError, OSError):
         data = b""
     used = len(data.rstrip(b"\0"))
-    used = -(-used // entry_size) * entry_size
+    used = min(-(-used // entry_size), len(data) // entry_size) * entry_size
     words = array("i")
     words.frombytes(data[:used])
     if sys.byteorder == "little":

@@ -132,6 +132,23 @@ def test_permission_denied_is_status_4_or_a_finding(root, kind, role):
         assert direct.stderr == f"seglog: {case.target}: {reason}: Permission denied\n", direct.stderr
 
 
+@pytest.mark.skipif(PERMISSIONS_SKIP is not None, reason=PERMISSIONS_SKIP or "")
+@pytest.mark.parametrize("mode", [0o000, 0o311])
+def test_a_log_dir_that_cannot_be_listed_is_status_4_naming_it(root, mode):
+    """Not "no partition found" (simulate-retention said usage error, 2) nor a log dir with
+    nothing in it (diff compared the other replica alone and said in-sync, 0)."""
+    log_dir, _partition = hostile.fresh_log_dir(root)
+    (root / "other").mkdir()
+    replica, _ = hostile.fresh_log_dir(root / "other")
+    log_dir.chmod(mode)
+    runs = [hostile.run_seglog(argv, unprivileged=True) for argv in (
+        ["simulate-retention", str(log_dir)], ["diff", str(replica), str(log_dir)], ["recover", str(log_dir)],
+        ["rebuild-index", str(log_dir)])]
+    _ok(runs)
+    for run in runs:
+        assert (run.status, run.stderr) == (UNREADABLE, f"seglog: {log_dir}: cannot list directory: Permission denied\n"), run
+
+
 # -- 5. names beyond Long.MAX ----------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["99999999999999999999.log", "9223372036854775808.index"])

@@ -382,11 +382,18 @@ def find_kafka_dirs(path: Path, depth: int = MAX_SEARCH_DEPTH) -> tuple[list[Pat
 
 def partition_dirs_under(path: Path) -> list[Path]:
     """The partition directories ``path`` stands for: itself, a log dir's partitions, or those
-    of every log dir (and stray partition directory) in a tree, in path order."""
+    of every log dir (and stray partition directory) in a tree, in path order. A directory
+    that cannot be listed is unreadable input, not one with no partitions."""
     path = Path(path)
     if looks_like_partition_dir(path):
         return [path]
     if is_log_dir(path):
         return LogDir(path).partition_dirs()
     log_dirs, partitions = find_kafka_dirs(path)
+    if not log_dirs and not partitions and path.is_dir():
+        try:
+            with os.scandir(path):
+                pass
+        except OSError as exc:
+            raise UnreadableInputError(f"cannot list directory: {exc.strerror}", path) from None
     return [d for log_dir in log_dirs for d in LogDir(log_dir).partition_dirs()] + partitions

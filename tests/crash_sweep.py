@@ -1,6 +1,7 @@
 """The crash sweep of issue 15: kill every writing command before each of its write steps in turn.
 
     python -m tests.crash_sweep --command all --jobs 2        # from the repository root, venv active
+    python -m tests.crash_sweep --command all --max-points 0 --timed 20 --jobs 2   # random-time kills only
     PYTHONPATH=. python -m tests.crash_sweep --command recover-kafka --max-points 5 --keep
 
 ``--command`` takes a command (recover, rebuild-index, append, simulate-retention, undo: all its
@@ -32,6 +33,10 @@ canary file beside them):
    as the uninterrupted run did, leaves no ``<log dir>/.seglog-journal`` and leaves the log dir
    byte-identical (every file's sha256) to an uninterrupted run on a fresh copy; for ``undo-*``
    to the fixture as it was before its command.
+
+``--timed N`` adds N trials per fixture killed at random times instead, some after the command
+finished, each followed by the same command line again (:mod:`tests.crash_sweep_timed`; the
+append fixture names its sequences, so that a run again after it finished is already appended).
 
 The reference itself is checked too (``reference``: exit status 0, two uninterrupted runs give
 the same bytes, an undo gives the fixture back, at least one traced step per file the run
@@ -122,8 +127,8 @@ BASE_FIXTURES = (
     Fixture("rebuild-index", DATA, "smallseg-0", ("rebuild-index", "--apply"), _damage_indexes),
     Fixture("append", DATA, "smallseg-0",
             ("append", "--apply", "--config", "segment.bytes=65536", "--timestamp", "1795346890000",
-             "--linger-records", "4", "--producer-id", "4242", "--transactional", "--end-txn", "abort",
-             *VALUES), clock_ms=1795346895000),
+             "--linger-records", "4", "--producer-id", "4242", "--base-sequence", "0", "--transactional",
+             "--end-txn", "abort", *VALUES), clock_ms=1795346895000),
     Fixture("simulate-retention", DATA, "smallseg-0",
             ("simulate-retention", "--apply", "--format", "text", "--now", "1795346900000",
              "--config", "retention.bytes=400000")),
@@ -218,14 +223,20 @@ PINNED_CLOCK = ("import runpy, sys, time; now = int(sys.argv.pop(1)) / 1000; tim
                 "runpy.run_module('seglog_cli', run_name='__main__', alter_sys=True)")
 
 
-def seglog(args: list[str], extra_env: dict[str, str] | None = None,
-           clock_ms: int | None = None) -> subprocess.CompletedProcess:
+def command_line(args: list[str], extra_env: dict[str, str] | None = None,
+                 clock_ms: int | None = None) -> tuple[list[str], dict[str, str]]:
+    """The argv and environment that run ``seglog ARGS`` from this checkout."""
     env = {k: v for k, v in os.environ.items() if k not in (FAULT_ENV, TRACE_ENV)}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     python = [sys.executable, "-m", "seglog_cli"] if clock_ms is None else [sys.executable, "-c", PINNED_CLOCK,
                                                                              str(clock_ms)]
-    return subprocess.run([*python, *args], env={**env, **(extra_env or {})},
-                          capture_output=True, text=True, timeout=TIMEOUT)
+    return [*python, *args], {**env, **(extra_env or {})}
+
+
+def seglog(args: list[str], extra_env: dict[str, str] | None = None,
+           clock_ms: int | None = None) -> subprocess.CompletedProcess:
+    argv, env = command_line(args, extra_env, clock_ms)
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=TIMEOUT)
 
 
 @lru_cache(maxsize=None)
@@ -367,16 +378,20 @@ class Reference:
     baseline: set = field(default_factory=set)  # verify's error findings before the command
     floor: int = 0  # files the run created, changed or removed: fewer kill points means a broken trace
     problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0  # how long the uninterrupted run took (timed trials kill within 1.25 times it)
 
 
 def reference_run(fixture: Fixture, root: Path) -> Reference:
     first, second = Workspace(fixture, root / "reference").prepare(), Workspace(fixture, root / "reference-2").prepare()
     original, baseline = digests(read_tree(first.log_dir)), verify_errors(first.log_dir)
     trace = root / "reference.trace"
+    started = time.monotonic()
     done = first.run("uninterrupted", {TRACE_ENV: str(trace)})
+    seconds = time.monotonic() - started
     steps = [line.split("\t", 1)[1] for line in trace.read_text().splitlines()] if trace.exists() else []
     end = digests(read_tree(first.log_dir))
-    reference = Reference(steps, done.returncode, original, end, baseline, files_changed(original, end))
+    reference = Reference(steps, done.returncode, original, end, baseline, files_changed(original, end),
+                          seconds=seconds)
     if len(steps) < max(1, reference.floor):
         reference.problems.append(f"{len(steps)} write steps traced for {reference.floor} files changed (each takes "
                                   f"one at least): no {TRACE_ENV} trace, or the command changed nothing")
@@ -454,6 +469,8 @@ class SweepResult:
     failures: list[Failure]
     seconds: float = 0.0
     floor: int = 1  # the fewest kill points a working trace gives (Reference.floor)
+    trials: int = 0  # timed trials (tests/crash_sweep_timed.py)
+    finished: int = 0  # of them, runs that had finished when their kill came
 
 
 def sampled(count: int, sample: int) -> list[int]:
@@ -464,9 +481,10 @@ def sampled(count: int, sample: int) -> list[int]:
 
 
 def sweep(fixture: Fixture, root: Path, jobs: int = 1, max_points: int | None = None,
-          keep: bool = False, sample: int | None = None) -> SweepResult:
+          keep: bool = False, sample: int | None = None, timed: int = 0, seed: int = 0) -> SweepResult:
     """Every kill point of one fixture (the first ``max_points``, or ``sample`` of them spread
-    across the whole run), ``jobs`` at a time."""
+    across the whole run), ``jobs`` at a time; then ``timed`` trials killed at random times
+    (:mod:`tests.crash_sweep_timed`, the first let finish)."""
     started = time.monotonic()
     try:
         reference = reference_run(fixture, root / fixture.name)
@@ -490,9 +508,17 @@ def sweep(fixture: Fixture, root: Path, jobs: int = 1, max_points: int | None = 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         for found in pool.map(one, points):
             failures.extend(found)
+    trials = timed if not reference.problems else 0
+    finished = 0
+    if trials:
+        from tests.crash_sweep_timed import timed_trials
+
+        found, finished = timed_trials(fixture, reference, root / fixture.name, trials, seed, jobs, keep)
+        failures.extend(found)
     if not keep:
         shutil.rmtree(root / fixture.name, ignore_errors=True)
-    return SweepResult(fixture, len(points), failures, time.monotonic() - started, max(1, reference.floor))
+    return SweepResult(fixture, len(points), failures, time.monotonic() - started, max(1, reference.floor),
+                       trials, finished)
 
 
 def select(name: str) -> list[Fixture]:
@@ -507,7 +533,8 @@ def report(result: SweepResult) -> None:
     fixture = result.fixture
     checks = Counter(failure.check for failure in result.failures)
     by_check = f" ({', '.join(f'{check} {count}' for check, count in sorted(checks.items()))})" if checks else ""
-    print(f"{fixture.command} ({fixture.name}): kill points {result.points}, failures {len(result.failures)}"
+    trials = f", timed trials {result.trials} ({result.finished} finished first)" if result.trials else ""
+    print(f"{fixture.command} ({fixture.name}): kill points {result.points}{trials}, failures {len(result.failures)}"
           f"{by_check} in {result.seconds:.0f} s")
     for failure in result.failures:
         print(f"  {fixture.command} {failure.line()}")
@@ -520,6 +547,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=None,
                         help="only N kill points spread over the whole run (the scale fixtures: --command scale)")
     parser.add_argument("--jobs", type=int, default=1, help="kill points run in parallel (at most 2 here)")
+    parser.add_argument("--timed", type=int, default=0,
+                        help="also N trials killed at random times, some after the command finished (the first "
+                             "always let finish): the same command again must finish it or say nothing to do")
+    parser.add_argument("--seed", type=int, default=0, help="the timed trials' random times (with the fixture name)")
     parser.add_argument("--keep", action="store_true", help="keep the directories of failing kill points")
     parser.add_argument("--list", action="store_true", help="list the fixtures and exit")
     args = parser.parse_args(argv)
@@ -532,7 +563,7 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(tempfile.mkdtemp(prefix="crash-sweep-"))
     points = failures = 0
     for fixture in fixtures:
-        result = sweep(fixture, root, args.jobs, args.max_points, args.keep, args.sample)
+        result = sweep(fixture, root, args.jobs, args.max_points, args.keep, args.sample, args.timed, args.seed)
         report(result)
         points, failures = points + result.points, failures + len(result.failures)
     print(f"total: kill points {points}, failures {failures}")

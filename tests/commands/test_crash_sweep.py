@@ -3,8 +3,10 @@
 One test per fixture of ``tests/crash_sweep.py`` (a command on real corpus partitions), each
 running every kill point of its reference run, not a sample: after each kill nothing is lost,
 verify finds nothing new, nothing beside the log dir changed, and running the command again ends
-byte for byte where an uninterrupted run ends. Slow (deselect with ``-m "not slow"``), but part of
-the default suite; pytest-xdist spreads the fixtures over the workers.
+byte for byte where an uninterrupted run ends. Then two timed trials (``tests/crash_sweep_timed.py``):
+one let finish and one killed at a random time; the same command line again must end there too
+and, after a run that had finished, say it had nothing to do. Slow (deselect with ``-m "not
+slow"``), but part of the default suite; pytest-xdist spreads the fixtures over the workers.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import crash_sweep
+from tests import crash_sweep, crash_sweep_timed
 
 
 @pytest.mark.slow
@@ -24,9 +26,10 @@ from tests import crash_sweep
 def test_every_kill_point_keeps_the_promise(corpus, tmp_path, name):
     fixture = crash_sweep.BY_NAME[name]
     jobs = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2  # two cores: xdist's workers, or the sweep's
-    result = crash_sweep.sweep(fixture, tmp_path, jobs=jobs)
+    result = crash_sweep.sweep(fixture, tmp_path, jobs=jobs, timed=2)
     lines = "\n".join(failure.line() for failure in result.failures)
     assert result.points >= result.floor, f"{result.points} kill points for {result.floor} files changed\n{lines}"
+    assert result.trials == 2 and result.finished >= 1, lines
     failed = {failure.point for failure in result.failures}
     assert not result.failures, f"{len(result.failures)} failures at {len(failed)} of {result.points} points:\n{lines}"
 
@@ -90,3 +93,52 @@ def test_verify_errors_are_relative_to_the_log_dir(tmp_path):
     crash_sweep._flip("orders-0/00000000000000000000.log", 8000)(log_dir)
     errors = crash_sweep.verify_errors(log_dir)
     assert errors and {path for path, code, offset in errors} == {"orders-0/00000000000000000000.log"}
+
+
+# -- timed trials (no corpus: the example log dir, one index rebuilt, and the undo of that) ---------
+
+def _example_without_an_index(log_dir: Path) -> None:
+    shutil.copytree(crash_sweep.REPO / "examples" / "logdir", log_dir)
+    (log_dir / "orders-0" / "00000000000000000120.index").unlink()
+
+
+REBUILD = crash_sweep.Fixture("rebuild-example", "", "orders-0", ("rebuild-index", "--apply"),
+                              build=_example_without_an_index)
+UNDO = crash_sweep.Fixture("undo-rebuild-example", "", "orders-0", ("undo", "--apply"), undo_of=REBUILD,
+                           build=_example_without_an_index)
+
+
+def _undo_reference(tmp_path: Path) -> crash_sweep.Reference:
+    """What the undo leaves: the fixture before the rebuild."""
+    pristine = tmp_path / "pristine"
+    crash_sweep.copy_fixture(REBUILD, pristine)
+    return crash_sweep.Reference([], 0, {}, crash_sweep.digests(crash_sweep.read_tree(pristine)), seconds=1.0)
+
+
+def test_an_undo_run_again_after_it_finished_says_already_undone(tmp_path):
+    """The kill -9 harness's case: a kill that lands after undo finished; the same undo again
+    names it (the ``done`` check), exits 0 and changes nothing. A kill at once: the run again
+    does it all."""
+    reference = _undo_reference(tmp_path)
+    problems, finished = crash_sweep_timed.timed_trial(UNDO, reference, None, tmp_path / "let-finish")
+    assert finished and problems == []
+    problems, finished = crash_sweep_timed.timed_trial(UNDO, reference, 0.0, tmp_path / "at-once")
+    assert not finished and problems == []
+
+
+def test_a_run_again_that_does_not_say_it_is_done_fails_the_done_check(tmp_path, monkeypatch):
+    monkeypatch.setitem(crash_sweep_timed.NOTHING_TO_DO, "undo", ": never said: ")
+    problems, finished = crash_sweep_timed.timed_trial(UNDO, _undo_reference(tmp_path), None, tmp_path / "trial")
+    assert finished and [check for check, _why in problems] == ["done"]
+    assert "does not say ': never said:'" in problems[0][1] and "already undone by" in problems[0][1]
+
+
+def test_timed_kills_reach_past_the_end_of_the_run():
+    """The first trial is let finish; the others are drawn from 0 to 1.25 times the reference
+    run's duration (some after it), the same for the same seed and fixture."""
+    reference = crash_sweep.Reference([], 0, {}, {}, seconds=2.0)
+    times = crash_sweep_timed.delays(UNDO, reference, 200, seed=7)
+    assert times[0] is None and all(0 <= t <= 2.5 for t in times[1:])
+    assert sum(t > 2.0 for t in times[1:]) > 20  # about a fifth: kills after the command finished
+    assert times == crash_sweep_timed.delays(UNDO, reference, 200, seed=7)
+    assert times != crash_sweep_timed.delays(UNDO, reference, 200, seed=8)

@@ -66,6 +66,9 @@ def test_undo_run_again_names_the_undo_and_changes_nothing(log_dir):
         assert again.out.startswith("rebuild-index of ") and again.out.count("\n") == 1
         assert files(log_dir) == undone
         assert backups(log_dir, "undo") == [first]  # no backup of its own: nothing was written
+    forced = undo(run, "--apply", "--force")  # forced, nothing is left to undo either: the same answer
+    assert forced.exit_code == OK and f"already undone by {real(first)}: nothing to do" in forced.out
+    assert files(log_dir) == undone and backups(log_dir, "undo") == [first]
 
 
 def test_the_backup_dir_given_is_searched_too(log_dir, tmp_path):

@@ -56,8 +56,9 @@ def manifest_log_dir(backup_dir: str | Path) -> tuple[dict, Path]:
 
 def plan_undo(backup_dir: str | Path, force: bool = False, backup_root: str | Path | None = None) -> UndoPlan:
     """The steps that undo the run (call under the log dir's lock: see :func:`undo`). When the
-    files say the run was already undone (refused as changed since, or nothing left to undo), the
-    undo that did it is looked for under the backup roots (``backup_root`` among them)."""
+    files say the run was already undone (refused as changed since, nothing left to undo, or
+    ``force``), the undo that did it is looked for under the backup roots (``backup_root``
+    among them)."""
     backup_dir = Path(backup_dir).absolute()
     manifest, log_dir = manifest_log_dir(backup_dir)
     plan = UndoPlan(backup_dir, manifest, log_dir)
@@ -72,7 +73,7 @@ def plan_undo(backup_dir: str | Path, force: bool = False, backup_root: str | Pa
             plan.steps = inverse_steps(tree, manifest, backup_dir, expect_final=True, force=force)
         except ConflictError as exc:
             plan.conflicts = exc.conflicts
-        if plan.conflicts or not plan.steps:
+        if plan.conflicts or not plan.steps or force:  # forced, a file as it was before may still get a step
             plan.undone_by = undone_by(tree, backup_dir, manifest, _backup_roots(backup_dir, log_dir, backup_root))
     if plan.undone_by is not None:
         plan.steps, plan.conflicts = [], []

@@ -1,21 +1,34 @@
 """Hostile input for the whole CLI: FIFOs, device symlinks, symlink loops, unreadable files and
-directories, sparse and huge segments, out-of-range names and damaged bytes, each run through
-``seglog dump``, ``verify``, ``recover`` (plan) and ``rebuild-index`` (plan) as a child process
-with a timeout and a peak-RSS measurement.
+directories, sparse and huge segments, out-of-range names, bad version lines and damaged bytes,
+each run through ``seglog dump``, ``verify``, ``recover`` (plan), ``rebuild-index`` (plan),
+``simulate-retention`` and ``diff`` (against an undamaged copy) as a child process with a
+timeout and a peak-RSS measurement.
+
+A case's log dir holds four partitions, the damaged one second, so the processes that
+``--jobs`` forks over partitions (verify, recover, diff: ``storage/log/parallel.py``) meet the
+damage in a child; some cases start from a generated compressed segment of
+``decode_pool.MIN_PARALLEL_BYTES`` or more, so dump's and verify's deep decoding hands its
+batches to workers (``storage/log/decode_pool.py``). Each command that has ``--jobs`` runs with
+``--jobs 1`` and then twice with ``--jobs 3``.
 
 A run fails when seglog exits 70 (internal error) or with a status outside {0, 1, 3, 4}, prints
-a traceback, runs past the timeout, or peaks above ``RSS_LIMIT_KB``. The pytest side is
-``tests/commands/test_hostile_input.py``; a long sweep::
+a traceback, runs past the timeout, or peaks above ``RSS_LIMIT_KB``; and when its status or
+stderr differs from the same command's with one job (``jobs-differ``) or from its previous run
+with the same jobs (``unstable``). The pytest side is ``tests/commands/test_hostile_input.py``;
+a long sweep::
 
     python tests/fuzz_hostile.py --runs 2000 [--seed 1] [--jobs 2]
 
-prints the number of runs and the failures by class (and the first few of each).
+(``--jobs``: cases run at once) prints the number of runs, the commands compared across job
+counts and the failures by class (and the first few of each).
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import ctypes
+import json
 import os
 import random
 import resource
@@ -26,6 +39,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -39,12 +53,17 @@ CORPUS_PARTITIONS = ("smallseg-0", "txn-0", "idem-0", "codecs-0")
 RSS_LIMIT_KB = 150 * 1024
 TIMEOUT_S = 20.0
 ALLOWED_STATUSES = {0, 1, 3, 4}
+PARTITIONS = 4  # partitions in a case's log dir, copies of one; the damaged one is the second
+DAMAGED = 1  # (parallel_map hands partitions out in order: a forked child, not only the caller, meets it)
+BIG = "big-0"  # a source partition generated once: a compressed segment big enough for decode workers
+BIG_SEGMENT_MB = 4.2  # > decode_pool.MIN_PARALLEL_BYTES (4 MiB)
+JOB_COUNTS = (1, 3, 3)  # a command that has --jobs: one job, then several twice (jobs-differ, unstable)
 
 SPECIAL_KINDS = ("fifo", "symlink-zero", "symlink-fifo", "symlink-loop", "symlink-dangling", "socket",
                  "directory", "chmod-file")
 BYTE_KINDS = ("flip", "truncate", "zero-run")
 SIZE_KINDS = ("sparse-2200m", "hole-2g")
-OTHER_KINDS = ("chmod-dir", "huge-name", "v0-size-max")
+OTHER_KINDS = ("chmod-dir", "huge-name", "v0-size-max", "bad-version")
 KINDS = SPECIAL_KINDS + BYTE_KINDS + SIZE_KINDS + OTHER_KINDS
 ROLES = ("log", "active-log", "index", "timeindex", "txnindex", "snapshot", "leader-epoch-checkpoint",
          "partition.metadata", "recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
@@ -58,6 +77,8 @@ class Case:
     log_dir: Path
     partition: Path
     target: Path
+    replica: Path | None = None  # an undamaged copy of the log dir (diff's other replica)
+    decode_workers: bool = False  # the partition has a segment big enough for decode workers (BIG)
     unprivileged: bool = False  # run without the root override of file permissions
     huge: bool = False  # measure peak RSS
 
@@ -74,28 +95,88 @@ class Run:
     seconds: float
     max_rss_kb: int
     failures: list[str] = field(default_factory=list)
+    compared: bool = False  # judged against an earlier run of the same command (other --jobs)
 
 
 # -- building cases ------------------------------------------------------------------------------
 
+LOG_DIR_FILES = ("meta.properties", "recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
+                 "replication-offset-checkpoint", "cleaner-offset-checkpoint")
+
+
 def fresh_log_dir(root: Path, source: str | None = None) -> tuple[Path, Path]:
-    """A log dir in ``root`` holding one partition copied from the corpus (or the bundled
-    example when the corpus is absent); the log dir and the partition directory."""
+    """A log dir in ``root`` holding ``PARTITIONS`` copies of one partition (``<topic>-0`` ..)
+    from the corpus, the generated ``BIG`` partition, or the bundled example when the corpus is
+    absent; the log dir and the partition to damage (``<topic>-1``: a copy of its own, the others
+    hard links to ``<topic>-0``)."""
+    origin = _origin(source)
+    topic = origin.name.rsplit("-", 1)[0]
     log_dir = root / "logdir"
     log_dir.mkdir()
-    if source and (CORPUS / "kafka-4.2.0" / "data" / source).is_dir():
-        origin = CORPUS / "kafka-4.2.0" / "data" / source
-    else:
-        origin = EXAMPLE_LOG_DIR / "orders-0"
-    partition = log_dir / (origin.name if origin.name != "orders-0" else "orders-0")
+    first, partition = log_dir / f"{topic}-0", log_dir / f"{topic}-{DAMAGED}"
+    shutil.copytree(origin, first)
     shutil.copytree(origin, partition)
-    for name in ("meta.properties", "recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
-                 "replication-offset-checkpoint", "cleaner-offset-checkpoint"):
+    for number in range(2, PARTITIONS):
+        shutil.copytree(first, log_dir / f"{topic}-{number}", copy_function=os.link)
+    for name in LOG_DIR_FILES:
         shutil.copyfile(EXAMPLE_LOG_DIR / name, log_dir / name)
     (log_dir / ".kafka_cleanshutdown").write_bytes(b"")
-    for path in [log_dir, partition, *log_dir.rglob("*")]:
+    for path in [log_dir, *log_dir.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     return log_dir, partition
+
+
+def replica_of(log_dir: Path, root: Path) -> Path:
+    """An undamaged copy of a fresh log dir (``root/replica``) for diff: every partition linked
+    to ``<topic>-0`` (which the damage never touches), the log-dir files copied."""
+    replica = root / "replica"
+    replica.mkdir()
+    partitions = sorted(p for p in log_dir.iterdir() if p.is_dir())
+    for partition in partitions:
+        shutil.copytree(partitions[0], replica / partition.name, copy_function=os.link)
+    for name in (*LOG_DIR_FILES, ".kafka_cleanshutdown"):
+        shutil.copyfile(log_dir / name, replica / name)
+    return replica
+
+
+def _origin(source: str | None) -> Path:
+    if source == BIG:
+        return big_partition()
+    if source and (CORPUS / "kafka-4.2.0" / "data" / source).is_dir():
+        return CORPUS / "kafka-4.2.0" / "data" / source
+    return EXAMPLE_LOG_DIR / "orders-0"
+
+
+_BIG_LOCK = threading.Lock()
+_BIG: list[Path] = []
+
+
+def big_partition() -> Path:
+    """``BIG``, made once per process (removed at exit): a 4.2 MiB lz4 segment then a small
+    one (``tests/benchmarks/make_segment.py``), the indexes rebuild-index writes for them, a
+    leader-epoch-checkpoint and a partition.metadata."""
+    with _BIG_LOCK:
+        if not _BIG:
+            root = Path(tempfile.mkdtemp(prefix="seglog-hostile-big-", dir="/tmp"))
+            atexit.register(shutil.rmtree, root, True)
+            partition = root / "logdir" / BIG
+            maker = [sys.executable, str(REPO / "tests" / "benchmarks" / "make_segment.py")]
+            made = json.loads(_checked([*maker, str(partition / f"{0:020d}.log"), "--size-mb", str(BIG_SEGMENT_MB),
+                                        "--compression", "lz4"]))
+            _checked([*maker, str(partition / f"{made['next_offset']:020d}.log"), "--size-mb", "0.05",
+                      "--compression", "lz4", "--base-offset", str(made["next_offset"])])
+            (partition / "leader-epoch-checkpoint").write_text("0\n1\n0 0\n")
+            (partition / "partition.metadata").write_text("version: 0\ntopic_id: YmlnLXRvcGljLWlkLTAwMA\n")
+            shutil.copyfile(EXAMPLE_LOG_DIR / "meta.properties", partition.parent / "meta.properties")
+            _checked([sys.executable, "-m", "seglog_cli", "rebuild-index", "--apply", "--backup-dir",
+                      str(root / "backups"), str(partition)])
+            _BIG.append(partition)
+        return _BIG[0]
+
+
+def _checked(argv: list[str]) -> str:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.run(argv, check=True, capture_output=True, text=True, env=env, cwd="/").stdout
 
 
 def role_path(role: str, log_dir: Path, partition: Path) -> Path:
@@ -117,7 +198,7 @@ def role_path(role: str, log_dir: Path, partition: Path) -> Path:
 def build_case(root: Path, kind: str, role: str, rng: random.Random, source: str | None = None) -> Case:
     log_dir, partition = fresh_log_dir(root, source)
     target = role_path(role, log_dir, partition)
-    case = Case(kind, role, log_dir, partition, target)
+    case = Case(kind, role, log_dir, partition, target, replica_of(log_dir, root), decode_workers=source == BIG)
     if kind in SPECIAL_KINDS:
         _replace_with_special(kind, target, root)
         case.unprivileged = kind == "chmod-file"
@@ -141,6 +222,8 @@ def build_case(root: Path, kind: str, role: str, rng: random.Random, source: str
         case.target = target = role_path("active-log", log_dir, partition)
         with open(target, "ab") as handle:  # an offset and a v0 message size of Int.MAX
             handle.write(struct.pack(">qi", 10**6, 2**31 - 1) + os.urandom(rng.randint(0, 40)))
+    elif kind == "bad-version":
+        _bad_version(target, rng)
     return case
 
 
@@ -185,6 +268,31 @@ def _damage_bytes(kind: str, target: Path, rng: random.Random) -> None:
     target.write_bytes(bytes(data))
 
 
+BAD_VERSIONS = (b"1", b"-1", b"9", b"x", b"", b"99999999999999999999")
+
+
+def _bad_version(target: Path, rng: random.Random) -> None:
+    """The version a reader checks first made one it refuses: a text file's first line (its
+    value after ``version:`` or ``version=``), a snapshot's int16, the first batch's magic; a
+    file with no version (an index) gets ``flip`` instead."""
+    if target.suffix in (".index", ".timeindex", ".txnindex"):
+        _damage_bytes("flip", target, rng)
+        return
+    data = bytearray(target.read_bytes()) if target.exists() else bytearray(b"0\n1\n0 0\n")
+    if target.suffix == ".snapshot" and len(data) >= 2:
+        struct.pack_into(">h", data, 0, rng.choice((-1, 2, 9, 2**15 - 1)))
+    elif target.suffix == ".log" and len(data) > 16:
+        data[16] = rng.choice((3, 9, 255))
+    else:
+        lines = bytes(data).split(b"\n")
+        at = next((n for n, line in enumerate(lines) if line.startswith(b"version")), 0)
+        key, sep, _value = lines[at].partition(b":" if b":" in lines[at] else b"=")
+        prefix = key + sep + (b" " if sep == b":" else b"") if sep else b""
+        lines[at] = prefix + rng.choice(BAD_VERSIONS)
+        data = bytearray(b"\n".join(lines))
+    target.write_bytes(bytes(data))
+
+
 def _grow(kind: str, log: Path) -> None:
     """A sparse 2200 MiB ``.log`` (real batches, then a hole), or real batches, a hole to just
     past 2^31 and the same batches again there."""
@@ -199,15 +307,31 @@ def _grow(kind: str, log: Path) -> None:
 
 # -- running seglog ------------------------------------------------------------------------------
 
-def commands(case: Case) -> list[list[str]]:
-    """The argument lists run for a case: the target given directly, its partition, its log dir."""
+def commands(case: Case, job_counts: tuple[int, ...] = JOB_COUNTS) -> list[list[str]]:
+    """The argument lists run for a case: the target given directly, its partition, its log dir,
+    and diff against the undamaged copy. A command with a parallel path runs once per entry of
+    ``job_counts``: recover, verify and diff fork over the log dir's partitions, dump and verify
+    (deep, one partition: only with a big segment) hand a big compressed segment's batches to
+    decode workers. rebuild-index and simulate-retention have no --jobs (no parallel path): they
+    run once."""
     target = str(case.target)
     partition, log_dir = str(case.partition), str(case.log_dir)
-    runs = [["dump", target], ["dump", "--deep-iteration", partition], ["verify", log_dir],
-            ["verify", target], ["recover", partition], ["rebuild-index", partition]]
+    parallel = [["dump", "--deep-iteration", partition], ["verify", log_dir], ["recover", log_dir]]
+    if case.decode_workers:
+        parallel.append(["verify", "--level", "deep", partition])
+    single = [["dump", target], ["verify", target], ["rebuild-index", partition], ["simulate-retention", log_dir]]
+    if case.replica is not None:
+        parallel.append(["diff", str(case.replica), log_dir])
+        single.append(["diff", str(case.replica / case.partition.name), partition])
     if case.kind in ("sparse-2200m", "hole-2g", "v0-size-max"):
-        runs.append(["recover", "--mode", "salvage", partition])
-    return runs
+        single.append(["recover", "--mode", "salvage", partition])
+    return single + [[argv[0], "--jobs", str(jobs), *argv[1:]] for argv in parallel for jobs in job_counts]
+
+
+def without_jobs(argv: list[str]) -> tuple[str, ...]:
+    """``argv`` less its ``--jobs N``: the command whose runs with any job count must agree."""
+    at = argv.index("--jobs") if "--jobs" in argv else len(argv)
+    return tuple(argv[:at] + argv[at + 2:])
 
 
 def _limit_memory() -> None:
@@ -236,9 +360,10 @@ def can_drop_permissions() -> str | None:
 
 
 def run_seglog(argv: list[str], *, unprivileged: bool = False, timeout: float = TIMEOUT_S,
-               case: str = "") -> Run:
+               case: str = "", previous: Run | None = None) -> Run:
     """Run ``python -m seglog_cli argv`` with this checkout first on the path; status, stderr,
-    wall time and the child's own peak RSS (``wait4``)."""
+    wall time and the child's own peak RSS (``wait4``), judged (against ``previous``, the last
+    run of the same command with any ``--jobs``, when given)."""
     env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="100")
     env.pop("SEGLOG_DEBUG", None)
     preexec = _drop_file_permission_override if unprivileged and os.geteuid() == 0 else _limit_memory
@@ -253,8 +378,8 @@ def run_seglog(argv: list[str], *, unprivileged: bool = False, timeout: float = 
         stderr = err.read().decode("utf-8", "replace")
         rss.seek(0)
         peak = int(rss.read() or 0)
-    run = Run(case, argv, status, stderr, seconds, peak)
-    run.failures = judge(run)
+    run = Run(case, argv, status, stderr, seconds, peak, compared=previous is not None)
+    run.failures = judge(run, previous=previous)
     return run
 
 
@@ -289,8 +414,10 @@ def _wait(proc: subprocess.Popen, timeout: float):
         time.sleep(0.01)
 
 
-def judge(run: Run, rss_limit_kb: int = RSS_LIMIT_KB) -> list[str]:
-    """The failure classes of one run (empty: it behaved)."""
+def judge(run: Run, rss_limit_kb: int = RSS_LIMIT_KB, previous: Run | None = None) -> list[str]:
+    """The failure classes of one run (empty: it behaved). ``previous``: the last run of the
+    same command (``without_jobs``): its status and stderr must be this run's, whatever the
+    job counts (``jobs-differ`` when they differ, ``unstable`` when they are the same)."""
     failures = []
     if run.status is None:
         failures.append("timeout")
@@ -302,11 +429,26 @@ def judge(run: Run, rss_limit_kb: int = RSS_LIMIT_KB) -> list[str]:
         failures.append("traceback")
     if run.max_rss_kb > rss_limit_kb:
         failures.append("rss")
+    if previous is not None and None not in (run.status, previous.status) and (
+            (run.status, run.stderr) != (previous.status, previous.stderr)):
+        failures.append("unstable" if run.argv == previous.argv else "jobs-differ")
     return failures
 
 
-def run_case(case: Case) -> list[Run]:
-    return [run_seglog(argv, unprivileged=case.unprivileged, case=str(case)) for argv in commands(case)]
+def run_case(case: Case, job_counts: tuple[int, ...] = JOB_COUNTS) -> list[Run]:
+    return run_commands(case, commands(case, job_counts))
+
+
+def run_commands(case: Case, argvs: list[list[str]]) -> list[Run]:
+    """Each argument list run on ``case``, judged against the previous run of the same command
+    (``without_jobs``)."""
+    runs: list[Run] = []
+    last: dict[tuple[str, ...], Run] = {}
+    for argv in argvs:
+        key = without_jobs(argv)
+        last[key] = run_seglog(argv, unprivileged=case.unprivileged, case=str(case), previous=last.get(key))
+        runs.append(last[key])
+    return runs
 
 
 def cleanup(root: Path) -> None:
@@ -318,9 +460,14 @@ def cleanup(root: Path) -> None:
 
 # -- the sweep -----------------------------------------------------------------------------------
 
+RUNS_PER_CASE = 18  # about: commands(case) with JOB_COUNTS
+
+
 def _one(seed: int, kind: str, role: str, skip_permissions: bool) -> list[Run]:
     rng = random.Random(seed)
-    source = rng.choice(CORPUS_PARTITIONS) if CORPUS.is_dir() else None
+    source = rng.choice((*CORPUS_PARTITIONS, BIG) if CORPUS.is_dir() else (None, None, BIG))
+    if source == BIG and rng.random() < 0.5:
+        role = "log"  # the big compressed segment itself, damaged under the decode workers
     root = Path(tempfile.mkdtemp(prefix="seglog-hostile-", dir="/tmp"))
     try:
         case = build_case(root, kind, role, rng, source)
@@ -342,16 +489,19 @@ def main(argv: list[str] | None = None) -> int:
     kinds = args.kinds.split(",")
     skip_permissions = can_drop_permissions() is not None
     rng = random.Random(args.seed)
-    plan = [(rng.randrange(2**32), rng.choice(kinds), rng.choice(ROLES)) for _ in range(args.runs // 6 + 1)]
+    plan = [(rng.randrange(2**32), rng.choice(kinds), rng.choice(ROLES)) for _ in range(args.runs // RUNS_PER_CASE + 1)]
     runs: list[Run] = []
+    cases = 0
     with ThreadPoolExecutor(args.jobs) as pool:
         for batch in pool.map(lambda p: _one(*p, skip_permissions), plan):
             runs.extend(batch)
+            cases += bool(batch)
             if len(runs) >= args.runs:
                 break
     failures = Counter(f for run in runs for f in run.failures)
     print(f"runs: {len(runs)}  failed runs: {sum(1 for r in runs if r.failures)}  "
-          f"cases: {len(plan)}  slowest: {max((r.seconds for r in runs), default=0):.1f}s  "
+          f"cases: {cases}  compared across --jobs: {sum(r.compared for r in runs)}  "
+          f"slowest: {max((r.seconds for r in runs), default=0):.1f}s  "
           f"max RSS: {max((r.max_rss_kb for r in runs), default=0) // 1024} MB")
     for name, count in failures.most_common():
         print(f"  {name}: {count}")

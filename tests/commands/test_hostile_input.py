@@ -2,8 +2,10 @@
 
 Each command runs as a child process (``tests/fuzz_hostile.py``) with a timeout and its own peak
 RSS (``wait4``): FIFOs, device symlinks and symlink loops named like Kafka files, unreadable
-files and directories, sparse 2 GiB segments, names beyond Long.MAX, damaged bytes. The long
-sweep is ``python tests/fuzz_hostile.py --runs N``.
+files and directories, sparse 2 GiB segments, names beyond Long.MAX, damaged bytes. Commands with
+a parallel path run with ``--jobs 3`` on a log dir of four partitions; section 9 compares their
+messages and statuses with ``--jobs 1`` (issue 34). The long sweep, which compares them on every
+case, is ``python tests/fuzz_hostile.py --runs N``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from tests.fuzz_helpers import SEEDS
 
 UNREADABLE = 4
 PERMISSIONS_SKIP = hostile.can_drop_permissions()
+SEVERAL_JOBS = (3,)  # each command with a parallel path run once, with --jobs 3 (section 9 compares job counts)
 
 
 @pytest.fixture
@@ -72,7 +75,7 @@ def test_a_file_that_is_not_regular_is_one_line_status_4(root, kind, role):
 @pytest.mark.parametrize("role", ["active-log", "index", "snapshot", "partition.metadata", "meta.properties"])
 def test_directory_walks_report_a_special_file_and_go_on(root, kind, role):
     case = hostile.build_case(root, kind, role, random.Random(0))
-    _ok(hostile.run_case(case))
+    _ok(hostile.run_case(case, SEVERAL_JOBS))
     report = verify([str(case.log_dir)])
     unreadable = [f for f in report.all_findings() if f.code == Code.UNREADABLE_FILE]
     assert [f.path for f in unreadable] == [str(case.target)], unreadable
@@ -96,7 +99,7 @@ def test_read_small_file_and_mapped_file_refuse_before_reading(root):
 @pytest.mark.parametrize("kind", hostile.SIZE_KINDS)
 def test_sparse_segments_cost_neither_memory_nor_time(root, kind):
     case = hostile.build_case(root, kind, "log", random.Random(0))
-    runs = hostile.run_case(case)
+    runs = hostile.run_case(case, SEVERAL_JOBS)
     _ok(runs)
     for run in runs:
         assert 0 < run.max_rss_kb < hostile.RSS_LIMIT_KB and run.seconds < 15, (run.argv, run.max_rss_kb, run.seconds)
@@ -121,7 +124,7 @@ def test_a_hole_before_real_batches_is_one_corrupt_region(root):
 def test_permission_denied_is_status_4_or_a_finding(root, kind, role):
     case = hostile.build_case(root, kind, role, random.Random(1))
     case.target.chmod(0)
-    runs = hostile.run_case(case)
+    runs = hostile.run_case(case, SEVERAL_JOBS)
     _ok(runs)
     command = "verify" if role in ("leader-epoch-checkpoint", "recovery-point-offset-checkpoint") else "dump"
     direct = hostile.run_seglog([command, "--format", "text", str(case.target)] if command == "verify"
@@ -267,7 +270,7 @@ def test_no_hostile_case_crashes_hangs_or_balloons(kind, role, seed):
         kind = "fifo"  # cannot deny a read here; a FIFO exercises the same paths
     root = Path(tempfile.mkdtemp(prefix="seglog-hostile-", dir="/tmp"))
     try:
-        _ok(hostile.run_case(hostile.build_case(root, kind, role, random.Random(seed))))
+        _ok(hostile.run_case(hostile.build_case(root, kind, role, random.Random(seed)), SEVERAL_JOBS))
     finally:
         hostile.cleanup(root)
 
@@ -280,7 +283,7 @@ def test_damaged_corpus_files_never_crash(kind, role, source, seed):
     root = Path(tempfile.mkdtemp(prefix="seglog-hostile-", dir="/tmp"))
     try:
         case = hostile.build_case(root, kind, role, random.Random(seed), source)
-        runs = hostile.run_case(case)
+        runs = hostile.run_case(case, SEVERAL_JOBS)
         _ok(runs)
         verified = next(run for run in runs if run.argv[0] == "verify")
         assert verified.status in (0, 1, 3, 4)
@@ -289,6 +292,53 @@ def test_damaged_corpus_files_never_crash(kind, role, source, seed):
 
 
 def test_the_sweep_script_counts_runs_and_failures(capsys):
-    assert hostile.main(["--runs", "6", "--kinds", "fifo,huge-name", "--seed", "3"]) == 0
+    assert hostile.main(["--runs", "6", "--kinds", "fifo,huge-name,bad-version", "--seed", "3"]) == 0
     printed = capsys.readouterr().out
     assert re.match(r"runs: \d+  failed runs: 0 ", printed), printed
+    compared = int(re.search(r"compared across --jobs: (\d+)", printed).group(1))
+    assert compared >= 8, printed  # 4 commands with a parallel path, --jobs 3 twice after --jobs 1
+
+
+# -- 9. one job or several: the same message and status, on every run (issue 34) -----------------
+
+def _unprivileged(kind: str, role: str, source: str | None = None):
+    marks = pytest.mark.skipif(PERMISSIONS_SKIP is not None, reason=PERMISSIONS_SKIP or "")
+    return pytest.param(kind, role, source, marks=marks, id=f"{kind}:{role}")
+
+
+JOBS_CASES = [
+    pytest.param("bad-version", "leader-epoch-checkpoint", None, id="bad-version:leader-epoch-checkpoint"),
+    _unprivileged("chmod-file", "leader-epoch-checkpoint"),
+    _unprivileged("chmod-file", "log"),
+    pytest.param("fifo", "log", None, id="fifo:log"),
+    pytest.param("truncate", "log", None, id="truncate:log"),
+    pytest.param("flip", "index", None, id="flip:index"),
+    pytest.param("bad-version", "partition.metadata", None, id="bad-version:partition.metadata"),
+    pytest.param("flip", "log", hostile.BIG, id="flip:big-compressed-log"),  # under dump's and verify's decode workers
+]
+
+
+@pytest.mark.parametrize("kind,role,source", JOBS_CASES)
+def test_one_job_and_several_give_the_same_message_and_status(root, kind, role, source):
+    """recover, verify and diff fork over the log dir's four partitions (the damaged one second),
+    dump and verify --level deep hand the big segment's batches to decode workers; rebuild-index
+    and simulate-retention have no parallel path. Each command with --jobs runs with one job,
+    then three times with three (``hostile.judge``: jobs-differ, unstable)."""
+    case = hostile.build_case(root, kind, role, random.Random(5), source)
+    argvs = [argv for argv in hostile.commands(case, (1, 3, 3, 3))
+             if "--jobs" in argv or argv[0] in ("rebuild-index", "simulate-retention")]
+    runs = hostile.run_commands(case, argvs)
+    _ok(runs)
+    by_command: dict[tuple, list] = {}
+    for run in runs:
+        by_command.setdefault(hostile.without_jobs(run.argv), []).append(run)
+    assert {len(group) for command, group in by_command.items() if command[0] in ("recover", "diff")} == {4}
+    assert (["verify", "--level", "deep", str(case.partition)] in map(list, by_command)) == (source == hostile.BIG)
+    for command, group in by_command.items():
+        outcomes = {(run.status, run.stderr) for run in group}
+        assert len(outcomes) == 1, (command, [(run.argv, run.status, run.stderr) for run in group])
+        status, stderr = outcomes.pop()
+        assert status != 70 and "internal error" not in stderr and "Traceback" not in stderr, (command, stderr)
+        seglog_lines = [line for line in stderr.splitlines() if line.startswith("seglog:")]
+        if seglog_lines:  # (dump's other lines are Kafka's, as kafka-dump-log prints them)
+            assert stderr == seglog_lines[0] + "\n" and str(case.target) in stderr, (command, stderr)

@@ -150,11 +150,13 @@ class ActiveSegment:
 
 
 def _entries_of(path: Path, size: int) -> bytes:
-    """An index file's entries without its preallocated zero tail."""
+    """An index file's entries without its preallocated zero tail (and without a last entry cut
+    short: Kafka's index counts the file's length in whole entries)."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         return b""
+    data = data[:len(data) // size * size]
     end = len(data.rstrip(b"\0"))
     return data[:-(-end // size) * size]
 

@@ -322,3 +322,16 @@ def test_timestamps_out_of_kafkas_range_are_refused(tmp_path):
                     TopicConfig(message_timestamp_before_max_ms=1000), AppendOptions(now_ms=T, create=True))
     plan_append(directory, [[NewRecord(value=b"a", timestamp=0)]], TopicConfig(),
                 AppendOptions(now_ms=T, create=True, timestamp_type="LogAppendTime"))  # the broker's clock decides
+
+
+def test_an_index_cut_inside_its_last_entry_is_read_to_its_last_whole_entry(tmp_path):
+    """Kafka counts an index's entries as its length // the entry size: a last entry cut short
+    is not an entry (and the zeros of a whole last entry are kept)."""
+    from seglog_cli.storage.write.active_segment import _entries_of
+
+    whole = (5).to_bytes(4, "big") + (4096).to_bytes(4, "big") + (16).to_bytes(4, "big") + (0).to_bytes(4, "big")
+    index = tmp_path / "00000000000000000000.index"
+    index.write_bytes(whole + b"\x00\x00\x00\x09\x00\x00")  # a third entry cut after 6 bytes
+    assert _entries_of(index, 8) == whole
+    index.write_bytes(whole + b"\x00" * 64)  # preallocated: the zero tail goes, the last entry's zeros stay
+    assert _entries_of(index, 8) == whole

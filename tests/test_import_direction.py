@@ -1,4 +1,4 @@
-"""Dependencies point one way: formats <- storage (log <- objectstore, serde <- config, tiered <- write <-
+"""Dependencies point one way: formats <- storage (log <- objectstore, serde <- metadata <- config, tiered <- write <-
 recovery, retention, replicas; verify, dump, coordinator) <- render / commands / spark.
 
 Every module's imports are read with ``ast`` (lazy imports inside functions and ``TYPE_CHECKING``
@@ -25,7 +25,8 @@ ALLOWED = {
     "log": set(),
     "objectstore": {"log"},
     "serde": {"log"},
-    "config": {"log", "serde"},
+    "metadata": {"log", "serde"},
+    "config": {"log", "serde", "metadata"},
     "tiered": {"log", "serde"},
     "write": {"log", "config"},
     "recovery": {"log", "config", "write"},

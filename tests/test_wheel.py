@@ -70,7 +70,8 @@ def check_contents(wheel: Path) -> None:
     assert "seglog_cli/formats/record_batch.py" in names and not any(n.startswith("formats/") for n in names)
     # every storage sub-package made it, and the compiled loops when this machine can build them
     assert {n.split("/")[2] for n in names if n.startswith("seglog_cli/storage/") and n.count("/") == 3} == {
-        "log", "objectstore", "serde", "config", "tiered", "write", "recovery", "retention", "replicas", "verify", "dump",
+        "log", "objectstore", "serde", "metadata", "config", "tiered", "write", "recovery", "retention", "replicas", "verify",
+        "dump",
         "coordinator", "replay"}
     assert any(n.startswith("seglog_cli/storage/log/_native.") for n in names) == native.available()
 

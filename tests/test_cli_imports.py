@@ -37,8 +37,9 @@ finally:
 """
 
 RICH = ("rich",)
-WRITE_PATH = tuple(f"seglog_cli.storage.write.{name}" for name in ("journal", "write_session", "durable",
-                                                                   "rollback", "safety"))
+WRITE_PATH = tuple(f"seglog_cli.storage.write.{name}" for name in ("journal", "manifest", "file_steps",
+                                                                   "write_session", "durable", "rollback",
+                                                                   "safety"))
 SPARK = ("pyspark", "pyarrow", "pandas", "seglog_cli.spark")
 SCHEMAS = ("construct",)
 CODECS = ("cramjam", "zstandard", "lz4")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seglog_cli.storage.recovery.plan import RecoveryPlan, Step
-from seglog_cli.storage.write.journal import FileStep
+from seglog_cli.storage.write.file_steps import FileStep
 from seglog_cli.storage.write.write_session import WriteSession
 
 

@@ -21,7 +21,7 @@ from seglog_cli.storage.log.errors import SeglogError
 from seglog_cli.storage.log.files import MappedFile
 from seglog_cli.storage.log.log_dir_files import LEADER_EPOCH_CHECKPOINT
 from seglog_cli.storage.replicas.replica_repair import RepairPlan, RepairRefused, SegmentRepair, index_paths
-from seglog_cli.storage.write.journal import FileStep
+from seglog_cli.storage.write.file_steps import FileStep
 
 
 COPY_CHUNK = 8 << 20

@@ -21,7 +21,7 @@ from pathlib import Path
 from seglog_cli.storage.log.checkpoints import TopicPartition, format_offset_checkpoint, read_offset_checkpoint
 from seglog_cli.storage.log.naming import SNAPSHOT_SUFFIX, format_offset, parse_partition_dir_name
 from seglog_cli.storage.retention.retention import LOG_START_CHECKPOINT, RetentionPlan, read_partition_state
-from seglog_cli.storage.write.journal import FileStep
+from seglog_cli.storage.write.file_steps import FileStep
 from seglog_cli.storage.write.safety import PlanOutdatedError
 from seglog_cli.storage.write.write_session import WriteSession
 

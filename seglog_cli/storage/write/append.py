@@ -58,7 +58,7 @@ from seglog_cli.storage.write.append_plan import AppendError, AppendOptions, App
 from seglog_cli.storage.write.append_rerun import already_appended
 from seglog_cli.storage.write.builder import NewRecord, build_batch
 from seglog_cli.storage.write.durable import Spool, SpoolRange, Tally
-from seglog_cli.storage.write.journal import FileStep
+from seglog_cli.storage.write.file_steps import FileStep
 from seglog_cli.storage.write.producer_append import ProducerCursor
 from seglog_cli.storage.write.write_session import WriteSession, plan_directories, take_fingerprint
 

@@ -38,7 +38,7 @@ from seglog_cli.storage.log.naming import OFFSET_OUT_OF_RANGE, offset_out_of_ran
 from seglog_cli.storage.log.producer_state import rebuild_producer_state, replay_segment
 from seglog_cli.storage.log.partition_log import PartitionLog, partition_dirs_under
 from seglog_cli.storage.write.durable import Spool, SpoolRange, Tally
-from seglog_cli.storage.write.journal import FileStep
+from seglog_cli.storage.write.file_steps import FileStep
 from seglog_cli.storage.write.write_session import WriteSession, plan_directories, take_fingerprint
 from seglog_cli.storage.log.segments import LogSegment
 from seglog_cli.storage.config.topic_config import TopicConfig, config_for

@@ -21,8 +21,9 @@ import stat
 from pathlib import Path
 
 from seglog_cli.storage.write.durable import CannotWriteError, Tree, read_chunks
-from seglog_cli.storage.write.journal import (POINTER, ROLLED_BACK, FileStep, Journal, JournalError, backup_chunks,
-                                        read_manifest)
+from seglog_cli.storage.write.file_steps import FileStep, backup_chunks
+from seglog_cli.storage.write.journal import POINTER, Journal, JournalError
+from seglog_cli.storage.write.manifest import ROLLED_BACK, read_manifest
 from seglog_cli.storage.write.safety import BackupError
 
 

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seglog_cli.storage.write.durable import Tree
-from seglog_cli.storage.write.journal import COMPLETE, PREPARED, ROLLED_BACK, FileStep, read_manifest
+from seglog_cli.storage.write.file_steps import FileStep
+from seglog_cli.storage.write.manifest import COMPLETE, PREPARED, ROLLED_BACK, read_manifest
 from seglog_cli.storage.write.rollback import ConflictError, inverse_steps, undo_in_place
 from seglog_cli.storage.write.safety import BackupError, default_backup_root, resolve_log_dir
 from seglog_cli.storage.write.write_session import WriteSession

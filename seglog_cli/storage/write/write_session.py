@@ -24,7 +24,8 @@ from pathlib import Path
 from seglog_cli.storage.log.checkpoints import TopicPartition, format_offset_checkpoint, parse_offset_checkpoint
 from seglog_cli.storage.write.durable import CannotWriteError, Spool, Tree, read_chunks
 from seglog_cli.storage.log.errors import SeglogError
-from seglog_cli.storage.write.journal import FileStep, Journal
+from seglog_cli.storage.write.file_steps import FileStep
+from seglog_cli.storage.write.journal import Journal
 from seglog_cli.storage.log.log_dir_files import CLEAN_SHUTDOWN, RECOVERY_POINT_CHECKPOINT
 from seglog_cli.storage.log.naming import parse_partition_dir_name, parse_segment_file_name
 from seglog_cli.storage.write.rollback import recover_pending, roll_back

@@ -20,7 +20,7 @@ import pytest
 
 from seglog_cli.storage.log.checkpoints import TopicPartition, read_offset_checkpoint
 from seglog_cli.storage.recovery.recover import apply_recover, plan_recover
-from seglog_cli.storage.write.journal import read_manifest
+from seglog_cli.storage.write.manifest import read_manifest
 from seglog_cli.storage.write.undo import undo
 from seglog_cli.storage.write.write_session import WriteSession
 from seglog_cli.storage.verify.verify import verify

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from seglog_cli.storage.write import durable
-from seglog_cli.storage.write.journal import MANIFEST, FileStep, StepList, manifest_checksum, read_manifest
+from seglog_cli.storage.write.file_steps import FileStep
+from seglog_cli.storage.write.manifest import MANIFEST, StepList, manifest_checksum, read_manifest
 from seglog_cli.storage.write.safety import BackupError
 from seglog_cli.storage.write.undo import undo
 from seglog_cli.storage.write.write_session import WriteSession

@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from seglog_cli.storage.write.durable import CannotWriteError
-from seglog_cli.storage.write.journal import POINTER, FileStep, read_manifest
+from seglog_cli.storage.write.file_steps import FileStep
+from seglog_cli.storage.write.journal import POINTER
+from seglog_cli.storage.write.manifest import read_manifest
 from seglog_cli.storage.log.partition_log import LogDir
 from seglog_cli.storage.write.safety import BackupError, PlanOutdatedError, held_log_dir, is_locked
 from seglog_cli.storage.write.write_session import WriteSession
@@ -213,7 +215,7 @@ def test_an_edited_manifest_is_refused(log_dir, tmp_path):
 
 
 def test_a_manifest_naming_paths_outside_its_log_dir_is_refused_even_with_a_good_checksum(log_dir, tmp_path):
-    from seglog_cli.storage.write.journal import manifest_checksum
+    from seglog_cli.storage.write.manifest import manifest_checksum
 
     backup = _appended(log_dir, tmp_path)
     document = json.loads((backup / "manifest.json").read_text())

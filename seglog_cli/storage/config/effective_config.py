@@ -21,27 +21,26 @@ The cluster metadata is the broker's own copy of ``__cluster_metadata-0`` (in th
 as a whole image, then the log's records from the snapshot's end offset on
 (``ConfigurationsDelta``: a null value removes a key; ``REMOVE_TOPIC_RECORD`` removes the topic
 and its configs). Records of an aborted metadata transaction (``BEGIN_TRANSACTION_RECORD`` ...
-``ABORT_TRANSACTION_RECORD``) are dropped, as ``MetadataBatchLoader`` drops them. Offline the
+``ABORT_TRANSACTION_RECORD``) are dropped, as ``MetadataBatchLoader`` drops them (and those of a
+transaction not ended yet are not applied). The image is the engine's one
+(:mod:`seglog_cli.storage.metadata`), read with only the record types configs depend on. Offline the
 high watermark of the metadata log is unknown, so its last records count as committed.
 """
 
 from __future__ import annotations
 
-import copy
-import io
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
-from seglog_cli.formats.metadata_records import RECORD_TYPES
-from seglog_cli.storage.log.batches import LogScan
 from seglog_cli.storage.config.broker_config import BROKER_ONLY, broker_synonym_values
 from seglog_cli.storage.log.checkpoints import read_partition_metadata
 from seglog_cli.storage.log.errors import SeglogError
-from seglog_cli.storage.log.files import MappedFile
 from seglog_cli.storage.log.log_dir_files import parse_java_properties, read_meta_properties
-from seglog_cli.storage.serde.metadata_decoder import MetadataRecordError, decode_metadata_record, read_frame
-from seglog_cli.storage.log.naming import METADATA_TOPIC, parse_kraft_snapshot_name, parse_partition_dir_name, parse_segment_file_name
-from seglog_cli.storage.log.records import read_records
+from seglog_cli.storage.log.naming import METADATA_TOPIC, parse_partition_dir_name
+from seglog_cli.storage.metadata.delta import TRANSACTION_TYPES
+from seglog_cli.storage.metadata.image import MetadataImage as ClusterImage
+from seglog_cli.storage.metadata.loader import api_keys, load_image
 from seglog_cli.storage.config.topic_config import TOPIC_CONFIG_KEYS, ConfigError, TopicConfig
 
 METADATA_DIR = METADATA_TOPIC + "-0"
@@ -57,115 +56,50 @@ class RetentionRefusedError(SeglogError):
 
 # -- the cluster metadata ---------------------------------------------------------------------------
 
+CONFIG_TYPES = ("TOPIC_RECORD", "REMOVE_TOPIC_RECORD", "CONFIG_RECORD") + TRANSACTION_TYPES  # what configs depend on
+
+
 @dataclass
 class MetadataImage:
-    """What a broker knows after replaying its metadata log: topics by name and config resources.
-    Each config value keeps where it was read (``snapshot <file>`` or ``__cluster_metadata-0 offset N``)."""
+    """The configs' view of the engine's metadata image (:mod:`seglog_cli.storage.metadata`, one
+    image for every reader): topics by name, config resources with each value's origin
+    (``snapshot <file>`` or ``__cluster_metadata-0 offset N``), each topic's partitions when read
+    with ``partitions=True``. ``image`` is the engine's image itself."""
 
     directory: Path
+    image: ClusterImage = field(default_factory=ClusterImage)
     snapshot: str | None = None
-    topics: dict[str, str] = field(default_factory=dict)  # name -> topic id (Kafka's base64 text)
-    configs: dict[tuple[int, str], dict[str, tuple[str, str]]] = field(default_factory=dict)
     undecodable: int = 0  # records Kafka's serde refuses (skipped), among the types replayed
-    # topic id -> partition ids (PARTITION_RECORDs), kept only when read with partitions=True
-    partitions: dict[str, set] = field(default_factory=dict)
-    REPLAYED = ("TOPIC_RECORD", "REMOVE_TOPIC_RECORD", "CONFIG_RECORD", "BEGIN_TRANSACTION_RECORD",
-                "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD")  # what configs depend on
-    _before_transaction: tuple | None = None
+
+    @cached_property
+    def topics(self) -> dict[str, str]:
+        """name -> topic id (Kafka's base64 text)."""
+        return {topic.name: topic_id for topic_id, topic in self.image.topics_by_id.items()}
+
+    @cached_property
+    def partitions(self) -> dict[str, set]:
+        """topic id -> partition ids (only when read with ``partitions=True``)."""
+        return {topic_id: set(topic.partitions) for topic_id, topic in self.image.topics_by_id.items()
+                if topic.partitions}
+
+    @property
+    def configs(self) -> dict[tuple[int, str], dict[str, tuple[str, str]]]:
+        return {resource: self.resource(*resource) for resource in self.image.configs}
 
     def resource(self, resource_type: int, name: str) -> dict[str, tuple[str, str]]:
-        return self.configs.get((resource_type, name), {})
-
-    def replay(self, type_name: str, data: dict, where: str) -> None:
-        """One record, as ``MetadataDelta.replay`` applies it (only what configs depend on)."""
-        if type_name == "TOPIC_RECORD":
-            self.topics[data["name"]] = data["topic_id"]
-        elif type_name == "PARTITION_RECORD":
-            self.partitions.setdefault(data["topic_id"], set()).add(data["partition_id"])
-        elif type_name == "REMOVE_TOPIC_RECORD":
-            self.partitions.pop(data["topic_id"], None)
-            for name in [n for n, topic_id in self.topics.items() if topic_id == data["topic_id"]]:
-                del self.topics[name]
-                self.configs.pop((TOPIC_RESOURCE, name), None)  # ConfigurationsDelta.replay(RemoveTopicRecord)
-        elif type_name == "CONFIG_RECORD":
-            resource = (data["resource_type"], data["resource_name"])
-            values = self.configs.setdefault(resource, {})
-            if data["value"] is None:
-                values.pop(data["name"], None)
-            else:
-                values[data["name"]] = (data["value"], where)
-            if not values:
-                del self.configs[resource]
-        elif type_name == "BEGIN_TRANSACTION_RECORD":
-            self._before_transaction = copy.deepcopy((self.topics, self.configs))
-        elif type_name == "END_TRANSACTION_RECORD":
-            self._before_transaction = None
-        elif type_name == "ABORT_TRANSACTION_RECORD" and self._before_transaction is not None:
-            self.topics, self.configs = self._before_transaction
-            self._before_transaction = None
-
-
-def latest_snapshot(directory: Path) -> Path | None:
-    """The KRaft snapshot with the highest (end offset, epoch), as ``KafkaMetadataLog`` picks it."""
-    snapshots = [(parse_kraft_snapshot_name(p.name), p) for p in directory.glob("*.checkpoint")]
-    snapshots = [(ident.end_offset, ident.epoch, p) for ident, p in snapshots if ident is not None]
-    return max(snapshots)[2] if snapshots else None
+        """key -> (value, where it was read) of one config resource."""
+        return {key: (value, self.image.config_origin(resource_type, name, key))
+                for key, value in self.image.resource(resource_type, name).items()}
 
 
 def read_metadata_image(directory: str | Path, partitions: bool = False) -> MetadataImage:
     """Replay ``directory`` (a ``__cluster_metadata-0``): the latest snapshot, then the log from
-    the snapshot's end offset on. ``partitions``: also each topic's partitions (``image.partitions``;
-    a cluster's worth of PARTITION_RECORDs is decoded only when asked)."""
-    directory = Path(directory)
-    image = MetadataImage(directory)
-    types = _PARTITION_TYPES if partitions else _REPLAYED_TYPES
-    start = 0
-    snapshot = latest_snapshot(directory)
-    if snapshot is not None:
-        image.snapshot = snapshot.name
-        _replay_file(image, snapshot, 0, f"snapshot {snapshot.name}", types)
-        start = parse_kraft_snapshot_name(snapshot.name).end_offset
-    logs = [(parse_segment_file_name(p.name), p) for p in directory.glob("*.log")]
-    for _, path in sorted((name.base_offset, p) for name, p in logs if name is not None and not name.is_temp):
-        _replay_file(image, path, start, None, types)
-    return image
-
-
-def _replay_file(image: MetadataImage, path: Path, start: int, label: str | None, types: frozenset) -> None:
-    with MappedFile(path) as mapped:
-        for batch in LogScan(mapped, 0, None):
-            if batch.is_control or batch.last_offset < start:
-                continue
-            for record in read_records(mapped.buffer, batch, str(path)):
-                if record.offset < start:
-                    continue
-                try:
-                    if not _replayed(record.value, types):
-                        continue  # partitions, brokers, features: decoded only when configs need them
-                    decoded = decode_metadata_record(record.value)
-                except MetadataRecordError:
-                    image.undecodable += 1
-                    continue
-                where = label or f"{image.directory.name} offset {record.offset}"
-                image.replay(decoded.type_name, decoded.data, where)
-
-
-_REPLAYED_TYPES = frozenset(record_type.api_key for record_type in RECORD_TYPES.values()
-                            if record_type.name in MetadataImage.REPLAYED)
-
-
-_PARTITION_TYPES = _REPLAYED_TYPES | {t.api_key for t in RECORD_TYPES.values() if t.name == "PARTITION_RECORD"}
-
-
-def _replayed(value, types: frozenset = _REPLAYED_TYPES) -> bool:
-    """Whether the image replays this record's type (read from its frame, nothing decoded);
-    a frame Kafka cannot read raises :class:`MetadataRecordError`."""
-    if value is not None and len(value) >= 2 and value[0] == 1 and value[1] < 0x80:
-        return value[1] in types  # frame version 1 and a one-byte type: what Kafka writes
-    if value is None:
-        raise MetadataRecordError("Error while reading frame version")
-    api_key, _ = read_frame(io.BytesIO(bytes(value[:16])))
-    return api_key in types
+    the snapshot's end offset on (:func:`~seglog_cli.storage.metadata.loader.load_image`), only
+    the record types configs depend on. ``partitions``: also each topic's partitions
+    (``image.partitions``; a cluster's worth of PARTITION_RECORDs is decoded only when asked)."""
+    types = api_keys(CONFIG_TYPES + (("PARTITION_RECORD",) if partitions else ()))
+    loaded = load_image(directory, types=types)
+    return MetadataImage(Path(directory), loaded.image, loaded.snapshot, loaded.undecodable)
 
 
 # -- effective values ------------------------------------------------------------------------------
@@ -400,5 +334,5 @@ def overrides_from(pairs: dict[str, str], label: str) -> dict[str, tuple[str, st
     return {key: (value, label) for key, value in pairs.items()}
 
 
-__all__ = ["ConfigSources", "RetentionRefusedError", "compact_only_refusal", "configs_by_partition", "ConfigValue", "EffectiveConfig", "MetadataImage", "latest_snapshot",
+__all__ = ["ConfigSources", "RetentionRefusedError", "compact_only_refusal", "configs_by_partition", "ConfigValue", "EffectiveConfig", "MetadataImage",
            "overrides_from", "read_metadata_image"]

@@ -3,31 +3,29 @@ against it, in one streaming pass (memory does not grow with the segment).
 
 Shallow checks (every batch): framing (torn tails, zero-filled tails, trailing garbage, damage
 in the middle with resync), size, CRC, magic, codec, offset order, relative offset overflow,
-the first batch against the file's base offset. Deep checks (``level="deep"``): every record
-decoded as Kafka decodes it, record offsets within their batch, the batch's last offset and max
-timestamp against its records, control records. The offset and time index entries are checked
-against the batches as the scan passes them (Kafka's lookup depends on both).
+the first batch against the file's base offset (the offset order in ``offset_order``). Deep
+checks (``level="deep"``, in ``deep_records``): every record decoded as Kafka decodes it, record
+offsets within their batch, the batch's last offset and max timestamp against its records,
+control records. The offset and time index entries are checked against the batches as the scan
+passes them (Kafka's lookup depends on both).
 """
 
 from __future__ import annotations
 
-import bisect
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seglog_cli.storage.log import decode_pool, native
-from seglog_cli.storage.log.batch_header import (HEADER_SIZE_UP_TO_MAGIC, INT32_MAX, BatchHeader, read_batch_header,
-                                                 wrap_int64)
+from seglog_cli.storage.log import native
+from seglog_cli.storage.log.batch_header import HEADER_SIZE_UP_TO_MAGIC, BatchHeader, read_batch_header
 from seglog_cli.storage.log.batches import NATIVE_RUN, LogScan, VerifyRun
-from seglog_cli.storage.log.codecs import decompress
-from seglog_cli.storage.log.control import parse_control_record
-from seglog_cli.storage.log.errors import DecodeError, SeglogError
+from seglog_cli.storage.log.errors import SeglogError
 from seglog_cli.storage.log.files import READ_WHOLE_BYTES, MappedFile
 from seglog_cli.storage.log.findings import Code, Finding, Severity
 from seglog_cli.storage.log.naming import parse_segment_file_name
+from seglog_cli.storage.verify.deep_records import DeepRecordChecks
 from seglog_cli.storage.verify.index_checks import NO_INDEX, IndexChecker, TimeIndexChecker
-from seglog_cli.storage.log.records import read_records
+from seglog_cli.storage.verify.offset_order import OffsetOrder
 from seglog_cli.storage.log.segments import LogSegment
 
 SHALLOW, DEEP = "shallow", "deep"
@@ -65,72 +63,6 @@ class SegmentSummary:
     unknown_offsets: list[tuple[int, float]] = field(default_factory=list)  # (lo, hi): unreadable in between
 
 
-class OffsetOrder:
-    """The order of offsets and partition leader epochs over a segment's batches.
-
-    The compiled walker (``verify_walk`` in ``_native.c``) runs the same machine over the
-    same ``state``; :meth:`step` is its Python twin (for entries the walker leaves to Python,
-    and for machines without the compiled module). Only batches whose headers are trusted (CRC
-    and magic good) take part. A batch whose offsets do not follow the previous one is blamed
-    (``order``), unless it does follow the one before that and either lies below the previous
-    batch's first offset, or starts exactly where the previous batch would have ended had it
-    followed on without a gap: then the previous batch is the odd one (``outlier``: its base
-    offset, which no CRC covers, is damaged; its last offset delta is CRC-covered). Leader epochs (not covered by the CRC either) never go
-    back; a single batch whose epoch is above both neighbours', which agree, is blamed itself
-    (``epoch_outlier``), any other step back (or an epoch below -1) on the later batch.
-
-    state: (prev_last|None, before_last, prev_pos, prev_first, prev_epoch, before_epoch,
-    prev_epoch_pos, epoch_start_pos).
-    """
-
-    def __init__(self, segment_base: int):
-        self.state = (None, segment_base - 1, -1, 0, -1, -1, -1, -1)
-
-    @property
-    def expected_offset(self) -> int | None:
-        """The offset the next batch should start at or after (None before the first)."""
-        prev = self.state[0]
-        return None if prev is None else wrap_int64(prev + 1)
-
-    def step(self, position, magic, first, last, epoch, segment_base, anomalies: list, epochs: list) -> None:
-        (prev_last, before_last, prev_pos, prev_first, prev_epoch, before_epoch, prev_epoch_pos,
-         epoch_start_pos) = self.state
-        in_order = True
-        if last < first:  # a negative last offset delta
-            anomalies.append(("delta", position, first, last, first))
-            in_order = False
-        elif prev_last is not None and first <= prev_last:
-            if before_last < first and (first < prev_first or (prev_first != before_last + 1 and
-                                                               first == before_last + 1 + (prev_last - prev_first) + 1)):
-                anomalies.append(("outlier", prev_pos, prev_first, before_last, first))
-            else:
-                anomalies.append(("order", position, first, prev_last, first))
-                in_order = False
-        elif prev_last is not None:
-            before_last = prev_last
-        if in_order:
-            relative = wrap_int64(last - segment_base)
-            if not 0 <= relative <= INT32_MAX:
-                anomalies.append(("overflow", position, last, relative, 0))
-            prev_last, prev_first, prev_pos = last, first, position
-        if magic >= 2 and epoch != -1:
-            if epoch < -1:
-                anomalies.append(("epoch", position, first, epoch, prev_epoch))
-            elif epoch < prev_epoch:
-                if epoch == before_epoch and prev_epoch_pos == epoch_start_pos:
-                    anomalies.append(("epoch_outlier", prev_epoch_pos, first, prev_epoch, epoch))
-                    prev_epoch, prev_epoch_pos = epoch, position
-                else:
-                    anomalies.append(("epoch", position, first, epoch, prev_epoch))
-            else:
-                if epoch > prev_epoch:
-                    epochs.append((position, epoch, first))
-                    before_epoch, epoch_start_pos = prev_epoch, position
-                prev_epoch, prev_epoch_pos = epoch, position
-        self.state = (prev_last, before_last, prev_pos, prev_first, prev_epoch, before_epoch, prev_epoch_pos,
-                      epoch_start_pos)
-
-
 class _Stretch:
     """Batches passed by the scan, held back until none of them can still be blamed as an
     ``outlier`` (known only once a later batch has been read) before the index checks see them."""
@@ -154,8 +86,6 @@ class SegmentVerifier:
     def __init__(self, segment: LogSegment, findings: list[Finding], *, active: bool, level: str = SHALLOW,
                  want_txn: bool = True, indexes: bool = True, deep_jobs: int = 1):
         self.segment = segment
-        self.deep_jobs = deep_jobs  # deep level: processes decoding the records of a big segment
-        self._deep_workers = None
         self.findings = findings
         self.active = active
         self.level = level
@@ -163,6 +93,7 @@ class SegmentVerifier:
         self.indexes = indexes
         self.path = segment.log_file
         self.summary = SegmentSummary(segment.base_offset, self.path)
+        self.deep = DeepRecordChecks(self.path, findings, self.summary, deep_jobs)  # deep level: the records
         self.order = OffsetOrder(segment.base_offset)
         self.blamed: set[int] = set()  # positions of batches whose offsets are out of order
         self.damaged_ranges: list[tuple[int, int]] = []  # byte ranges that hold no trusted batch
@@ -200,13 +131,9 @@ class SegmentVerifier:
             try:
                 if not self._whole_run(mapped):
                     self._scan_all(mapped)
-                if self._deep_workers is not None:
-                    for result in self._deep_workers.drain():
-                        self._deep_result(mapped, result)
+                self.deep.drain(mapped)
             finally:
-                if self._deep_workers is not None:
-                    self._deep_workers.close()
-                    self._deep_workers = None
+                self.deep.close()
             while self._held:
                 self._flush()
             self.index.finish(self.summary.end_position)
@@ -273,30 +200,7 @@ class SegmentVerifier:
             for event in run.txn_events:
                 self.summary.txn_events.append(TxnEvent(*event))
         if self.level == DEEP:  # data: the run lies in the scan's present window (remote files)
-            workers = self._deep_workers
-            if workers is None and self.deep_jobs > 1 and decode_pool.worth_workers(mapped, self._first_run_at(run)):
-                workers = self._deep_workers = decode_pool.OrderedWorkers(
-                    lambda packed: _verify_records_released(mapped, packed), self.deep_jobs)
-            if workers is None:
-                self._deep_result(mapped, native.module.verify_records(mapped.data, run.packed, decompress))
-                return
-            for packed in _packed_units(run.packed):  # checked by the workers, applied in order
-                for result in workers.submit(packed):
-                    self._deep_result(mapped, result)
-
-    @staticmethod
-    def _first_run_at(run: VerifyRun) -> int:
-        return array("q", run.packed[:8])[0] if run.packed else 0  # the run's first row: its position
-
-    def _deep_result(self, mapped, result) -> None:
-        """What ``verify_records`` found in a run (the findings are put in order at the end, so
-        a worker's results may come after later batches' shallow findings)."""
-        anomalies, python_positions, records = result
-        self.summary.records += records
-        for kind, position, a, b, c in anomalies:
-            self._record_anomaly(kind, position, a, b, c)
-        for position in python_positions:
-            self._deep_python(mapped, read_batch_header(mapped.buffer, mapped.view, position, mapped.size))
+            self.deep.check_run(mapped, run)
 
     def _batch(self, mapped, batch: BatchHeader) -> None:
         """The same checks as the compiled walker, in Python (no C compiler, or odd entries)."""
@@ -327,7 +231,7 @@ class SegmentVerifier:
             self.summary.txn_events.append(TxnEvent(batch.position, batch.base_offset, batch.last_offset,
                                                     batch.producer_id, batch.producer_epoch, batch.is_control))
         if trusted and self.level == DEEP:
-            self._deep_python(mapped, batch)
+            self.deep.check_batch(mapped, batch)
 
     # -- the index feed ----------------------------------------------------------------------
 
@@ -489,68 +393,6 @@ class SegmentVerifier:
                      f"partition leader epoch {a} is above both neighbours' ({b}): the field, which no CRC "
                      f"covers, is damaged", offset=outlier.base_offset)
 
-    def _record_anomaly(self, kind, position, a, b, c) -> None:
-        if kind == "record_offset":
-            self.add(Code.RECORD_OFFSET_OUT_OF_RANGE, ERROR, position,
-                     f"record offset {a} does not follow {b} inside its batch", offset=a)
-        elif kind == "last_delta":
-            self.add(Code.LAST_OFFSET_DELTA_MISMATCH, INFO, position,
-                     f"the batch ends at offset {a} but its last record is {b} (records removed by compaction)",
-                     offset=a)
-        elif kind == "max_ts":
-            severity = ERROR if b > c else INFO
-            why = "above" if b > c else "below (records removed by compaction)"
-            self.add(Code.MAX_TIMESTAMP_MISMATCH, severity, position,
-                     f"records' largest timestamp {b} is {why} the batch's max timestamp {c}", offset=a)
-
-    def _deep_python(self, mapped, batch: BatchHeader) -> None:
-        """Kafka's own decoding of one batch, for its exact error message."""
-        try:
-            records = list(read_records(mapped.buffer, batch, self.path))
-        except DecodeError as exc:
-            self.add(Code.DECOMPRESSION_FAILED, ERROR, batch.position, exc.message, offset=batch.base_offset)
-            return
-        except SeglogError as exc:
-            self.add(Code.RECORD_PARSE_ERROR, ERROR, batch.position, exc.message, offset=batch.base_offset)
-            return
-        self.summary.records += len(records)
-        if batch.is_control:
-            self._control(batch, records)
-        elif batch.magic < 2:
-            for record in records:
-                if not record.is_valid:
-                    self.add(Code.BATCH_CRC_MISMATCH, ERROR, batch.position,
-                             f"the inner message at offset {record.offset} fails its CRC-32", offset=record.offset)
-        if batch.magic >= 2 and records:
-            self._record_checks(batch, records)
-
-    def _record_checks(self, batch: BatchHeader, records) -> None:
-        previous = None
-        for record in records:
-            if ((record.offset < batch.base_offset if previous is None else record.offset <= previous)
-                    or record.offset > batch.last_offset):
-                self._record_anomaly("record_offset", batch.position, record.offset,
-                                     wrap_int64(batch.base_offset - 1) if previous is None else previous, 0)
-                break
-            previous = record.offset
-        if records[-1].offset != batch.last_offset:
-            self._record_anomaly("last_delta", batch.position, batch.last_offset, records[-1].offset, 0)
-        if batch.timestamp_type == 0:
-            largest = max(record.timestamp for record in records)
-            if largest != batch.max_timestamp:
-                self._record_anomaly("max_ts", batch.position, batch.base_offset, largest, batch.max_timestamp)
-
-    def _control(self, batch: BatchHeader, records) -> None:
-        for record in records:
-            try:
-                control = parse_control_record(record, self.path, batch.position)
-            except SeglogError as exc:
-                self.add(Code.CONTROL_RECORD_INVALID, ERROR, batch.position, exc.message, offset=record.offset)
-                continue
-            if control.is_transaction_marker and not batch.is_transactional:
-                self.add(Code.CONTROL_RECORD_INVALID, ERROR, batch.position,
-                         f"{control.type_name} marker in a non-transactional batch", offset=record.offset)
-
     def _scan_findings(self, scan: LogScan) -> None:
         """Framing findings, with the severity the segment's place gives them: a torn or
         garbage tail is what a crash leaves in the active segment (the broker truncates it);
@@ -602,30 +444,6 @@ def _unreadable_offsets(finding: Finding, buffer) -> str:
             return f"; offset {expected} is unreadable"
         return f"; offsets {expected} to {next_base - 1} are unreadable"
     return f"; offsets from {expected} are unreadable up to the next batch"
-
-
-def _verify_records_released(mapped, packed: bytes):
-    """``verify_records`` of a worker's unit, its pages dropped after (a worker keeps none)."""
-    result = native.module.verify_records(mapped.data, packed, decompress)
-    rows = memoryview(packed).cast("q")
-    first, last = rows[0], rows[len(rows) - 5]
-    rows.release()
-    mapped.release(first, last)
-    return result
-
-
-def _packed_units(packed: bytes):
-    """A run's packed rows (5 int64 per batch, its position first) in pieces spanning about
-    ``decode_pool.UNIT_BYTES`` of the file each."""
-    rows = memoryview(packed).cast("q")
-    positions = rows[0::5].tolist()
-    rows.release()
-    count = len(positions)
-    start = 0
-    while start < count:
-        end = bisect.bisect_left(positions, positions[start] + decode_pool.UNIT_BYTES, lo=start + 1)
-        yield packed if start == 0 and end == count else packed[start * 40:end * 40]
-        start = end
 
 
 def verify_segment_file(path: str | Path, findings: list[Finding], level: str = SHALLOW,

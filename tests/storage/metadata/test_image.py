@@ -209,3 +209,20 @@ def test_remove_topic_drops_its_configs_and_quotas_remove_keys():
     delta.replay("CLIENT_QUOTA_RECORD", {"entity": entity, "key": "producer_byte_rate", "value": 0.0,
                                          "remove": True}, 5)
     assert delta.image.client_quotas == {}
+
+
+JBOD = CORPUS / "kafka-4.2.0" / "metadata" / "jbod"
+
+
+@pytest.mark.skipif(not JBOD.is_dir(), reason=CORPUS_MISSING)
+@pytest.mark.parametrize("end", [69, 118, 158])
+def test_jbod_directories_are_the_shells(end):
+    """Broker 1 with two log dirs (KIP-858): UNASSIGNED in the PartitionRecord, then the
+    directory the broker placed each replica in, then the one clicks-1 was moved to."""
+    snapshot = f"{end:020d}-0000000001.checkpoint"
+    shell = comparable(parse_tree((JBOD / "metadata-shell-controller" / "__cluster_metadata-0" /
+                                   (snapshot + ".tree.out")).read_text()))
+    loaded = load_image(JBOD / "controller", at_offset=end, from_start=True)
+    assert image_tree(loaded.image) == shell
+    if end >= 118:
+        assert loaded.image.partition("clicks", 1).directories[-1] == "ltjxxj1K4xmKERvkII_YJQ"

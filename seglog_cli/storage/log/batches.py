@@ -60,6 +60,12 @@ class BatchRun:
         return iter(LogScan(self.mapped, self.start, self.end, resync=False, check_crc=self.check_crc,
                             bounded=True))
 
+    def chunks(self) -> Iterator[list[BatchHeader]]:
+        """The entries in lists (as many as the compiled scanner reads in one call), for
+        consumers that take the headers of many batches at once."""
+        return LogScan(self.mapped, self.start, self.end, resync=False, check_crc=self.check_crc,
+                       bounded=True).chunks()
+
     def __repr__(self) -> str:
         return f"BatchRun(start={self.start}, end={self.end}, count={self.count})"
 

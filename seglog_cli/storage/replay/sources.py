@@ -214,11 +214,14 @@ def batch_verdict(source: SourcePartition, batch: BatchHeader, include_aborted: 
     """Whether a read_committed consumer is given ``batch``'s records ("send"), or why not:
     "control", "damaged" (its CRC fails), or its transaction's "aborted", "open" or "unknown".
     The transaction walk runs only once a transactional batch asks."""
-    if batch.is_control:
+    # BatchHeader's is_control, is_valid and is_transactional, from the fields (called for
+    # every batch, twice: the properties' calls would cost more than the rest of the plan)
+    magic, attributes = batch.magic, batch.attributes
+    if magic >= 2 and attributes & 0x20:
         return "control"
-    if not batch.is_valid:
+    if batch.computed_crc is None or batch.crc != batch.computed_crc or batch.size < batch.min_size:
         return "damaged"
-    if batch.magic < 2 or not batch.is_transactional or include_aborted:
+    if magic < 2 or not attributes & 0x10 or include_aborted:
         return "send"
     state = directory_outcomes(source).state(batch.producer_id, batch.base_offset)
     return "send" if state == "committed" else state

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seglog_cli.storage.config.effective_config import TOPIC_RESOURCE, read_metadata_image
 from seglog_cli.storage.log.errors import SeglogError
 
 METADATA_DIR = "__cluster_metadata-0"
@@ -22,6 +21,8 @@ def source_topics(sources) -> tuple[dict[str, int], dict[str, dict[str, str]]]:
         directory = Path(log_dir) / METADATA_DIR
         if not directory.is_dir():
             continue
+        # imported only here: the metadata decoder brings construct (~30 ms of start-up)
+        from seglog_cli.storage.config.effective_config import TOPIC_RESOURCE, read_metadata_image
         try:
             image = read_metadata_image(directory, partitions=True)
         except (SeglogError, OSError):

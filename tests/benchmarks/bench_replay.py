@@ -10,7 +10,9 @@ SEGLOG_TEST_KAFKA_BOOTSTRAP names) three ways, each ``--repeat`` times into new 
   batch size, compression) in a bare loop with a counting delivery callback, then flushed;
 - ``replay (in process)``: the engine's plan and apply (reading the segments, the progress
   file, the per-record bookkeeping), without the interpreter's start-up;
-- ``replay (process)``: ``seglog replay --apply`` as a user runs it, start-up included.
+- ``replay (process)``: ``seglog replay --apply`` as a user runs it, start-up included (the
+  bytecode of ``seglog_cli`` written first, as ``pip install`` does: see bench_startup.py;
+  ``--no-compile`` measures the tree as it is).
 
 It prints records/s, MB/s of keys, values and headers, and each replay's time over the
 client's (goal: within 1.3x); the medians go to ``--json``.
@@ -34,6 +36,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from tests.benchmarks.bench_startup import compile_bytecode  # noqa: E402
 from tests.benchmarks.make_segment import write_segment  # noqa: E402
 from tests.kafka_cluster import running_cluster  # noqa: E402
 
@@ -137,7 +140,11 @@ def main(argv=None) -> dict:
     parser.add_argument("--compression", default="none", choices=["none", "gzip", "snappy", "lz4", "zstd"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", help="write the medians here")
+    parser.add_argument("--no-compile", action="store_true",
+                        help="do not write seglog's bytecode first (with PYTHONDONTWRITEBYTECODE=1 every process "
+                             "then compiles its modules from source)")
     args = parser.parse_args(argv)
+    compiled = [] if args.no_compile else compile_bytecode()
     codec = ["none", "gzip", "snappy", "lz4", "zstd"].index(args.compression)
     with tempfile.TemporaryDirectory(prefix="seglog-bench-replay-") as tmp, running_cluster() as cluster:
         root = Path(tmp)
@@ -158,7 +165,8 @@ def main(argv=None) -> dict:
                   f"{seconds / medians['client']:8.2f}")
         print("goal: replay within 1.3x of the client's own produce time")
         summary = {"records": len(records), "bytes": size, "partitions": args.partitions,
-                   "compression": args.compression, "cluster": cluster.kind, "seconds": medians,
+                   "compression": args.compression, "cluster": cluster.kind, "bytecode_compiled": compiled,
+                   "seconds": medians,
                    "ratios": {name: medians[name] / medians["client"] for name in medians}}
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2))

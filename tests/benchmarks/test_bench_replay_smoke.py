@@ -7,7 +7,7 @@ from tests.benchmarks import bench_replay
 
 
 def test_bench_replay_runs(tmp_path, capsys):
-    summary = bench_replay.main(["--partitions", "2", "--size-mb", "0.2", "--repeat", "1",
+    summary = bench_replay.main(["--partitions", "2", "--size-mb", "0.2", "--repeat", "1", "--no-compile",
                                  "--json", str(tmp_path / "out.json")])
     assert summary["records"] > 100 and set(summary["ratios"]) == {"client", "replay (in process)",
                                                                     "replay (process)"}

@@ -82,8 +82,8 @@ def change_reasons(before: PartitionRegistration | None, after: PartitionRegistr
     if removed:
         reasons.append(f"ISR shrink: {_ids(removed)} out")
     if added:
-        reasons.append(f"ISR expand: {_ids(added)} back" if set(added) <= set(before.replicas) else
-                       f"ISR expand: {_ids(added)} in")
+        new = set(added) <= set(before.adding_replicas)
+        reasons.append(f"ISR expand: {_ids(added)} " + ("caught up (added by the reassignment)" if new else "back"))
     if after.elr != before.elr or after.last_known_elr != before.last_known_elr:
         reasons.append(f"ELR {_ids(after.elr)}, last known ELR {_ids(after.last_known_elr)}")
     if after.directories != before.directories and after.replicas == before.replicas:

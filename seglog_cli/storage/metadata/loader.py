@@ -21,7 +21,7 @@ from typing import Iterator
 
 from seglog_cli.formats.metadata_records import RECORD_TYPES
 from seglog_cli.storage.log.batches import LogScan
-from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.errors import SeglogError, UnreadableInputError
 from seglog_cli.storage.log.files import MappedFile
 from seglog_cli.storage.log.log_dir_files import read_meta_properties
 from seglog_cli.storage.log.naming import METADATA_TOPIC, parse_kraft_snapshot_name, parse_segment_file_name
@@ -33,7 +33,7 @@ from seglog_cli.storage.serde.metadata_decoder import MetadataRecordError, decod
 METADATA_DIR = METADATA_TOPIC + "-0"
 
 
-class MetadataLogError(SeglogError):
+class MetadataLogError(UnreadableInputError):
     """No metadata log where one was asked for, or a target it cannot reach."""
 
 
@@ -148,7 +148,7 @@ def api_keys(type_names) -> frozenset:
     return frozenset(t.api_key for t in RECORD_TYPES.values() if t.name in set(type_names))
 
 
-ALL_TYPES = api_keys(REPLAYED_TYPES)
+ALL_TYPES = api_keys(REPLAYED_TYPES | {"NO_OP_RECORD"})  # NoOps only move the image's offset on
 
 
 def load_image(path: str | Path, at_offset: int | None = None, at_time: int | None = None, *,

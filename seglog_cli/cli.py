@@ -28,6 +28,7 @@ COMMANDS = {
     "diff": ("diff", "diff_command"),
     "repair": ("repair", "repair_command"),
     "replay": ("replay", "replay_command"),
+    "metadata": ("metadata", "metadata_command"),
 }
 
 

@@ -9,7 +9,7 @@ from tests.conftest import REPO, run_seglog
 README = (REPO / "README.md").read_text()
 INDEX = (REPO / "docs" / "index.md").read_text()
 COMMANDS = ["dump", "verify", "rebuild-index", "recover", "undo", "append", "offsets", "transactions",
-            "simulate-retention", "diff", "repair", "replay"]
+            "simulate-retention", "diff", "repair", "replay", "metadata"]
 
 
 def test_readme_opens_with_exactly_two_commands():

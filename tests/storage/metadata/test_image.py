@@ -226,3 +226,23 @@ def test_jbod_directories_are_the_shells(end):
     assert image_tree(loaded.image) == shell
     if end >= 118:
         assert loaded.image.partition("clicks", 1).directories[-1] == "ltjxxj1K4xmKERvkII_YJQ"
+
+
+STRAY = CORPUS / "kafka-4.2.0" / "metadata" / "stray"
+
+
+def stray_describes() -> list[tuple[str, int]]:
+    if not STRAY.is_dir():
+        return []
+    with open(STRAY / "steps.tsv", newline="") as f:
+        rows = [row for row in csv.DictReader(f, delimiter="\t") if row["step"].startswith("record state:")]
+    return [(f"describe-{row['step'].split('(')[1].rstrip(')')}.txt", int(row["epoch_ms"])) for row in rows]
+
+
+@pytest.mark.skipif(not STRAY.is_dir(), reason=CORPUS_MISSING)
+@pytest.mark.parametrize("describe,time_ms", stray_describes())
+def test_stray_controller_at_each_describes_time(describe, time_ms):
+    """The stray case's controller (one segment, no snapshot): topics deleted and re-created
+    with new ids, a reassignment, broker 3 down and back, at each describe's time."""
+    truth = parse_describe((STRAY / describe).read_text())
+    assert described(load_image(STRAY / "controller", at_time=time_ms).image) == truth

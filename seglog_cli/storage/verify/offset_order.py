@@ -9,7 +9,7 @@ from seglog_cli.storage.log.batch_header import INT32_MAX, wrap_int64
 class OffsetOrder:
     """The order of offsets and partition leader epochs over a segment's batches.
 
-    The compiled walker (``verify_walk`` in ``_native.c``) runs the same machine over the
+    The compiled walker (``verify_walk`` in ``_native_framing.c``) runs the same machine over the
     same ``state``; :meth:`step` is its Python twin (for entries the walker leaves to Python,
     and for machines without the compiled module). Only batches whose headers are trusted (CRC
     and magic good) take part. A batch whose offsets do not follow the previous one is blamed

@@ -246,3 +246,30 @@ def test_stray_controller_at_each_describes_time(describe, time_ms):
     with new ids, a reassignment, broker 3 down and back, at each describe's time."""
     truth = parse_describe((STRAY / describe).read_text())
     assert described(load_image(STRAY / "controller", at_time=time_ms).image) == truth
+
+
+@needs_corpus
+@pytest.mark.parametrize("node", NODES)
+def test_features_quotas_users_and_broker_configs_are_the_ground_truths(node):
+    """kafka-features describe (kraft.version is the quorum's, not a FeatureLevelRecord: not in
+    the image, as the shell shows), kafka-configs for users (the mechanism: seglog keeps no
+    iterations), clients and the brokers' dynamic configs, at the time they ran."""
+    truth = HISTORY / "ground-truth"
+    image = load_image(HISTORY / "data" / node, at_time=describe_runs()[-1][1] + 40000).image
+    features = dict(re.findall(r"Feature: (\S+)\t.*FinalizedVersionLevel: (\S+)\t", (truth / "features.txt").read_text()))
+    assert features.pop("kraft.version") == "0"
+    assert {name: str(level) for name, level in image.features.items() if name != "metadata.version"} == {
+        name: level for name, level in features.items() if name != "metadata.version"}
+    assert image.metadata_version == features["metadata.version"]
+    users = re.findall(r"user-principal '(\S+)' are ([A-Z0-9-]+)=", (truth / "configs-users.txt").read_text())
+    assert {user: {mechanism} for user, mechanism in users} == image.scram
+    client, quotas = re.search(r"client-id '(\S+)' are (.*)", (truth / "configs-clients.txt").read_text()).groups()
+    assert image.client_quotas == {(("client-id", client),): {
+        key: float(value) for key, value in (pair.split("=") for pair in quotas.split(", "))}}
+    dynamic = (truth / "configs-brokers-dynamic.txt").read_text()
+    for broker in (1, 2, 3):
+        section = re.split("Dynamic configs|Default configs", dynamic.split(f"broker {broker} are:")[1])[0]
+        expected = dict(re.findall(r"^  (\S+?)=(\S+) sensitive", section, re.M))
+        assert image.resource(4, str(broker)) == expected
+    default = dict(re.findall(r"^  (\S+?)=(\S+) sensitive", (truth / "configs-broker-default.txt").read_text(), re.M))
+    assert image.resource(4, "") == default

@@ -151,6 +151,10 @@ class Endpoint:
         return f"Endpoint(listenerName='{self.name}', securityProtocol={protocol}, host='{self.host}', port={self.port})"
 
 
+def _listener_name(endpoint: Endpoint) -> str:
+    return endpoint.name  # toString lists the listeners by name
+
+
 def _endpoints(data) -> tuple[Endpoint, ...]:
     return tuple(Endpoint(e["name"], e["host"], e["port"], e["security_protocol"]) for e in data or ())
 
@@ -197,7 +201,7 @@ class BrokerRegistration:
     def kafka_text(self) -> str:
         rack = "Optional.empty" if self.rack is None else f"Optional[{self.rack}]"
         return (f"BrokerRegistration(id={self.id}, epoch={self.epoch}, incarnationId={self.incarnation_id}, "
-                f"listeners=[{', '.join(e.kafka_text() for e in self.listeners)}], "
+                f"listeners=[{', '.join(e.kafka_text() for e in sorted(self.listeners, key=_listener_name))}], "
                 f"supportedFeatures={_features_text(self.supported_features)}, rack={rack}, "
                 f"fenced={str(self.fenced).lower()}, inControlledShutdown={str(self.in_controlled_shutdown).lower()}, "
                 f"isMigratingZkBroker={str(self.is_migrating_zk_broker).lower()}, "
@@ -226,7 +230,7 @@ class ControllerRegistration:
     def kafka_text(self) -> str:
         return (f"ControllerRegistration(id={self.id}, incarnationId={self.incarnation_id}, "
                 f"zkMigrationReady={str(self.zk_migration_ready).lower()}, "
-                f"listeners=[{', '.join(e.kafka_text() for e in self.listeners)}], "
+                f"listeners=[{', '.join(e.kafka_text() for e in sorted(self.listeners, key=_listener_name))}], "
                 f"supportedFeatures={_features_text(self.supported_features)})")
 
     def as_dict(self) -> dict:

@@ -31,7 +31,7 @@ from seglog_cli.status import ExitStatus, UsageError, guarded
 from seglog_cli.storage.write.append import apply_append, plan_append
 from seglog_cli.storage.write.append_plan import AppendOptions, ProducerOptions
 from seglog_cli.storage.write.builder import group_batches
-from seglog_cli.storage.log.checkpoints import decode_uuid
+from seglog_cli.storage.log.java_text import decode_uuid
 from seglog_cli.storage.write.durable import Tally
 from seglog_cli.storage.log.errors import UnreadableInputError
 from seglog_cli.storage.log.naming import parse_partition_dir_name

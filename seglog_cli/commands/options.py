@@ -166,7 +166,7 @@ def config_sources(pairs, config_file, server_config, metadata_log, lenient_file
     from seglog_cli.storage.config.broker_config import split_config
     from seglog_cli.storage.config.effective_config import KNOWN_KEYS, METADATA_DIR, ConfigSources
     from seglog_cli.storage.log.errors import UnreadableInputError
-    from seglog_cli.storage.log.log_dir_files import parse_java_properties
+    from seglog_cli.storage.log.java_text import parse_java_properties
 
     sources = ConfigSources(None if server_config is None else Path(server_config),
                             None if metadata_log is None else Path(metadata_log))

@@ -33,10 +33,8 @@ Writing mirrors ``CheckpointFile.write``: ``<file>.tmp``, flush + fsync, atomic 
 
 from __future__ import annotations
 
-import base64
 import os
 import re
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -45,6 +43,7 @@ from typing import Callable, Iterable, Mapping, TypeVar
 from seglog_cli.storage.log.errors import CheckpointError, SeglogError
 from seglog_cli.storage.log import files
 from seglog_cli.storage.log.files import read_small_file
+from seglog_cli.storage.log.java_text import decode_uuid, java_lines, java_parse_int, java_split
 
 T = TypeVar("T")
 
@@ -54,12 +53,9 @@ PARTITION_METADATA_VERSION = 0
 TMP_SUFFIX = ".tmp"
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
-_EOL = re.compile(r"\r\n|\r|\n")  # BufferedReader.readLine terminators
 _JAVA_SPACES = re.compile(r"[ \t\n\x0b\f\r]+")  # Java regex \s (ASCII only)
 _METADATA_SEPARATOR = re.compile(r":[ \t\n\x0b\f\r]+")  # PartitionMetadataReadBuffer ":\s+"
-_BASE64URL = re.compile(r"[A-Za-z0-9_-]*")
 _INT_BITS = {32: 1 << 31, 64: 1 << 63}
-_ASCII_NUMBER = re.compile(r"[+-]?[0-9]{1,19}")
 _PLAIN_OFFSET_ENTRY = re.compile(r"([^ \t\n\x0b\f\r]+) ([+-]?[0-9]{1,10}) ([+-]?[0-9]{1,19})")
 _SHOWN_CHARS = 200
 
@@ -88,56 +84,7 @@ class PartitionMetadata:
 
 
 # ---------------------------------------------------------------------------------------------
-# Java text rules
-
-
-def java_parse_int(text: str, bits: int = 32) -> int | None:
-    """``Integer.parseInt`` (bits=32) / ``Long.parseLong`` (bits=64); None where Java throws."""
-    if _ASCII_NUMBER.fullmatch(text):  # the common case, checkpoints of thousands of lines
-        value = int(text)
-        limit = _INT_BITS[bits]
-        return value if -limit <= value < limit else None
-    body = text[1:] if text[:1] in ("+", "-") else text
-    if not body or not all(ch.isdecimal() and ch <= "\uffff" for ch in body):
-        return None  # Java reads UTF-16 units: a supplementary-plane digit is not a digit
-    digits = "".join(str(unicodedata.decimal(ch)) for ch in body).lstrip("0") or "0"
-    if len(digits) > 19:
-        return None
-    value = -int(digits) if text[0] == "-" else int(digits)
-    limit = _INT_BITS[bits]
-    return value if -limit <= value < limit else None
-
-
-def java_lines(text: str) -> list[str]:
-    """The lines ``BufferedReader.readLine`` returns until it returns null."""
-    lines = _EOL.split(text)
-    if lines[-1] == "":
-        lines.pop()
-    return lines
-
-
-def java_split(pattern: re.Pattern, text: str) -> list[str]:
-    """``String.split(regex)``: a leading empty field is kept, trailing empty fields dropped."""
-    parts = pattern.split(text)
-    if len(parts) == 1:
-        return parts
-    while parts and parts[-1] == "":
-        parts.pop()
-    return parts
-
-
-def decode_uuid(text: str) -> bytes:
-    """``Uuid.fromString``: base64url (padding optional) of exactly 16 bytes, else ValueError."""
-    if len(text) > 24:
-        raise ValueError(f"Input string with prefix `{text[:24]}` is too long to be decoded as a base64 UUID")
-    body = text[:-2] if text.endswith("==") else text[:-1] if text.endswith("=") else text
-    if not _BASE64URL.fullmatch(body) or (body != text and len(text) % 4) or len(body) % 4 == 1:
-        raise ValueError(f"Input string `{text}` is not valid base64url")
-    raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
-    if len(raw) != 16:
-        raise ValueError(f"Input string `{text}` decoded as {len(raw)} bytes, which is not equal to the "
-                         "expected 16 bytes of a base64-encoded UUID")
-    return raw
+# Messages and decoding
 
 
 def show(text: str) -> str:

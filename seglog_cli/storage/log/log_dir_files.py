@@ -20,15 +20,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seglog_cli.storage.log.checkpoints import (
-    TMP_SUFFIX, decode_utf8, decode_uuid, java_lines, java_parse_int, location, show,
-)
+from seglog_cli.storage.log.checkpoints import TMP_SUFFIX, decode_utf8, location, show
 from seglog_cli.storage.log.errors import CheckpointError, UnreadableInputError
 from seglog_cli.storage.log.files import read_small_file
+from seglog_cli.storage.log.java_text import decode_uuid, java_lines, java_parse_int, java_trim, parse_java_properties
 from seglog_cli.storage.log.text import java_utf8
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
@@ -62,11 +60,6 @@ QUORUM_STATE_VERSIONS = (0, 1)
 _INT16 = 1 << 15
 _INT32 = 1 << 31
 _INT64 = 1 << 63
-_JAVA_TRIM = "".join(map(chr, range(33)))  # String.trim(): every char <= U+0020
-_BLANKS = " \t\f"  # Properties: whitespace around keys and at the start of a line
-_KEY_END = re.compile(r"[=: \t\f]")
-_ESCAPES = {"t": "\t", "r": "\r", "n": "\n", "f": "\f"}
-_HEX4 = re.compile(r"[0-9A-Fa-f]{4}")
 
 
 def classify_log_dir_file(name: str) -> str | None:
@@ -92,21 +85,6 @@ class MetaProperties:
     extra: dict = field(default_factory=dict)  # every key Kafka does not interpret
 
 
-def parse_java_properties(text: str) -> dict[str, str]:
-    """``Properties.load``: comments, ``key=value``/``key:value``/``key value``, escapes, continuations."""
-    props = {}
-    for line in _logical_lines(text):
-        key_end, value_start, escaped = len(line), len(line), False
-        for index, ch in enumerate(line):
-            if not escaped and _KEY_END.match(ch):
-                key_end = index
-                value_start = _value_start(line, index)
-                break
-            escaped = ch == "\\" and not escaped
-        props[_unescape(line[:key_end])] = _unescape(line[value_start:])
-    return props
-
-
 def parse_meta_properties(data: bytes, path: str | Path | None = None) -> MetaProperties:
     """``MetaProperties.Builder(Properties).build()``."""
     try:
@@ -114,7 +92,7 @@ def parse_meta_properties(data: bytes, path: str | Path | None = None) -> MetaPr
     except ValueError as exc:
         raise CheckpointError(f"Error while reading meta.properties file {location(path)}: {exc}", path) from None
     version_text = props.get("version", "0")
-    version = java_parse_int(version_text.strip(_JAVA_TRIM))
+    version = java_parse_int(java_trim(version_text))
     if version is None:
         raise CheckpointError(f"Invalid meta.properties version string '{show(version_text)}'", path)
     if version not in (0, 1):
@@ -147,65 +125,6 @@ def _int_prop(props: dict[str, str], key: str, path) -> int:
     if value is None:
         raise CheckpointError(f"Unable to read {key} as a base-10 number. ({key}={show(props[key])})", path)
     return value
-
-
-def _logical_lines(text: str):
-    """``Properties.LineReader``: non-empty logical lines, leading blanks and comments skipped."""
-    lines, index = java_lines(text), 0
-    while index < len(lines):
-        line = lines[index].lstrip(_BLANKS)
-        index += 1
-        if line[:1] in ("#", "!"):
-            continue
-        parts, dangling = [], False
-        while _ends_in_escape(line):
-            parts.append(line[:-1])
-            if index >= len(lines):  # a backslash ends the file: Java returns even an empty line,
-                line, dangling = "", not text.endswith("\r\n")  # unless \r\n follows it
-                break
-            line = lines[index].lstrip(_BLANKS)
-            index += 1
-            if not "".join(parts) and line[:1] in ("#", "!"):  # nothing kept yet: still a new line
-                line = ""
-                break
-        logical = "".join(parts) + line
-        if logical or dangling:
-            yield logical
-
-
-def _ends_in_escape(line: str) -> bool:
-    return (len(line) - len(line.rstrip("\\"))) % 2 == 1
-
-
-def _value_start(line: str, index: int) -> int:
-    """Skip blanks, at most one ``=``/``:`` (if the key did not end at one), and blanks again."""
-    separated = line[index] in "=:"
-    index += 1
-    while index < len(line) and (line[index] in _BLANKS or (not separated and line[index] in "=:")):
-        separated = separated or line[index] in "=:"
-        index += 1
-    return index
-
-
-def _unescape(text: str) -> str:
-    """``Properties.loadConvert``: ``\\uXXXX``, ``\\t \\n \\r \\f``; any other ``\\c`` is ``c``."""
-    out, index = [], 0
-    while index < len(text):
-        ch = text[index]
-        index += 1
-        if ch == "\\" and index < len(text):
-            ch = text[index]
-            index += 1
-            if ch == "u":
-                if not _HEX4.fullmatch(text, index, index + 4):
-                    raise ValueError("Malformed \\uxxxx encoding.")
-                ch = chr(int(text[index:index + 4], 16))
-                index += 4
-            else:
-                ch = _ESCAPES.get(ch, ch)
-        out.append(ch)
-    joined = "".join(out)
-    return joined.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
 # ---------------------------------------------------------------------------------------------

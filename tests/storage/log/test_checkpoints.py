@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seglog_cli.storage.log import checkpoints as cp
+from seglog_cli.storage.log import java_text
 from seglog_cli.storage.log import log_dir_files as ldf
 from seglog_cli.storage.log.checkpoints import EpochEntry, PartitionMetadata, TopicPartition
 from seglog_cli.storage.log.errors import CheckpointError, UnreadableInputError
@@ -366,13 +367,13 @@ def test_java_properties_syntax():
             "i=\\u0041\\t\\n\\r\\f\\q\n"
             "j\n"
             "k=trailing backslash at end of file\\")
-    assert ldf.parse_java_properties(text) == {
+    assert java_text.parse_java_properties(text) == {
         "a": "1", "b": "2", "c": "3", "d": "e=4", "f": "5  ", "g": "onetwo\\", "h key": "x=y:z",
         "i": "A\t\n\r\f" + "q", "j": "", "k": "trailing backslash at end of file"}
-    assert ldf.parse_java_properties("a=1\\\n#not a comment\r\nb=2\r\n") == {"a": "1#not a comment", "b": "2"}
-    assert ldf.parse_java_properties("a=1\na=2") == {"a": "2"}
+    assert java_text.parse_java_properties("a=1\\\n#not a comment\r\nb=2\r\n") == {"a": "1#not a comment", "b": "2"}
+    assert java_text.parse_java_properties("a=1\na=2") == {"a": "2"}
     with pytest.raises(ValueError, match="Malformed"):
-        ldf.parse_java_properties("a=\\u12")
+        java_text.parse_java_properties("a=\\u12")
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -567,7 +568,7 @@ def test_properties_parser_matches_the_jdk(tmp_path):
                           capture_output=True, text=True).stdout.splitlines()
     for data, expected in zip(inputs, java, strict=True):
         try:
-            props = ldf.parse_java_properties(data.decode("latin-1"))
+            props = java_text.parse_java_properties(data.decode("latin-1"))
             ours = "".join(f"{_hex(k)}={_hex(v)};" for k, v in sorted(props.items(), key=lambda kv: _hex(kv[0])))
         except ValueError:
             ours = "ERR"

@@ -189,10 +189,24 @@ def load_image(path: str | Path, at_offset: int | None = None, at_time: int | No
         for record in iter_records(segment, start, at_offset, types, skipped):
             delta.replay(record.type_name, record.data, record.offset, record.timestamp,
                          f"{label} offset {record.offset}")
-    end = at_offset if at_offset is not None else max(start, delta.image.provenance.offset + 1)
+    end = max(start, delta.image.provenance.offset + 1)
+    if at_offset is not None:
+        end = min(at_offset, max(end, _log_end(segments)))  # a target past the log end: the log end
     return LoadedImage(delta.image, directory, node_id_of(directory),
                        None if snapshot is None else snapshot[2].name, end, skipped[0], delta.aborted,
                        len(delta.pending or ()))
+
+
+def _log_end(segments: list[Path]) -> int:
+    """The offset after the last batch of the last segment holding one (batch headers only)."""
+    for path in reversed(segments):
+        with MappedFile(path) as mapped:
+            end = None
+            for batch in LogScan(mapped, 0, None):
+                end = batch.last_offset + 1
+        if end is not None:
+            return end
+    return 0
 
 
 def _log_start(segments: list[Path]) -> int | None:

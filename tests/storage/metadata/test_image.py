@@ -273,3 +273,11 @@ def test_features_quotas_users_and_broker_configs_are_the_ground_truths(node):
         assert image.resource(4, str(broker)) == expected
     default = dict(re.findall(r"^  (\S+?)=(\S+) sensitive", (truth / "configs-broker-default.txt").read_text(), re.M))
     assert image.resource(4, "") == default
+
+
+@needs_corpus
+def test_an_offset_past_the_log_end_is_the_log_end():
+    at_end = load_image(HISTORY / "data" / "controller")
+    past = load_image(HISTORY / "data" / "controller", at_offset=10**9)
+    assert past.end_offset == at_end.end_offset == at_end.image.provenance.offset + 1
+    assert image_tree(past.image) == image_tree(at_end.image)

@@ -143,7 +143,9 @@ def history_lines(directory: str, node_id: int | None, subject: str, changes: li
             lines += [f"        {reason}" for reason in change.reasons]
     elif changes:
         lines.append(f"{'offset':<8}{'time':<26}event")
-        lines += [f"{e.offset:<8}{iso_time(e.timestamp):<26}{e.event}" for e in changes]
+        for e in changes:  # a long event goes on under its column
+            lines += _fit(f"{e.offset:<8}{iso_time(e.timestamp):<26}{e.event}", " " * 34)
+        return [fitted for line in lines[:3] for fitted in _fit(line, "  ")] + lines[3:]
     return [fitted for line in lines for fitted in _fit(line, "  ")]
 
 

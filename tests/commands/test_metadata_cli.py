@@ -66,6 +66,7 @@ def test_history_of_a_broker_up_to_a_time(seglog):
     events = [line[34:] for line in result.out.splitlines() if line[:1].isdigit()]
     assert events[0].startswith("registered (epoch 13") and events[1] == "unfenced"
     assert events[-1] == "fenced"  # at 19:59:20, broker 3 stopped
+    assert all(len(line) <= 80 for line in result.out.splitlines() if str(DATA) not in line)
 
 
 @needs_corpus

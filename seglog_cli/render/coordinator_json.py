@@ -24,7 +24,7 @@ import base64
 from seglog_cli.formats import group_coordinator as gc
 from seglog_cli.formats.kafka_message import ArrayOf, Message, RawUuid
 from seglog_cli.render.jackson import declares_floats, jackson_text
-from seglog_cli.render.kafka_json import uuid_text
+from seglog_cli.storage.log.java_text import uuid_text
 from seglog_cli.storage.serde.coordinator_records import (
     GROUP_RECORD_TYPES,
     SHARE_RECORD_TYPES,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 
 from seglog_cli.render.jackson import jackson_text
+from seglog_cli.storage.log.java_text import uuid_text
 
 SPECIAL_NAMES = {
     "kraft_version": "kRaftVersion",
@@ -26,11 +27,6 @@ def camel_case(name: str) -> str:
         return SPECIAL_NAMES[name]
     head, *rest = name.split("_")
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
-
-
-def uuid_text(raw: bytes) -> str:
-    """Kafka's ``Uuid.toString``: URL-safe base64 of the 16 bytes, no padding."""
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
 def to_kafka_json_value(container) -> dict:

@@ -1,6 +1,6 @@
 """Java's rules for reading text, as Kafka's own file readers apply them: lines
 (``BufferedReader.readLine``), numbers (``Integer.parseInt``/``Long.parseLong``), ``String.split``
-and ``String.trim``, ``java.util.Properties.load`` and Kafka's ``Uuid.fromString``.
+and ``String.trim``, ``java.util.Properties.load`` and Kafka's ``Uuid.fromString`` and ``toString``.
 
 The checkpoint files and ``partition.metadata`` (:mod:`~seglog_cli.storage.log.checkpoints`),
 ``meta.properties`` (:mod:`~seglog_cli.storage.log.log_dir_files`) and a broker's or topic's
@@ -88,6 +88,11 @@ def decode_uuid(text: str) -> bytes:
     return raw
 
 
+def uuid_text(raw: bytes) -> str:
+    """``Uuid.toString``: URL-safe base64 of the 16 bytes, without padding."""
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
 # ---------------------------------------------------------------------------------------------
 # java.util.Properties
 
@@ -166,4 +171,5 @@ def _unescape(text: str) -> str:
     return joined.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
-__all__ = ["decode_uuid", "java_lines", "java_parse_int", "java_split", "java_trim", "parse_java_properties"]
+__all__ = ["decode_uuid", "java_lines", "java_parse_int", "java_split", "java_trim", "parse_java_properties",
+           "uuid_text"]

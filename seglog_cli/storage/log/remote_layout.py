@@ -145,8 +145,3 @@ def uuid_bytes(text: str) -> bytes | None:
     except ValueError:
         return None
     return raw if len(raw) == 16 else None
-
-
-def uuid_text(raw: bytes) -> str:
-    """Kafka ``Uuid.toString``: base64url without padding."""
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")

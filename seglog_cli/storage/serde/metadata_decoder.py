@@ -14,7 +14,6 @@ those of version 0. seglog does the same and flags the record ``unknown_version`
 
 from __future__ import annotations
 
-import base64
 import io
 import struct
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from construct import ConstructError
 from seglog_cli.formats.kafka_message import TAGGED, ArrayOf, read_unsigned_varint
 from seglog_cli.formats.metadata_records import FRAME_VERSION, RECORD_TYPES
 from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.java_text import uuid_text
 from seglog_cli.storage.log.text import java_utf8
 
 SHORT_MAX = 0x7FFF
@@ -52,11 +52,6 @@ class MetadataRecordError(SeglogError):
         self.unknown = unknown
         self.api_key = api_key
         self.version = version
-
-
-def uuid_text(raw: bytes) -> str:
-    """``Uuid.toString``: URL-safe base64 of the 16 bytes without padding."""
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
 def _frame_short(stream, entity: str) -> int:

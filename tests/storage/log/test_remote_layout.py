@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from seglog_cli.storage.log.java_text import uuid_text
 from seglog_cli.storage.log.naming import parse_partition_dir_name
 from seglog_cli.storage.log.remote_layout import (
     group_filesets,
@@ -14,7 +15,6 @@ from seglog_cli.storage.log.remote_layout import (
     parse_remote_partition_dir_name,
     remote_file_name,
     uuid_bytes,
-    uuid_text,
 )
 from seglog_cli.storage.tiered.remote_segments import read_remote_segments
 

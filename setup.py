@@ -13,7 +13,7 @@ setup(
             sources=[f"seglog_cli/storage/log/{name}.c" for name in (
                 "_native", "_native_crc", "_native_framing", "_native_records", "_native_text", "_native_indexes",
                 "_native_columns")],
-            depends=["seglog_cli/storage/log/_native.h"],
+            depends=["seglog_cli/storage/log/_native_shared.h"],
             extra_compile_args=["-O2"],
             optional=True,
         )

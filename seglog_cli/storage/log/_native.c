@@ -45,14 +45,15 @@
  *       The records of a chunk's clean v2 data batches appended to Arrow-ready column buffers,
  *       with their batches' values repeated per record; it stops at anything else.
  *
- * The files: this one holds the method table and the module's init; _native.h the declarations
- * they share (byte and varint primitives, Header, RawRecord, the text buffer); _native_crc.c the
+ * The files: this one holds the method table and the module's init; _native_shared.h the
+ * declarations they share (byte and varint primitives, Header, RawRecord, the growing byte
+ * buffer); _native_crc.c the
  * checksums; _native_framing.c batch headers and the framing entry points; _native_records.c
  * records and their entry points; _native_text.c DumpLogSegments' lines; _native_indexes.c the
  * index checks and recover_walk; _native_columns.c columns_run.
  */
 
-#include "_native.h"
+#include "_native_shared.h"
 
 static PyMethodDef methods[] = {
     {"scan", native_scan, METH_VARARGS, "Headers of the well-framed entries from pos."},

@@ -1,6 +1,6 @@
 /* The Spark reader's column buffers (columns_run). */
 
-#include "_native.h"
+#include "_native_shared.h"
 
 /* ==== entry points: columns (the Spark reader) ============================================== */
 

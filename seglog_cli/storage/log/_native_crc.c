@@ -1,7 +1,7 @@
 /* CRC-32C (Kafka's v2 batches: slice-by-8, or SSE4.2 three streams at a time) and CRC-32 IEEE
  * (legacy messages), and the crc32c() entry point. */
 
-#include "_native.h"
+#include "_native_shared.h"
 
 static uint32_t crc32c_table[8][256];
 static uint32_t crc32_table[8][256];

@@ -1,7 +1,7 @@
 /* Batch headers (from the file bytes or a BatchHeader tuple) and the framing entry points: scan,
  * walk, columns and verify_walk over well-framed entries. */
 
-#include "_native.h"
+#include "_native_shared.h"
 
 int header_from_tuple(PyObject *t, Header *h) {
     if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 15) {

@@ -1,7 +1,7 @@
 /* Offset and time indexes: checked against a verify run (index_odd, time_index_odd,
  * first_disorder) and rebuilt by LogSegment.recover's loop (recover_walk). */
 
-#include "_native.h"
+#include "_native_shared.h"
 
 /* ==== entry points: index checks ========================================================== */
 

@@ -1,7 +1,7 @@
 /* v2 records: parsed from a records section, built as Record tuples, and the records entry
  * points: decode_v2, decode_v2_batch, check_run and verify_records. */
 
-#include "_native.h"
+#include "_native_shared.h"
 
 /* Reads one record at *pos; 1 when it is clean (Kafka would read it without complaint and its
  * offset and timestamp fit a Java long without wrapping), else 0. */

@@ -1,18 +1,8 @@
-/* DumpLogSegments' lines: a growing text buffer, the batch and record line formats, and the
- * text entry points: batch_line(s), record_line, render_lines and deep_lines. */
+/* DumpLogSegments' lines: the batch and record line formats, strict UTF-8, and the text entry
+ * points: batch_line(s), record_line, render_lines and deep_lines. */
 
-#include "_native.h"
+#include "_native_shared.h"
 
-int out_reserve(Out *o, Py_ssize_t extra) {
-    if (o->len + extra <= o->cap) return 1;
-    Py_ssize_t cap = o->cap ? o->cap : 256;
-    while (cap < o->len + extra) cap *= 2;
-    char *b = PyMem_RawRealloc(o->buf, (size_t)cap);
-    if (!b) { if (!o->nogil) PyErr_NoMemory(); return 0; }
-    o->buf = b;
-    o->cap = cap;
-    return 1;
-}
 static int out_str(Out *o, const char *s) { return out_put(o, s, (Py_ssize_t)strlen(s)); }
 
 static const char digit_pairs[201] =
@@ -41,11 +31,6 @@ static int out_ll(Out *o, long long v) {
     if (v >= 0) return out_ull(o, (unsigned long long)v);
     if (!out_put(o, "-", 1)) return 0;
     return out_ull(o, 0ULL - (unsigned long long)v);
-}
-PyObject *out_finish(Out *o) {
-    PyObject *b = PyBytes_FromStringAndSize(o->buf ? o->buf : "", o->len);
-    PyMem_RawFree(o->buf);
-    return b;
 }
 
 static const char *codec_names[] = {"none", "gzip", "snappy", "lz4", "zstd"};

@@ -1,10 +1,10 @@
 /* The private declarations shared by the C files of seglog_cli.storage.log._native (see
- * _native.c): byte and varint primitives, the header, record and text-buffer structures, and the
- * functions and entry points one file defines for the others. Internal to the extension: every
+ * _native.c): byte and varint primitives, the header and record structures, the growing byte
+ * buffer, and the functions and entry points one file defines for the others. Internal to the extension: every
  * name declared here is hidden from the shared object's exported symbols. */
 
-#ifndef SEGLOG_NATIVE_H
-#define SEGLOG_NATIVE_H
+#ifndef SEGLOG_NATIVE_SHARED_H
+#define SEGLOG_NATIVE_SHARED_H
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -139,16 +139,22 @@ static inline BatchContext context_of(const Header *h, int stream) {
     return c;
 }
 
-/* ==== text ================================================================================= */
+/* ==== the growing byte buffer (lines of text, packed rows) =============================== */
 
-/* Text built in a growing buffer. The raw allocator, so lines can be formatted with the GIL
+/* Bytes built in a growing buffer. The raw allocator, so lines can be formatted with the GIL
  * released (``nogil``: a failure sets no exception; the caller raises once it holds the GIL). */
 typedef struct { char *buf; Py_ssize_t len, cap; int nogil; } Out;
 
-int out_reserve(Out *o, Py_ssize_t extra);
-PyObject *out_finish(Out *o);
-int valid_utf8(const uint8_t *s, Py_ssize_t n);
-
+static inline int out_reserve(Out *o, Py_ssize_t extra) {
+    if (o->len + extra <= o->cap) return 1;
+    Py_ssize_t cap = o->cap ? o->cap : 256;
+    while (cap < o->len + extra) cap *= 2;
+    char *b = PyMem_RawRealloc(o->buf, (size_t)cap);
+    if (!b) { if (!o->nogil) PyErr_NoMemory(); return 0; }
+    o->buf = b;
+    o->cap = cap;
+    return 1;
+}
 static inline int out_put(Out *o, const void *s, Py_ssize_t n) {
     if (o->len + n > o->cap && !out_reserve(o, n)) return 0;
     memcpy(o->buf + o->len, s, (size_t)n);
@@ -156,6 +162,17 @@ static inline int out_put(Out *o, const void *s, Py_ssize_t n) {
     return 1;
 }
 #define OUT_LIT(o, lit) out_put((o), (lit), (Py_ssize_t)(sizeof(lit) - 1))
+
+/* The buffer as bytes; the buffer is freed. */
+static inline PyObject *out_finish(Out *o) {
+    PyObject *b = PyBytes_FromStringAndSize(o->buf ? o->buf : "", o->len);
+    PyMem_RawFree(o->buf);
+    return b;
+}
+
+/* ==== text (_native_text.c) ================================================================ */
+
+int valid_utf8(const uint8_t *s, Py_ssize_t n);
 
 /* ==== entry points (the method table in _native.c) ========================================= */
 

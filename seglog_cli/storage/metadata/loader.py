@@ -9,7 +9,8 @@ image of every batch whose max timestamp is at most T. Offline the high watermar
 the log's last records count as committed.
 
 Records are streamed from memory-mapped files, one batch at a time; only the record types the
-caller needs are decoded (the frame's type byte is peeked first).
+caller needs are decoded (the frame's type byte is peeked first), the frequent ones without
+construct (:mod:`fast_records`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from seglog_cli.storage.log.log_dir_files import read_meta_properties
 from seglog_cli.storage.log.naming import METADATA_TOPIC, parse_kraft_snapshot_name, parse_segment_file_name
 from seglog_cli.storage.log.records import read_records
 from seglog_cli.storage.metadata.delta import REPLAYED_TYPES, MetadataDelta
+from seglog_cli.storage.metadata.fast_records import fast_decode
 from seglog_cli.storage.metadata.image import MetadataImage, Provenance
 from seglog_cli.storage.serde.metadata_decoder import MetadataRecordError, decode_metadata_record, read_frame
 
@@ -125,12 +127,15 @@ def iter_records(path: Path, start: int = 0, end: int | None = None, types: froz
                 try:
                     if types is not None and not wanted(record.value, types):
                         continue
-                    decoded = decode_metadata_record(record.value)
+                    fast = fast_decode(record.value)
+                    if fast is None:
+                        decoded = decode_metadata_record(record.value)
+                        fast = decoded.type_name, decoded.data
                 except MetadataRecordError:
                     if skipped is not None:
                         skipped[0] += 1
                     continue
-                yield MetadataRecordAt(record.offset, batch.max_timestamp, decoded.type_name, decoded.data)
+                yield MetadataRecordAt(record.offset, batch.max_timestamp, fast[0], fast[1])
 
 
 def wanted(value, types: frozenset) -> bool:

@@ -101,18 +101,36 @@ def _reassignment(before: PartitionRegistration, after: PartitionRegistration) -
     return [f"reassignment completed: replicas {_ids(after.replicas)}"]
 
 
+def election_kind(before: PartitionRegistration | None, after: PartitionRegistration | None) -> str | None:
+    """What gave ``after`` its leader epoch: ``created``, ``offline`` (no leader), ``leader kept``
+    (a new epoch for the same leader), ``unclean`` (a leader out of the ISR and the ELR, or
+    RECOVERING), ``preferred`` (the first replica) or ``clean``; None when neither the leader
+    nor the leader epoch changed (or the topic was deleted)."""
+    if before is None:
+        return "created"
+    if after is None or (after.leader_epoch == before.leader_epoch and after.leader == before.leader):
+        return None
+    if after.leader == NO_LEADER:
+        return "offline"
+    if after.leader == before.leader:
+        return "leader kept"
+    if (after.leader not in before.isr and after.leader not in before.elr) or after.leader_recovery_state == RECOVERING:
+        return "unclean"
+    return "preferred" if after.leader == after.replicas[0] else "clean"
+
+
 def _election(before: PartitionRegistration, after: PartitionRegistration) -> str:
     epoch = f"leader epoch {after.leader_epoch}"
-    if after.leader == NO_LEADER:
+    kind = election_kind(before, after)
+    if kind == "offline":
         return f"leader {before.leader} lost, no eligible replica: offline ({epoch})"
-    if after.leader == before.leader:
+    if kind == "leader kept":
         return f"leader {after.leader} kept, {epoch}"
-    unclean = after.leader not in before.isr and after.leader not in before.elr
-    if unclean or after.leader_recovery_state == RECOVERING:
+    if kind == "unclean":
         return (f"unclean election: leader {before.leader} -> {after.leader}, not in the ISR {_ids(before.isr)} "
                 f"({epoch}, {after.recovery_state_name})")
-    kind = "preferred election" if after.leader == after.replicas[0] else "election"
-    return f"{kind}: leader {before.leader} -> {after.leader} ({epoch})"
+    name = "preferred election" if kind == "preferred" else "election"
+    return f"{name}: leader {before.leader} -> {after.leader} ({epoch})"
 
 
 class _Recorder:

@@ -21,7 +21,8 @@ from seglog_cli.commands.options import (
     effective_configs,
     writing,
 )
-from seglog_cli.render import config_report, recover_report
+from seglog_cli.commands.startup_preview import startup_previews
+from seglog_cli.render import config_report, recover_report, startup_report
 from seglog_cli.status import ExitStatus, guarded
 from seglog_cli.storage.log.errors import UnreadableInputError
 from seglog_cli.storage.log.findings import Severity
@@ -45,6 +46,12 @@ Topic configs (index.interval.bytes, segment.index.bytes...) are each partition'
 resolves them: Kafka's defaults < --server-config < the cluster metadata (__cluster_metadata-0
 beside the partition, or --metadata-log) < --config; the values not at their default are printed
 with their source.
+
+The plan of a KRaft broker's log dir (node.id in meta.properties) also previews what the broker
+does with each partition dir when it starts, given the metadata image it meets once caught up
+(--metadata-log, else its own copy, which ends where it stopped): kept, marked stray (with Kafka's
+reason and the record that decided it), created empty; JBOD: a dir outside its assigned directory.
+seglog never renames nor deletes a dir for this: see runbook 12.
 
 Example:
   seglog recover --mode kafka /var/lib/kafka/data/orders-0
@@ -87,7 +94,8 @@ def recover_command(
 
 def _run(paths, mode, apply, config, server_config, metadata_log, backup_dir, jobs, output_format, progress, show) -> int:
     sources = config_sources(config, None, server_config, metadata_log)
-    partitions = _partitions(command_paths(paths, "partition directory or log dir"))
+    inputs = command_paths(paths, "partition directory or log dir")
+    partitions = _partitions(inputs)
     with writing(apply, [log_dir_of(p) for p in partitions], "recover", backup_dir) as session:
         resolved = effective_configs(sources, partitions)
         topic_config = configs_by_partition(resolved)
@@ -99,11 +107,14 @@ def _run(paths, mode, apply, config, server_config, metadata_log, backup_dir, jo
         else:
             plan = plan_recover(partitions, mode.value, topic_config, jobs, fingerprint=False)
         applied = apply_recover(plan, backup_dir, session) if apply and plan.steps else None
+    previews = [] if apply else startup_previews(inputs, metadata_log)
     if output_format == PlanFormat.json:
-        recover_report.render_json(plan, sys.stdout, applied, config_report.json_fields(resolved))
+        recover_report.render_json(plan, sys.stdout, applied,
+                                   {**config_report.json_fields(resolved), **startup_report.json_fields(previews)})
     else:
         config_report.render_all_text(resolved, sys.stdout)
         recover_report.render_text(plan, sys.stdout, applied, show_all=show is Severity.INFO)
+        startup_report.render_text(previews, sys.stdout)
     sys.stdout.flush()
     if any(p.refused for p in plan.partitions):
         return ExitStatus.DAMAGE

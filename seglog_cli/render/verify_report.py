@@ -43,8 +43,9 @@ def render_text(report: VerifyReport, out, minimum: Severity) -> None:
     out.write(f"seglog verify: {verdict(report)}\n")
 
 
-def render_json(report: VerifyReport, out) -> None:
-    json.dump(report.as_dict(), out, indent=2)
+def render_json(report: VerifyReport, out, extra: dict | None = None) -> None:
+    """``extra``: more top-level keys (the ``startupPreview``)."""
+    json.dump({**report.as_dict(), **(extra or {})}, out, indent=2)
     out.write("\n")
 
 

@@ -109,6 +109,11 @@ class Code:
     REMOTE_METADATA_STATE = "REMOTE_METADATA_STATE"  # files of a segment not COPY_SEGMENT_FINISHED
     REMOTE_SEGMENT_WITHOUT_METADATA = "REMOTE_SEGMENT_WITHOUT_METADATA"  # files no metadata record names
     REMOTE_METADATA_WITHOUT_SEGMENT = "REMOTE_METADATA_WITHOUT_SEGMENT"  # a copied segment whose files are gone
+    # the start-up preview of a KRaft broker's log dirs against a metadata image (storage.metadata.startup)
+    PARTITION_GOES_STRAY = "PARTITION_GOES_STRAY"  # the broker renames the dir <topic>-<p>.<uuid>-stray
+    PARTITION_CREATED_EMPTY = "PARTITION_CREATED_EMPTY"  # a partition of the broker without a dir: created empty
+    PARTITION_WRONG_LOG_DIR = "PARTITION_WRONG_LOG_DIR"  # JBOD: a dir outside its assigned directory
+    PREVIEW_FROM_OWN_METADATA = "PREVIEW_FROM_OWN_METADATA"  # judged against the broker's own (old) metadata log
 
 
 @dataclass(frozen=True)
@@ -389,6 +394,36 @@ FINDING_DOCS: dict[str, CodeDoc] = {
         (_E,), "__remote_log_metadata says a segment was copied (COPY_SEGMENT_FINISHED) but its files are "
         "gone: fetches of its offsets fail.", "Restore the files from the object store's versioning or "
         "backups; otherwise the offsets are lost (see TIERED_OFFSET_GAP)."),
+    Code.PARTITION_GOES_STRAY: CodeDoc(
+        (_W,), "At its next start this KRaft broker marks the partition dir stray (Kafka's "
+        "isStrayKraftReplica, after catching up with the metadata log): it has no partition.metadata "
+        "(no topic id), or its topic id is not in the metadata image (the topic was deleted, or deleted "
+        "and re-created with a new id), or the partition's replicas no longer hold the broker (a "
+        "reassignment while it was down). The message names Kafka's reason and the metadata record "
+        "that decided it. Kafka 4.2 renames the dir (its name, a dot, 32 hex digits and -stray) and keeps "
+        "it: its records are no longer served, and nothing deletes the dir.",
+        "If its records matter (a topic deleted by mistake, records only this replica holds), save them "
+        "before starting the broker (runbook 12: a copy with `cp -a`, or `seglog dump --format jsonl`), "
+        "or after it from the -stray dir, which every seglog read command reads like a -delete dir; "
+        "`seglog replay --topic-map` puts them into the re-created topic. Remove the -stray dir by hand "
+        "when done."),
+    Code.PARTITION_CREATED_EMPTY: CodeDoc(
+        (_I,), "The metadata image assigns this partition to the broker and no kept dir of its log dirs "
+        "holds it (a topic created while the broker was down, a re-created topic, a reassignment to it, "
+        "or a dir that goes stray): the broker creates it empty at start-up and fetches it from the "
+        "leader from offset 0.", "Nothing; expect replication traffic until it joins the ISR."),
+    Code.PARTITION_WRONG_LOG_DIR: CodeDoc(
+        (_W,), "JBOD: the metadata image assigns the broker's replica to another of its log dirs "
+        "(the partition's directory id) than the one the dir sits in: the dir was moved by hand, or "
+        "a log dir was replaced. The broker loads the log where it is and tells the controller "
+        "(AssignReplicasToDirs).", "Nothing if the dir is where you want it; otherwise move it with "
+        "kafka-reassign-partitions --execute (log_dirs), never by hand while the broker runs."),
+    Code.PREVIEW_FROM_OWN_METADATA: CodeDoc(
+        (_I,), "The start-up preview was judged against the broker's own __cluster_metadata-0, which "
+        "ends where the broker stopped following the log: the restart first catches up past that "
+        "offset, and changes made since (topics deleted, reassignments) are not in it.",
+        "Give `--metadata-log DIR` naming a current copy: a controller's or a running broker's "
+        "metadata log dir, or a copy of one."),
 }
 
 

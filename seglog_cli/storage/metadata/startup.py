@@ -27,10 +27,12 @@ set replicas without (or with) the broker.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 from seglog_cli.storage.log.checkpoints import read_partition_metadata
 from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.findings import Code, Finding, Severity
 from seglog_cli.storage.log.log_dir_files import read_meta_properties
 from seglog_cli.storage.log.naming import METADATA_TOPIC, parse_partition_dir_name
 from seglog_cli.storage.log.partition_log import LogDir
@@ -123,11 +125,45 @@ class StartupPreview:
     def of(self, outcome: str) -> list[PartitionOutcome]:
         return [o for o in self.outcomes if o.outcome == outcome]
 
+    @property
+    def source_text(self) -> str:
+        """Which copy was read and up to where: ``<dir> up to offset N (time T)``."""
+        when = "" if self.end_timestamp < 0 else f", last record at {utc_text(self.end_timestamp)}"
+        return f"{self.metadata_dir} up to offset {self.end_offset}{when}"
+
+    def findings(self) -> list[Finding]:
+        """The preview as findings: a dir going stray, a partition created empty, a dir outside its
+        assigned directory, and a preview judged against the broker's own metadata log."""
+        out = []
+        if self.own_copy:
+            out.append(Finding(Code.PREVIEW_FROM_OWN_METADATA, Severity.INFO, str(self.metadata_dir), None,
+                               f"judged against broker {self.broker_id}'s own metadata log, which ends at offset "
+                               f"{self.end_offset}: the restart first catches up past it; give --metadata-log "
+                               "with a controller's current copy"))
+        for o in self.outcomes:
+            by = "" if o.decided_by is None else f" ({o.decided_by.text()} of {self.metadata_dir.name})"
+            if o.outcome == STRAY:
+                out.append(Finding(Code.PARTITION_GOES_STRAY, Severity.WARNING, str(o.path), None,
+                                   f"marked stray at start-up: {o.kafka_reason(self.broker_id)}{by}; renamed "
+                                   f"{o.name}.<uuid>-stray and kept, its records no longer served"))
+            elif o.outcome == CREATED:
+                out.append(Finding(Code.PARTITION_CREATED_EMPTY, Severity.INFO, str(o.path), None,
+                                   f"topic id {o.topic_id}, replicas {list(o.replicas or ())}{by}: created empty "
+                                   "at start-up and fetched from the leader from offset 0"))
+            elif o.wrong_directory:
+                out.append(Finding(Code.PARTITION_WRONG_LOG_DIR, Severity.WARNING, str(o.path), None,
+                                   f"assigned to directory {o.assigned_directory}, sits in {o.directory_id}"))
+        return out
+
     def as_dict(self) -> dict:
         return {"broker_id": self.broker_id, "log_dirs": [str(d) for d in self.log_dirs],
                 "metadata_log": str(self.metadata_dir), "end_offset": self.end_offset,
                 "end_timestamp": self.end_timestamp, "snapshot": self.snapshot, "own_copy": self.own_copy,
                 "partitions": [o.as_dict(self.broker_id) for o in self.outcomes]}
+
+
+def utc_text(epoch_ms: int) -> str:
+    return datetime.fromtimestamp(epoch_ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 class DeciderObserver:
@@ -173,6 +209,32 @@ def broker_metadata_dir(log_dirs: list[BrokerLogDir]) -> Path | None:
         if candidate.is_dir():
             return candidate
     return None
+
+
+def previews_for(paths: list[str | Path], metadata_log: str | Path | None = None) -> list[StartupPreview]:
+    """The previews of the KRaft brokers whose log dirs are among ``paths``: a log dir with a
+    ``node.id`` in ``meta.properties`` (the dirs of one node together, JBOD), given a metadata log
+    (``metadata_log``, else a ``__cluster_metadata-0`` in one of its dirs). A node with no partition
+    dir and none assigned to it (a controller) gets none; nor does one whose own metadata log
+    cannot be read when ``metadata_log`` is not given."""
+    nodes: dict[int, list[BrokerLogDir]] = {}
+    for path in paths:
+        log_dir = read_broker_log_dir(path) if Path(path).is_dir() else None
+        if log_dir is not None and log_dir.node_id is not None:
+            nodes.setdefault(log_dir.node_id, []).append(log_dir)
+    out = []
+    for node_id, dirs in nodes.items():
+        if metadata_log is None and broker_metadata_dir(dirs) is None:
+            continue
+        try:
+            preview = preview_startup([d.path for d in dirs], metadata_log, node_id)
+        except SeglogError:
+            if metadata_log is not None:
+                raise
+            continue  # its own metadata log unreadable: verify reports that log itself
+        if preview.outcomes:
+            out.append(preview)
+    return out
 
 
 def preview_startup(log_dirs: list[str | Path], metadata_log: str | Path | None = None,

@@ -75,8 +75,11 @@ def test_corpus_offset_checkpoint_round_trips(path):
 @pytest.mark.parametrize("path", EPOCH_FILES, ids=_id)
 def test_corpus_leader_epoch_checkpoint_round_trips(path):
     entries = cp.read_leader_epoch_checkpoint(path)
+    raw = path.read_bytes()
     assert [entry.epoch for entry in entries] == sorted(entry.epoch for entry in entries)
-    assert cp.format_leader_epoch_checkpoint(entries) == path.read_bytes()
+    # Kafka 4.2 leaves a never-flushed file empty (a partition no leader epoch reached yet): read
+    # as no entries, as CheckpointFile's reader does (readLine() null), and written as "0\n0\n"
+    assert cp.format_leader_epoch_checkpoint(entries) == raw or (raw == b"" and entries == [])
 
 
 @pytest.mark.corpus
@@ -108,9 +111,10 @@ def test_corpus_clean_shutdown_parse(path):
 @pytest.mark.parametrize("path", QUORUM_STATE_FILES, ids=_id)
 def test_corpus_quorum_state_parse(path):
     state = ldf.read_quorum_state(path)
-    assert state.data_version in (0, 1) and state.leader_id == 1
+    # the single-node clusters' leader is node 1; the metadata/ cases' dedicated controller is 100
+    assert state.data_version in (0, 1) and state.leader_id in (1, 100)
     if state.data_version == 0:
-        assert state.current_voters == (1,) and state.applied_offset == 0 and state.cluster_id == ""
+        assert state.current_voters == (state.leader_id,) and state.applied_offset == 0 and state.cluster_id == ""
     else:
         assert state.voted_directory_id == cp.ZERO_UUID and state.current_voters is None
 

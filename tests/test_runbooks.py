@@ -25,8 +25,8 @@ pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="bash is no
 
 # -- every script ----------------------------------------------------------------------------
 
-def test_there_are_eleven_runbooks_linked_from_both_readmes():
-    assert len(SCRIPTS) == 11
+def test_there_are_twelve_runbooks_linked_from_both_readmes():
+    assert len(SCRIPTS) == 12
     readme = (REPO / "README.md").read_text()
     assert "## Runbooks" in readme
     local = (RUNBOOKS / "README.md").read_text()

@@ -23,6 +23,7 @@ from seglog_cli.storage.metadata.history import change_reasons, election_kind
 from seglog_cli.storage.metadata.loader import METADATA_DIR, api_keys, load_image
 
 BEFORE_THE_LOG = "before the log"
+_TOPIC_KEY, _PARTITION_KEYS = 2, (3, 5)  # TopicRecord; PartitionRecord, PartitionChangeRecord
 ELECTION_TYPES = api_keys({"TOPIC_RECORD", "PARTITION_RECORD", "PARTITION_CHANGE_RECORD", "REMOVE_TOPIC_RECORD",
                            "CLEAR_ELR_RECORD", "BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD",
                            "ABORT_TRANSACTION_RECORD"})
@@ -106,6 +107,29 @@ class _ElectionRecorder:
         pass
 
 
+class _TopicFilter:
+    """``keep`` for :func:`load_image`: the partition records of the topics asked for only (their
+    topic id read from the value, the ids learnt from the TopicRecords of those names), so a
+    replay for one partition does not decode every partition of the cluster."""
+
+    def __init__(self, names: set[str]):
+        self.names = {name.encode() for name in names}
+        self.ids: set[bytes] = set()
+
+    def __call__(self, value) -> bool:
+        api_key = value[1]
+        if api_key in _PARTITION_KEYS and value[0] == 1 and value[2] < 0x80:
+            return bytes(value[7:23]) in self.ids  # frame (3 bytes), int32 partition id, the topic id
+        if api_key == _TOPIC_KEY and value[0] == 1 and value[2] < 0x80:
+            start, length = 4, value[3]  # a compact string (unsigned varint length + 1) then the topic id
+            if length >= 0x80:  # names of 127 bytes and more: a two-byte length (Kafka's are under 250)
+                start, length = 5, (length & 0x7F) | (value[4] << 7)
+            end = start + length - 1
+            if bytes(value[start:end]) in self.names:
+                self.ids.add(bytes(value[end:end + 16]))
+        return True
+
+
 def _from_snapshot(topic_id: str, registration) -> LeaderElection:
     return LeaderElection(topic_id, registration.leader_epoch, registration.leader, None, None, BEFORE_THE_LOG,
                           f"leader {registration.leader} (leader epoch {registration.leader_epoch}) in the snapshot "
@@ -118,7 +142,8 @@ def leader_elections(path: str | Path, partitions) -> ElectionLog:
     record types elections need."""
     wanted = set(partitions)
     recorder = _ElectionRecorder(wanted)
-    loaded = load_image(path, observer=recorder, types=ELECTION_TYPES, from_start=True)
+    loaded = load_image(path, observer=recorder, types=ELECTION_TYPES, from_start=True,
+                        keep=_TopicFilter({topic for topic, _ in wanted}))
     for (topic, partition), found in recorder.found.items():
         image = loaded.image.topic(topic)
         registration = None if image is None else image.partitions.get(partition)

@@ -34,8 +34,6 @@ _III = struct.Struct(">iii").unpack_from
 _IQ = struct.Struct(">iq").unpack_from
 _B = struct.Struct(">b").unpack_from
 PARTITION, PARTITION_CHANGE, FENCE, UNFENCE, NO_OP = 3, 5, 7, 8, 20
-_UUIDS: dict[bytes, str] = {}  # topic ids repeat: their text once each
-_UUID_CACHE_LIMIT = 1 << 20
 
 
 class _Odd(Exception):
@@ -55,12 +53,10 @@ def _varint(buf, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def _uuid(raw: bytes) -> str:
-    text = _UUIDS.get(raw)
+def _uuid(raw: bytes, names: dict) -> str:
+    text = names.get(raw)
     if text is None:
-        text = uuid_text(raw)
-        if len(_UUIDS) < _UUID_CACHE_LIMIT:
-            _UUIDS[raw] = text
+        text = names[raw] = uuid_text(raw)
     return text
 
 
@@ -90,11 +86,11 @@ def _uuids(buf, pos: int, nullable: bool = False):
     return [uuid_text(bytes(buf[pos + 16 * k:pos + 16 * k + 16])) for k in range(n)], end
 
 
-def _head(buf, pos: int) -> tuple[int, str, int]:
+def _head(buf, pos: int, names: dict) -> tuple[int, str, int]:
     if pos + 20 > len(buf):
         raise _Odd
     partition, raw = _I32_UUID(buf, pos)
-    return partition, _uuid(bytes(raw)), pos + 20
+    return partition, _uuid(bytes(raw), names), pos + 20
 
 
 # PartitionChangeRecord tags: (name, reader, lowest version), in the order Kafka's JSON writes them
@@ -139,8 +135,8 @@ def _tags(buf, pos: int, version: int, known: dict) -> tuple[dict, int]:
     return found, pos
 
 
-def _partition_change(buf, pos: int, version: int) -> dict:
-    partition, topic_id, pos = _head(buf, pos)
+def _partition_change(buf, pos: int, version: int, names: dict) -> dict:
+    partition, topic_id, pos = _head(buf, pos, names)
     found, pos = _tags(buf, pos, version, _CHANGE_TAGS)
     if pos != len(buf):
         raise _Odd
@@ -151,8 +147,8 @@ def _partition_change(buf, pos: int, version: int) -> dict:
     return data
 
 
-def _partition(buf, pos: int, version: int) -> dict:
-    partition, topic_id, pos = _head(buf, pos)
+def _partition(buf, pos: int, version: int, names: dict) -> dict:
+    partition, topic_id, pos = _head(buf, pos, names)
     replicas, pos = _ints(buf, pos)
     isr, pos = _ints(buf, pos)
     removing, pos = _ints(buf, pos)
@@ -192,18 +188,22 @@ _NAMES = {PARTITION: "PARTITION_RECORD", PARTITION_CHANGE: "PARTITION_CHANGE_REC
           UNFENCE: "UNFENCE_BROKER_RECORD", NO_OP: "NO_OP_RECORD"}
 
 
-def fast_decode(value) -> tuple[str, dict] | None:
-    """``(type name, data)`` of a frequent record (see the module doc), else None."""
+def fast_decode(value, topic_ids: dict | None = None) -> tuple[str, dict] | None:
+    """``(type name, data)`` of a frequent record (see the module doc), else None.
+    ``topic_ids``: raw topic id -> its text, filled as ids are met (one dict per load: a
+    cluster's topic ids repeat in every change of their partitions)."""
+    if topic_ids is None:
+        topic_ids = {}
     if value is None or len(value) < 4 or value[0] != 1 or value[1] >= 0x80 or value[2] >= 0x80:
         return None
     api_key, version = value[1], value[2]
     try:
         if api_key == PARTITION_CHANGE and version <= 2:
-            return _NAMES[api_key], _partition_change(value, 3, version)
+            return _NAMES[api_key], _partition_change(value, 3, version, topic_ids)
         if api_key == NO_OP and version == 0:
             return (_NAMES[api_key], {}) if len(value) == 4 and value[3] == 0 else None
         if api_key == PARTITION and version <= 2:
-            return _NAMES[api_key], _partition(value, 3, version)
+            return _NAMES[api_key], _partition(value, 3, version, topic_ids)
         if api_key in (FENCE, UNFENCE) and version == 0:
             return _NAMES[api_key], _broker_epoch(value, 3)
     except (_Odd, struct.error, IndexError):

@@ -111,10 +111,13 @@ def offset_at_time(directory: Path, time_ms: int) -> int:
 
 
 def iter_records(path: Path, start: int = 0, end: int | None = None, types: frozenset | None = None,
-                 skipped: list | None = None) -> Iterator[MetadataRecordAt]:
+                 skipped: list | None = None, keep=None, topic_ids: dict | None = None) -> Iterator[MetadataRecordAt]:
     """The decoded records of one file (a segment or a snapshot) with ``start <= offset < end``;
-    ``types`` (api keys): only those are decoded. A record Kafka cannot decode is counted in
-    ``skipped`` (a one-element list) and left out."""
+    ``types`` (api keys): only those are decoded; ``keep(value)``: a record of those types it
+    says False of is not decoded either. A record Kafka cannot decode is counted in ``skipped``
+    (a one-element list) and left out. ``topic_ids``: the raw topic ids' text met so far (kept
+    from one file to the next by the caller)."""
+    topic_ids = {} if topic_ids is None else topic_ids
     with MappedFile(path) as mapped:
         for batch in LogScan(mapped, 0, None):
             if end is not None and batch.base_offset >= end:
@@ -127,7 +130,9 @@ def iter_records(path: Path, start: int = 0, end: int | None = None, types: froz
                 try:
                     if types is not None and not wanted(record.value, types):
                         continue
-                    fast = fast_decode(record.value)
+                    if keep is not None and not keep(record.value):
+                        continue
+                    fast = fast_decode(record.value, topic_ids)
                     if fast is None:
                         decoded = decode_metadata_record(record.value)
                         fast = decoded.type_name, decoded.data
@@ -157,13 +162,15 @@ ALL_TYPES = api_keys(REPLAYED_TYPES | {"NO_OP_RECORD"})  # NoOps only move the i
 
 
 def load_image(path: str | Path, at_offset: int | None = None, at_time: int | None = None, *,
-               observer=None, types: frozenset | None = None, from_start: bool = False) -> LoadedImage:
+               observer=None, types: frozenset | None = None, from_start: bool = False, keep=None) -> LoadedImage:
     """The image of the metadata log in ``path`` (a ``__cluster_metadata-0`` dir or a log dir
     holding one) below ``at_offset``, or at ``at_time`` (epoch ms), or at the log end.
 
     ``observer`` hears of every partition and broker change the log's records make (not the
     snapshot's); ``from_start``: start from the log's first offset when it is there (no snapshot),
-    so the observer hears the whole history. ``types``: the api keys to replay (default all)."""
+    so the observer hears the whole history. ``types``: the api keys to replay (default all);
+    ``keep(value)``: a record it says False of is not replayed (a filter on the raw value, e.g.
+    the topic id of partition records)."""
     directory = find_metadata_dir(path)
     segments = log_segments(directory)
     if at_time is not None:
@@ -181,17 +188,18 @@ def load_image(path: str | Path, at_offset: int | None = None, at_time: int | No
     types = ALL_TYPES if types is None else types
     delta = MetadataDelta(MetadataImage())
     skipped = [0]
+    topic_ids: dict = {}
     start = 0
     if snapshot is not None:
         start, _, snapshot_path = snapshot
         where = f"snapshot {snapshot_path.name}"
-        for record in iter_records(snapshot_path, 0, None, types, skipped):
+        for record in iter_records(snapshot_path, 0, None, types, skipped, keep, topic_ids):
             delta.replay(record.type_name, record.data, -1, -1, where)
         delta.image.provenance = Provenance(start - 1, -1, snapshot_path.name)
     delta.observer = observer
     label = directory.name
     for segment in segments:
-        for record in iter_records(segment, start, at_offset, types, skipped):
+        for record in iter_records(segment, start, at_offset, types, skipped, keep, topic_ids):
             delta.replay(record.type_name, record.data, record.offset, record.timestamp,
                          f"{label} offset {record.offset}")
     end = max(start, delta.image.provenance.offset + 1)

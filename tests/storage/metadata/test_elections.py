@@ -119,3 +119,21 @@ def test_an_epoch_older_than_the_log_is_read_from_its_snapshot(tmp_path):
     assert [(e.leader_epoch, e.leader, e.offset, e.kind) for e in found.elections] == [
         (1, 2, None, BEFORE_THE_LOG), (2, 1, 3, "preferred")]
     assert [(e.leader_epoch, e.leader, e.kind) for e in log.of("quiet", 0).elections] == [(5, 1, BEFORE_THE_LOG)]
+
+
+def test_only_the_partitions_asked_for_are_decoded(tmp_path):
+    """The partition records of other topics are passed over by their topic id (a long topic
+    name's two-byte length included)."""
+    directory = tmp_path / "__cluster_metadata-0"
+    directory.mkdir()
+    writer = SegmentWriter(directory)
+    long_name = "t" * 200
+    for n, name in enumerate(["a", long_name, "b"]):
+        ident = bytes(15) + bytes([n + 2])
+        writer.append([rec.topic_record(name, ident), partition_record(ident, 0, [1, 2], 1)])
+        writer.append([partition_change(ident, 0, isr=[2], leader=2)])
+    writer.close()
+    log = leader_elections(directory, [(long_name, 0), ("b", 0)])
+    assert kinds(log.of(long_name, 0)) == [(0, 1, "created"), (1, 2, "clean")]
+    assert kinds(log.of("b", 0)) == [(0, 1, "created"), (1, 2, "clean")]
+    assert log.of("a", 0) is None

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from seglog_cli.commands.options import JOBS_HELP, PayloadEncoding, ReportFormat, command_paths, jobs_or_default
+from seglog_cli.commands.options import JOBS_HELP, ELECTIONS_METADATA_LOG_HELP, PayloadEncoding, ReportFormat, command_paths, jobs_or_default
 from seglog_cli.status import ExitStatus, UsageError, guarded
 
 HELP = """Compare the replicas of a partition (the copies of several brokers) by offset and batch.
@@ -26,9 +26,15 @@ keys, values and header values in --payload-encoding: base64 by default, lossles
 replay sends exactly those bytes); every record names its "encoding", and utf8 marks a record
 whose bytes are not UTF-8 "lossy": true (replay refuses it).
 
+When a metadata log is at hand (--metadata-log, else a __cluster_metadata-0 in a replica's log
+dir, the reference's first), each leader epoch compared is named with the election behind it:
+the leader broker, the metadata offset and time it became leader, and whether the election was
+clean, preferred or unclean (as seglog metadata --history says it).
+
 Example:
   seglog diff broker-1/events-0 broker-2/events-0 broker-3/events-0
   seglog diff --export-lost lost.jsonl broker-1/events-0 broker-2/events-0
+  seglog diff --metadata-log controller/ broker-1/events-0 broker-2/events-0
 
 Exit status:
 - 0: all replicas agree
@@ -45,13 +51,14 @@ def diff_command(
     export_lost: Optional[str] = typer.Option(None, "--export-lost", help="Write the records a truncation loses here (JSON Lines, as dump --deep-iteration --format jsonl)."),
     payload_encoding: PayloadEncoding = typer.Option(PayloadEncoding.base64, "--payload-encoding", help="--export-lost: how keys, values and header values are written: base64 (default, lossless), hex, or utf8 (text; records whose bytes are not UTF-8 are marked lossy)."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help=f"Partitions compared in parallel processes (log dirs) {JOBS_HELP}."),
+    metadata_log: Optional[str] = typer.Option(None, "--metadata-log", help=ELECTIONS_METADATA_LOG_HELP),
     output_format: ReportFormat = typer.Option(ReportFormat.table, "--format", help="table, text, json or jsonl."),
 ) -> None:
     arguments = dict(locals())
     raise typer.Exit(guarded(lambda: _run(**arguments)))
 
 
-def _run(paths, leader, export_lost, payload_encoding, jobs, output_format) -> int:
+def _run(paths, leader, export_lost, payload_encoding, jobs, metadata_log, output_format) -> int:
     from seglog_cli.storage.log.parallel import parallel_map
     from seglog_cli.storage.replicas.replicas import partition_groups
 
@@ -68,16 +75,17 @@ def _run(paths, leader, export_lost, payload_encoding, jobs, output_format) -> i
     if export_lost is not None:
         _export(groups, export_lost, payload_encoding.value)
     status = _status(groups)
+    elections = group_elections(groups, metadata_log)
     out = sys.stdout
     from seglog_cli.render import diff_report
     if output_format == ReportFormat.json:
-        diff_report.render_json(groups, status, out)
+        diff_report.render_json(groups, status, out, elections)
     elif output_format == ReportFormat.jsonl:
-        diff_report.render_jsonl(groups, status, out)
+        diff_report.render_jsonl(groups, status, out, elections)
     elif output_format == ReportFormat.text:
-        diff_report.render_text(groups, out)
+        diff_report.render_text(groups, out, elections)
     else:
-        diff_report.render_table(groups, out)
+        diff_report.render_table(groups, out, elections)
     out.flush()
     for group in groups:
         for bad in group.unreadable:
@@ -150,3 +158,14 @@ def _export(groups, path, payload_encoding: str) -> None:
                     replica = comparison.replica
                     describe_lost(replica, comparison.lost, on_record)
         renderer.flush()
+
+
+def group_elections(groups, metadata_log):
+    """The elections behind the groups' leader epochs (None without a metadata log): the
+    reference's log dir is searched first, then every replica's."""
+    from seglog_cli.commands.options import metadata_elections
+
+    references = [g.reference for g in groups if g.reference is not None]
+    replicas = [c.replica for g in groups for c in g.comparisons]
+    log_dirs = [r.path.parent for r in references + replicas]
+    return metadata_elections(metadata_log, log_dirs, {(r.topic, r.partition) for r in references})

@@ -224,3 +224,29 @@ def effective_configs(sources, partition_dirs) -> list:
         return [sources.resolve(partition) for partition in partition_dirs]
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+
+
+ELECTIONS_METADATA_LOG_HELP = ("A KRaft node's __cluster_metadata-0 directory (or the log dir holding it) whose "
+                               "elections name the leader epochs compared; default: the one in a replica's log "
+                               "dir, if any.")
+
+
+def metadata_elections(metadata_log, log_dirs, partitions):
+    """The elections (:func:`~seglog_cli.storage.metadata.elections.leader_elections`) of
+    ``partitions`` in ``--metadata-log``, else in the first ``__cluster_metadata-0`` of
+    ``log_dirs``; None when there is none. A log found beside a replica that cannot be read is
+    said on stderr and left out; ``--metadata-log`` unreadable fails (exit 4)."""
+    from seglog_cli.storage.log.errors import SeglogError
+    from seglog_cli.storage.metadata.elections import leader_elections, metadata_dir_beside
+
+    partitions = {p for p in partitions if p[0] is not None}
+    if metadata_log is not None:
+        return leader_elections(metadata_log, partitions)
+    directory = metadata_dir_beside(dict.fromkeys(log_dirs))
+    if directory is None or not partitions:
+        return None
+    try:
+        return leader_elections(directory, partitions)
+    except (SeglogError, OSError) as exc:
+        sys.stderr.write(f"seglog: {directory}: the elections behind the leader epochs are not named: {exc}\n")
+        return None

@@ -35,6 +35,10 @@ damage: repair says at which offset and why, what DAMAGED alone holds from there
 commands that keep it (seglog diff --export-lost, then seglog replay), and exits 3; damage below
 that offset is still repaired.
 
+When a metadata log is at hand (--metadata-log, else a __cluster_metadata-0 in DAMAGED's or
+HEALTHY's log dir), each leader epoch of the two replicas is named with the election behind it:
+the leader broker, the metadata offset and time it became leader, clean, preferred or unclean.
+
 Without --apply it prints the plan; with --apply it takes DAMAGED's log dir .lock before it
 plans, journals every step and keeps every replaced byte in seglog-backups/ beside the log dir
 (undo with seglog undo --apply DIR).
@@ -64,7 +68,7 @@ def repair_command(
     config: Optional[List[str]] = typer.Option(None, "--config", help="Topic config key=value (index.interval.bytes, segment.index.bytes), over the cluster's (repeatable)."),
     config_file: Optional[str] = typer.Option(None, "--config-file", help="A properties file of topic configs (as --config)."),
     server_config: Optional[str] = typer.Option(None, "--server-config", help=SERVER_CONFIG_HELP),
-    metadata_log: Optional[str] = typer.Option(None, "--metadata-log", help=METADATA_LOG_HELP),
+    metadata_log: Optional[str] = typer.Option(None, "--metadata-log", help=METADATA_LOG_HELP + " Its elections name the leader epochs compared."),
     backup_dir: Optional[str] = typer.Option(None, "--backup-dir", help="Where replaced bytes and the manifest go."),
     output_format: PlanFormat = typer.Option(PlanFormat.text, "--format", help="text or json."),
 ) -> None:
@@ -100,15 +104,26 @@ def _run(damaged, healthy, apply, tail, config, config_file, server_config, meta
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
     status = _status(plan, applied)
+    elections = _elections(metadata_log, damaged, healthy)
     if output_format == PlanFormat.json:
-        document = {**repair_report.document(plan, applied, status), **config_report.json_fields(resolved)}
+        document = {**repair_report.document(plan, applied, status, elections), **config_report.json_fields(resolved)}
         json.dump(document, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         config_report.render_all_text(resolved, sys.stdout)
-        repair_report.render_text(plan, applied, apply, sys.stdout)
+        repair_report.render_text(plan, applied, apply, sys.stdout, elections)
     sys.stdout.flush()
     return status
+
+
+def _elections(metadata_log, damaged, healthy):
+    """The elections behind the replicas' leader epochs (None without a metadata log)."""
+    from seglog_cli.commands.options import metadata_elections
+    from seglog_cli.storage.log.naming import parse_partition_dir_name
+
+    name = parse_partition_dir_name(Path(damaged).resolve().name)
+    subject = {(name.topic, name.partition)} if name is not None else set()
+    return metadata_elections(metadata_log, [Path(damaged).resolve().parent, Path(healthy).resolve().parent], subject)
 
 
 def _status(plan, applied) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import TextIO
 
+from seglog_cli.render.elections_report import election_document, election_lines
 from seglog_cli.render.fit import counted
 from seglog_cli.render.tabular import iso_time, write_table
 from seglog_cli.storage.replicas.replicas import IN_SYNC
@@ -36,9 +37,32 @@ def _rows(groups) -> list[dict]:
     return rows
 
 
-def render_table(groups, out: TextIO) -> None:
+def _subject(group) -> tuple:
+    ref = group.reference
+    return (None, None, None) if ref is None else (ref.topic, ref.partition, ref.topic_id)
+
+
+def group_election_lines(group, elections) -> list[str]:
+    """The elections behind the group's leader epochs (none without a metadata log)."""
+    if elections is None or group.reference is None:
+        return []
+    topic, partition, topic_id = _subject(group)
+    return election_lines(elections, topic, partition, group.leader_epochs(), topic_id)
+
+
+def _group_dict(group, elections) -> dict:
+    out = group.as_dict()
+    if elections is not None and group.reference is not None:
+        topic, partition, topic_id = _subject(group)
+        out["leaderElections"] = election_document(elections, topic, partition, group.leader_epochs(), topic_id)
+    return out
+
+
+def render_table(groups, out: TextIO, elections=None) -> None:
     """One row per replica; when log dirs are compared, the partitions in sync on every replica
-    with nothing to say are counted in one line instead (``--format text`` lists them)."""
+    with nothing to say are counted in one line instead (``--format text`` lists them).
+    ``elections`` (an :class:`~seglog_cli.storage.metadata.elections.ElectionLog`): each shown
+    partition's leader epochs named with their elections."""
     quiet = [g for g in groups if _quiet(g)] if len(groups) > 1 else []
     shown = [g for g in groups if not _quiet(g)] if quiet else groups
     if shown or not quiet:
@@ -47,6 +71,8 @@ def render_table(groups, out: TextIO) -> None:
         for c in group.comparisons:
             for line in _detail_lines(c):
                 out.write(f"{c.replica.path}: {line}\n")
+        for line in group_election_lines(group, elections):
+            out.write(f"{group.name}: {line}\n")
     if quiet:
         out.write(f"{counted(len(quiet), 'partition')} in sync on every replica (--format text lists them)\n")
 
@@ -56,7 +82,7 @@ def _quiet(group) -> bool:
             and not any(_detail_lines(c) for c in group.comparisons))
 
 
-def render_text(groups, out: TextIO) -> None:
+def render_text(groups, out: TextIO, elections=None) -> None:
     for group in groups:
         ref = group.reference
         out.write(f"{group.name}: {group.status}\n")
@@ -73,6 +99,8 @@ def render_text(groups, out: TextIO) -> None:
                 out.write(f"    {line}\n")
         for bad in group.unreadable:
             out.write(f"  {bad['path']}: unreadable: {bad['message']}\n")
+        for line in group_election_lines(group, elections):
+            out.write(f"  {line}\n")
 
 
 def _detail_lines(c) -> list[str]:
@@ -111,16 +139,16 @@ def _detail_lines(c) -> list[str]:
     return lines
 
 
-def document(groups, status: int) -> dict:
-    return {"exitStatus": status, "partitions": [g.as_dict() for g in groups]}
+def document(groups, status: int, elections=None) -> dict:
+    return {"exitStatus": status, "partitions": [_group_dict(g, elections) for g in groups]}
 
 
-def render_json(groups, status: int, out: TextIO) -> None:
-    json.dump(document(groups, status), out, indent=2)
+def render_json(groups, status: int, out: TextIO, elections=None) -> None:
+    json.dump(document(groups, status, elections), out, indent=2)
     out.write("\n")
 
 
-def render_jsonl(groups, status: int, out: TextIO) -> None:
+def render_jsonl(groups, status: int, out: TextIO, elections=None) -> None:
     dumps = json.JSONEncoder(separators=(",", ":")).encode
     for group in groups:
         if group.reference is not None:
@@ -129,4 +157,7 @@ def render_jsonl(groups, status: int, out: TextIO) -> None:
             out.write(dumps({"type": "replica", "partition": group.name, **c.as_dict()}) + "\n")
         for bad in group.unreadable:
             out.write(dumps({"type": "unreadable", "partition": group.name, **bad}) + "\n")
+        if elections is not None and group.reference is not None:
+            out.write(dumps({"type": "leaderElections", "partition": group.name,
+                             **_group_dict(group, elections)["leaderElections"]}) + "\n")
     out.write(dumps({"type": "summary", "exitStatus": status, "partitions": len(groups)}) + "\n")

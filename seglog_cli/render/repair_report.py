@@ -11,6 +11,8 @@ from __future__ import annotations
 import shlex
 from typing import TextIO
 
+from seglog_cli.render.elections_report import election_document, election_lines
+
 INDEXES = {"rebuilt": "rebuild its .index and .timeindex",
            "healthy": "copy HEALTHY's .index and .timeindex",
            "healthy-if-identical": "copy HEALTHY's .index and .timeindex if it comes out HEALTHY's bytes, else "
@@ -83,9 +85,16 @@ def missing_line(plan) -> str:
             "not damaged): Kafka fetches them when it rejoins, --tail copies them now")
 
 
-def render_text(plan, applied, apply: bool, out: TextIO) -> None:
+def _subject(plan) -> tuple:
+    from seglog_cli.storage.log.naming import parse_partition_dir_name
+
+    name = parse_partition_dir_name(plan.damaged.resolve().name)
+    return (None, None) if name is None else (name.topic, name.partition)
+
+
+def render_text(plan, applied, apply: bool, out: TextIO, elections=None) -> None:
     """The plan or what was applied, then what is no damage: a divergence, a lagging end, HEALTHY
-    ending first."""
+    ending first; with ``elections``, the election behind each leader epoch of the two replicas."""
     if plan.empty and plan.divergence is None:
         out.write(f"{plan.damaged}: nothing to repair from {plan.healthy}\n")
     elif not plan.empty:
@@ -112,9 +121,12 @@ def render_text(plan, applied, apply: bool, out: TextIO) -> None:
     if plan.divergence is not None:
         for line in divergence_lines(plan, applied is not None):
             out.write(line + "\n")
+    if elections is not None:
+        for line in election_lines(elections, *_subject(plan), plan.leader_epochs):
+            out.write(line + "\n")
 
 
-def document(plan, applied, status: int) -> dict:
+def document(plan, applied, status: int, elections=None) -> dict:
     """The JSON document's own fields (the command adds the config report's)."""
     plan_fields = plan.as_dict()
     if plan.divergence is not None:
@@ -122,5 +134,8 @@ def document(plan, applied, status: int) -> dict:
         plan_fields["divergence"]["commands"] = divergence_commands(plan)
     if plan.missing_at_end is not None:
         plan_fields["missingAtEnd"]["message"] = missing_line(plan).strip()
-    return {"version": 1, "exitStatus": status, "plan": plan_fields, "empty": plan.empty,
-            "applied": None if applied is None else {"backupDir": str(applied)}}
+    out = {"version": 1, "exitStatus": status, "plan": plan_fields, "empty": plan.empty,
+           "applied": None if applied is None else {"backupDir": str(applied)}}
+    if elections is not None:
+        out["leaderElections"] = election_document(elections, *_subject(plan), plan.leader_epochs)
+    return out

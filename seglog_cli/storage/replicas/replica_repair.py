@@ -55,6 +55,7 @@ from seglog_cli.storage.replicas.repair_scan import BatchRow, SegmentRuns, Segme
 from seglog_cli.storage.replicas.repair_divergence import Divergence, divergence_of
 from seglog_cli.storage.replicas.replica_comparison import compare
 from seglog_cli.storage.replicas.replica_scan import scan_replica
+from seglog_cli.storage.replicas.replicas import compared_epochs
 
 
 class RepairRefused(SeglogError):
@@ -147,6 +148,7 @@ class RepairPlan:
     missing_at_end: tuple[int, int] | None = None  # offsets DAMAGED lacks at its end that HEALTHY holds
     missing_copied: bool = False  # --tail: missing_at_end is in the plan
     past_healthy_end: tuple[int, int] | None = None  # DAMAGED's offsets past HEALTHY's end (HEALTHY behind)
+    leader_epochs: dict = field(default_factory=dict)  # the epochs of both replicas, each's first offsets
 
     @property
     def empty(self) -> bool:
@@ -188,7 +190,8 @@ def plan_repair(healthy_dir: str | Path, damaged_dir: str | Path, tail: bool = F
     divergence = comparison.divergence
     if divergence is not None and divergence["cause"] == "longer-than-reference":
         divergence = None if damaged.damage else divergence  # a torn batch can make the ends differ
-    plan = RepairPlan(healthy_dir, damaged_dir, divergence=divergence_of(comparison, healthy, damaged))
+    plan = RepairPlan(healthy_dir, damaged_dir, divergence=divergence_of(comparison, healthy, damaged),
+                      leader_epochs=compared_epochs([healthy, damaged]))
     epochs = damaged.epoch_checkpoint
     healthy_log = PartitionLog(healthy_dir)
     damaged_log = PartitionLog(damaged_dir)

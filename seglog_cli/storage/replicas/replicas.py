@@ -38,6 +38,18 @@ def choose_reference(replicas: list[Replica]) -> Replica:
     return best
 
 
+def compared_epochs(replicas: list[Replica]) -> dict[int, dict[str, int]]:
+    """Every leader epoch the replicas' ``leader-epoch-checkpoint`` files and batches hold, lowest
+    first, each with its first offset on each replica holding it (by path)."""
+    epochs: dict[int, dict[str, int]] = {}
+    for replica in replicas:
+        for entry in list(replica.epoch_checkpoint) + list(replica.batch_epochs):
+            first = epochs.setdefault(entry.epoch, {})
+            path = str(replica.path)
+            first[path] = min(first.get(path, entry.start_offset), entry.start_offset)
+    return dict(sorted(epochs.items()))
+
+
 def partition_groups(paths: list[str]) -> list[list[tuple[str, Path]]]:
     """The inputs as groups of replicas: partition dirs given directly form one group; log dirs
     are matched by partition dir name (each group keeps its log dir's label)."""
@@ -87,6 +99,12 @@ class GroupDiff:
             self.reference.drop_segment_detail()
         return self
 
+    def leader_epochs(self) -> dict[int, dict[str, int]]:
+        """The leader epochs compared (:func:`compared_epochs` of every replica)."""
+        replicas = [] if self.reference is None else [self.reference]
+        replicas += [c.replica for c in self.comparisons if c.replica is not self.reference]
+        return compared_epochs(replicas)
+
     def as_dict(self) -> dict:
         return {"partition": self.name, "status": self.status,
                 "reference": self.reference.summary() if self.reference else None,
@@ -132,4 +150,4 @@ def diff_group(members: list[tuple[str, Path]], leader: str | None = None, descr
     return group
 
 
-__all__ = ["GroupDiff", "choose_reference", "diff_group", "partition_groups"]
+__all__ = ["GroupDiff", "choose_reference", "compared_epochs", "diff_group", "partition_groups"]

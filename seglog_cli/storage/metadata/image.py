@@ -77,21 +77,26 @@ class PartitionRegistration:
         """This registration after a ``PartitionChangeRecord`` (``PartitionRegistration.merge``): a
         field absent (null) is unchanged; a leader other than NO_LEADER_CHANGE (-2), even the same
         one or NO_LEADER (-1), bumps the leader epoch; the partition epoch always goes up."""
-        replicas = self.replicas if change.get("replicas") is None else tuple(change["replicas"])
-        directories = self.directories if change.get("directories") is None else tuple(change["directories"])
+        state = dict(self.__dict__)  # the fields, changed below as the record says (a copy, as replace makes)
+        for key, name in _MERGED_LISTS:
+            value = change.get(key)
+            if value is not None:
+                state[name] = tuple(value)
+        directories = change.get("directories")
+        if directories is not None or state["replicas"] is not self.replicas:
+            state["directories"] = _directories(self.directories if directories is None else tuple(directories),
+                                                len(state["replicas"]))
         leader = change.get("leader", NO_LEADER_CHANGE)
-        state = change.get("leader_recovery_state", -1)
-        return PartitionRegistration(
-            replicas, _directories(directories, len(replicas)),
-            self.isr if change.get("isr") is None else tuple(change["isr"]),
-            self.removing_replicas if change.get("removing_replicas") is None else tuple(change["removing_replicas"]),
-            self.adding_replicas if change.get("adding_replicas") is None else tuple(change["adding_replicas"]),
-            self.elr if change.get("eligible_leader_replicas") is None else tuple(change["eligible_leader_replicas"]),
-            self.last_known_elr if change.get("last_known_elr") is None else tuple(change["last_known_elr"]),
-            self.leader if leader == NO_LEADER_CHANGE else leader,
-            self.leader_recovery_state if state == -1 else state,
-            self.leader_epoch if leader == NO_LEADER_CHANGE else self.leader_epoch + 1,
-            self.partition_epoch + 1)
+        if leader != NO_LEADER_CHANGE:
+            state["leader"] = leader
+            state["leader_epoch"] = self.leader_epoch + 1
+        recovery = change.get("leader_recovery_state", -1)
+        if recovery != -1:
+            state["leader_recovery_state"] = recovery
+        state["partition_epoch"] = self.partition_epoch + 1
+        merged = object.__new__(PartitionRegistration)
+        merged.__dict__.update(state)
+        return merged
 
     @property
     def has_leader(self) -> bool:
@@ -116,6 +121,12 @@ class PartitionRegistration:
                 "last_known_elr": list(self.last_known_elr), "removing_replicas": list(self.removing_replicas),
                 "adding_replicas": list(self.adding_replicas), "leader_recovery_state": self.recovery_state_name,
                 "directories": list(self.directories)}
+
+
+# PartitionChangeRecord's list fields and the registration's: null leaves one as it is
+_MERGED_LISTS = (("replicas", "replicas"), ("isr", "isr"), ("removing_replicas", "removing_replicas"),
+                 ("adding_replicas", "adding_replicas"), ("eligible_leader_replicas", "elr"),
+                 ("last_known_elr", "last_known_elr"))
 
 
 def _directories(directories, replica_count: int) -> tuple[str, ...]:

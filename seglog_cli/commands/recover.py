@@ -23,6 +23,7 @@ from seglog_cli.commands.options import (
 )
 from seglog_cli.commands.startup_preview import startup_previews
 from seglog_cli.render import config_report, recover_report, startup_report
+from seglog_cli.render.fit import terminal_width
 from seglog_cli.status import ExitStatus, guarded
 from seglog_cli.storage.log.errors import UnreadableInputError
 from seglog_cli.storage.log.findings import Severity
@@ -113,8 +114,8 @@ def _run(paths, mode, apply, config, server_config, metadata_log, backup_dir, jo
                                    {**config_report.json_fields(resolved), **startup_report.json_fields(previews)})
     else:
         config_report.render_all_text(resolved, sys.stdout)
+        startup_report.render_text(previews, sys.stdout, terminal_width(sys.stdout), show is Severity.INFO)
         recover_report.render_text(plan, sys.stdout, applied, show_all=show is Severity.INFO)
-        startup_report.render_text(previews, sys.stdout)
     sys.stdout.flush()
     if any(p.refused for p in plan.partitions):
         return ExitStatus.DAMAGE

@@ -82,8 +82,12 @@ def _run(paths, level, output_format, show, jobs, progress, spark, metadata_log=
     for preview in previews:
         report.findings.extend(preview.findings())
     fmt = output_format or (ReportFormat.table if sys.stdout.isatty() else ReportFormat.text)
-    if fmt in (ReportFormat.text, ReportFormat.table):
-        startup_report.render_text(previews, sys.stdout)
+    if fmt == ReportFormat.text:
+        startup_report.render_text(previews, sys.stdout, show_kept=show is Severity.INFO)
+    elif fmt == ReportFormat.table:
+        from seglog_cli.render.fit import terminal_width
+
+        startup_report.render_text(previews, sys.stdout, terminal_width(sys.stdout), show is Severity.INFO)
     if fmt == ReportFormat.json:
         verify_report.render_json(report, sys.stdout, startup_report.json_fields(previews))
     elif fmt == ReportFormat.jsonl:

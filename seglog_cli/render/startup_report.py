@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
+from seglog_cli.render import fit
 from seglog_cli.storage.log.text import printable
 
 if TYPE_CHECKING:  # the metadata engine (and construct) loads only when a preview is made
@@ -21,20 +22,34 @@ if TYPE_CHECKING:  # the metadata engine (and construct) loads only when a previ
 KEPT, STRAY, CREATED = "kept", "stray", "created"  # storage.metadata.startup's outcomes
 
 
-def render_text(previews: list["StartupPreview"], out: TextIO) -> None:
+def render_text(previews: list["StartupPreview"], out: TextIO, width: int | None = None,
+                show_kept: bool = True) -> None:
+    """One line each (stable for grep), or wrapped between words to ``width`` columns (a path,
+    a name or an offset never broken). ``show_kept``: list the kept dirs (else only counted,
+    except one outside its assigned directory)."""
     for preview in previews:
-        dirs = ", ".join(printable(str(d)) for d in preview.log_dirs)
-        label = "log dir" if len(preview.log_dirs) == 1 else "log dirs"
-        out.write(f"Start-up preview of broker {preview.broker_id} ({label} {dirs}) against "
-                  f"{printable(preview.source_text)}\n")
-        if preview.own_copy:
-            out.write(f"  (the broker's own copy: the restart first catches up past offset {preview.end_offset}; "
-                      "--metadata-log DIR names a current one)\n")
-        width = max((len(o.name) for o in preview.outcomes), default=0)
-        for outcome in preview.outcomes:
-            out.write(f"  {outcome.outcome:<8} {printable(outcome.name):<{width}}  {_what(preview, outcome)}\n")
-        counts = {kind: len(preview.of(kind)) for kind in (KEPT, STRAY, CREATED)}
-        out.write(f"  {counts[KEPT]} kept, {counts[STRAY]} marked stray, {counts[CREATED]} created\n")
+        for line in _lines(preview, show_kept):
+            for piece in [line] if width is None else fit.paragraph(line, width):
+                out.write(piece + "\n")
+
+
+def _lines(preview: "StartupPreview", show_kept: bool) -> list[str]:
+    dirs = ", ".join(printable(str(d)) for d in preview.log_dirs)
+    label = "log dir" if len(preview.log_dirs) == 1 else "log dirs"
+    lines = [f"Start-up preview of broker {preview.broker_id} ({label} {dirs}) against "
+             f"{printable(preview.source_text)}"]
+    if preview.own_copy:
+        lines.append(f"  (the broker's own copy: the restart first catches up past offset {preview.end_offset}; "
+                     "--metadata-log DIR names a current one)")
+    width = max((len(o.name) for o in preview.outcomes), default=0)
+    for outcome in preview.outcomes:
+        if outcome.outcome == KEPT and not show_kept and not outcome.wrong_directory:
+            continue
+        lines.append(f"  {outcome.outcome:<8} {printable(outcome.name):<{width}}  {_what(preview, outcome)}")
+    counts = {kind: len(preview.of(kind)) for kind in (KEPT, STRAY, CREATED)}
+    hint = "" if show_kept or not counts[KEPT] else " (--show info lists the kept ones)"
+    lines.append(f"  {counts[KEPT]} kept, {counts[STRAY]} marked stray, {counts[CREATED]} created{hint}")
+    return lines
 
 
 def _what(preview: "StartupPreview", outcome) -> str:

@@ -42,7 +42,11 @@ def test_verify_text_of_the_copy_without_partition_metadata(seglog):
     assert any(line.split()[:2] == ["stray", "ledger-0"] and "no partition.metadata" in line for line in lines)
     assert any(line.split()[:2] == ["stray", "ledger-2"] and "PARTITION_CHANGE_RECORD at offset" in line
                for line in lines)
-    assert "  1 kept, 7 marked stray, 7 created" in lines
+    assert "  1 kept, 7 marked stray, 7 created (--show info lists the kept ones)" in lines
+    assert not any(line.split()[:1] == ["kept"] for line in lines)
+    listed = seglog("verify", str(STRAY_CASE / "broker-3-before-no-topic-id"), "--metadata-log",
+                    str(STRAY_CASE / "controller"), "--format", "text", "--show", "info").out.splitlines()
+    assert any(line.split()[:3] == ["kept", "ledger-1", "resumes"] for line in listed)
 
 
 @needs_stray
@@ -65,7 +69,7 @@ def test_recover_plan_shows_the_preview_and_apply_does_not(seglog, tmp_path):
     stray = {f"{p['topic']}-{p['partition']}" for p in preview["partitions"] if p["outcome"] == "stray"}
     assert stray == kafka_outcomes("restart-1")[1]
     text = seglog("recover", str(log_dir), "--metadata-log", str(STRAY_CASE / "controller"))
-    assert "  2 kept, 6 marked stray, 6 created" in text.out.splitlines()
+    assert "  2 kept, 6 marked stray, 6 created (--show info lists the kept ones)" in text.out.splitlines()
     assert sorted(p.name for p in log_dir.iterdir()) == sorted(p.name for p in (STRAY_CASE / "broker-3-before").iterdir())
 
 

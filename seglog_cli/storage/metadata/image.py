@@ -77,7 +77,7 @@ class PartitionRegistration:
         """This registration after a ``PartitionChangeRecord`` (``PartitionRegistration.merge``): a
         field absent (null) is unchanged; a leader other than NO_LEADER_CHANGE (-2), even the same
         one or NO_LEADER (-1), bumps the leader epoch; the partition epoch always goes up."""
-        state = dict(self.__dict__)  # the fields, changed below as the record says (a copy, as replace makes)
+        state = dict(self.__dict__)  # the fields, changed below as the record says
         for key, name in _MERGED_LISTS:
             value = change.get(key)
             if value is not None:
@@ -94,9 +94,7 @@ class PartitionRegistration:
         if recovery != -1:
             state["leader_recovery_state"] = recovery
         state["partition_epoch"] = self.partition_epoch + 1
-        merged = object.__new__(PartitionRegistration)
-        merged.__dict__.update(state)
-        return merged
+        return PartitionRegistration(**state)  # built by __init__: its instance dict shares its keys (~400 B less)
 
     @property
     def has_leader(self) -> bool:

@@ -50,13 +50,22 @@ def test_verify_text_of_the_copy_without_partition_metadata(seglog):
 
 
 @needs_stray
-def test_verify_with_only_the_brokers_own_copy_says_it_catches_up_first(seglog):
+def test_verify_with_only_the_brokers_own_copy_says_it_catches_up_first(seglog, tmp_path):
     result = seglog("verify", str(STRAY_CASE / "broker-3-before"), "--format", "json")
     document = json.loads(result.out)
+    assert _stray_names(document["findings"]) == set()
+    assert not [f for f in document["findings"] if f["code"] == "PREVIEW_FROM_OWN_METADATA"]  # nothing else to say
+    assert document["startupPreview"][0]["own_copy"] is True and document["startupPreview"][0]["end_offset"] == 94
+    text = seglog("verify", str(STRAY_CASE / "broker-3-before"), "--format", "text").out.splitlines()
+    assert text[1] == ("  (the broker's own copy: the restart first catches up past offset 94; "
+                       "--metadata-log DIR names a current one)")
+    # the own copy of a broker whose ledger-0 lost its partition.metadata: that finding comes with it
+    log_dir = tmp_path / "broker-3"
+    shutil.copytree(STRAY_CASE / "broker-3-before-no-topic-id", log_dir, symlinks=True)
+    document = json.loads(seglog("verify", str(log_dir), "--format", "json").out)
     (own,) = [f for f in document["findings"] if f["code"] == "PREVIEW_FROM_OWN_METADATA"]
     assert own["severity"] == "info" and "ends at offset 94" in own["message"]
-    assert _stray_names(document["findings"]) == set()
-    assert document["startupPreview"][0]["own_copy"] is True
+    assert _stray_names(document["findings"]) == {"ledger-0"}
 
 
 @needs_stray

@@ -421,7 +421,8 @@ FINDING_DOCS: dict[str, CodeDoc] = {
     Code.PREVIEW_FROM_OWN_METADATA: CodeDoc(
         (_I,), "The start-up preview was judged against the broker's own __cluster_metadata-0, which "
         "ends where the broker stopped following the log: the restart first catches up past that "
-        "offset, and changes made since (topics deleted, reassignments) are not in it.",
+        "offset, and changes made since (topics deleted, reassignments) are not in it. Reported with "
+        "the preview's other findings; the preview's first line says it in every case.",
         "Give `--metadata-log DIR` naming a current copy: a controller's or a running broker's "
         "metadata log dir, or a copy of one."),
 }

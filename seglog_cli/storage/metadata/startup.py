@@ -133,13 +133,10 @@ class StartupPreview:
 
     def findings(self) -> list[Finding]:
         """The preview as findings: a dir going stray, a partition created empty, a dir outside its
-        assigned directory, and a preview judged against the broker's own metadata log."""
+        assigned directory; when there are any and the preview was judged against the broker's
+        own metadata log, a finding saying so (the preview's header says it in every case, so a
+        healthy stopped broker's verify stays without findings)."""
         out = []
-        if self.own_copy:
-            out.append(Finding(Code.PREVIEW_FROM_OWN_METADATA, Severity.INFO, str(self.metadata_dir), None,
-                               f"judged against broker {self.broker_id}'s own metadata log, which ends at offset "
-                               f"{self.end_offset}: the restart first catches up past it; give --metadata-log "
-                               "with a controller's current copy"))
         for o in self.outcomes:
             by = "" if o.decided_by is None else f" ({o.decided_by.text()} of {self.metadata_dir.name})"
             if o.outcome == STRAY:
@@ -153,6 +150,11 @@ class StartupPreview:
             elif o.wrong_directory:
                 out.append(Finding(Code.PARTITION_WRONG_LOG_DIR, Severity.WARNING, str(o.path), None,
                                    f"assigned to directory {o.assigned_directory}, sits in {o.directory_id}"))
+        if out and self.own_copy:
+            out.insert(0, Finding(Code.PREVIEW_FROM_OWN_METADATA, Severity.INFO, str(self.metadata_dir), None,
+                                  f"judged against broker {self.broker_id}'s own metadata log, which ends at offset "
+                                  f"{self.end_offset}: the restart first catches up past it; give --metadata-log "
+                                  "with a controller's current copy"))
         return out
 
     def as_dict(self) -> dict:

@@ -2,7 +2,7 @@
 # 12-partitions-going-stray.sh: save what a KRaft broker sets aside as -stray at its restart.
 #
 # Usage: 12-partitions-going-stray.sh [-h] [--json] [--dry-run] [--metadata-log DIR]
-#                                     [--out NEW_DIR] [--format copy|jsonl] [--topic-map OLD=NEW]
+#                                     [--out NEW_DIR] [--format copy|jsonl] [--topic-map OLD:NEW]
 #                                     [--bootstrap-server HOST:PORT] LOG_DIR...
 #
 # When to use it: a KRaft broker was down while topics were deleted (or deleted and re-created
@@ -20,7 +20,7 @@
 #   <topic>-<p>.<uuid>-stray dirs already in LOG_DIR are what was set aside. With --out, each of
 #   those dirs is saved into NEW_DIR: --format copy (default) `cp -a` of the whole dir, --format
 #   jsonl a lossless export (`seglog dump --deep-iteration --format jsonl --payload-encoding
-#   base64`). --topic-map OLD=NEW prints the `seglog replay` command that sends the saved records
+#   base64`). --topic-map OLD:NEW prints the `seglog replay` command that sends the saved records
 #   of topic OLD into the re-created topic NEW (run it without --apply first: it plans).
 # What it changes: nothing in LOG_DIR: seglog never renames nor deletes a dir. --out creates the
 #   new NEW_DIR only (an existing one is refused). --dry-run: says what it would save, saves nothing.
@@ -52,8 +52,8 @@ while [ $# -gt 0 ]; do
         --out) [ $# -ge 2 ] || rb_usage_error "--out needs a directory"; out=$2; shift ;;
         --format) [ $# -ge 2 ] || rb_usage_error "--format needs copy or jsonl"
             case "$2" in copy | jsonl) format=$2 ;; *) rb_usage_error "--format is copy or jsonl" ;; esac; shift ;;
-        --topic-map) [ $# -ge 2 ] || rb_usage_error "--topic-map needs OLD=NEW"
-            case "$2" in ?*=?*) topic_map=$2 ;; *) rb_usage_error "--topic-map is OLD=NEW" ;; esac; shift ;;
+        --topic-map) [ $# -ge 2 ] || rb_usage_error "--topic-map needs OLD:NEW"
+            case "$2" in ?*:?*) topic_map=$2 ;; *) rb_usage_error "--topic-map is OLD:NEW" ;; esac; shift ;;
         --bootstrap-server) [ $# -ge 2 ] || rb_usage_error "--bootstrap-server needs HOST:PORT"; bootstrap=$2; shift ;;
         -*) rb_common_option "$1" || rb_usage_error "unknown option $1" ;;
         *) log_dirs+=("$1") ;;
@@ -147,7 +147,7 @@ PY
 RB_APPLIED=true
 if [ -n "$topic_map" ]; then
     printf -v quoted_out '%q' "$out"
-    rb_say "replay the saved records of ${topic_map%%=*} into ${topic_map#*=} (plan; add --apply to send):"
+    rb_say "replay the saved records of ${topic_map%%:*} into ${topic_map#*:} (plan; add --apply to send):"
     rb_say "  $SEGLOG replay --bootstrap-server $bootstrap --topic-map $topic_map $quoted_out/*"
 fi
 rb_finish $RB_ACTION "${#to_save[@]} dir(s) saved into $out; remove it to undo"

@@ -26,7 +26,7 @@ set replicas without (or with) the broker.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -149,7 +149,8 @@ class StartupPreview:
                                    "at start-up and fetched from the leader from offset 0"))
             elif o.wrong_directory:
                 out.append(Finding(Code.PARTITION_WRONG_LOG_DIR, Severity.WARNING, str(o.path), None,
-                                   f"assigned to directory {o.assigned_directory}, sits in {o.directory_id}"))
+                                   f"assigned to directory {o.assigned_directory}{by}, sits in {o.directory_id}: "
+                                   "the broker loads it here and tells the controller"))
         if out and self.own_copy:
             out.insert(0, Finding(Code.PREVIEW_FROM_OWN_METADATA, Severity.INFO, str(self.metadata_dir), None,
                                   f"judged against broker {self.broker_id}'s own metadata log, which ends at offset "
@@ -170,17 +171,22 @@ def utc_text(epoch_ms: int) -> str:
 
 class DeciderObserver:
     """Hears the metadata log's partition changes: per topic id its ``RemoveTopicRecord``, per
-    (topic id, partition) the last record that set its replicas."""
+    (topic id, partition) the last record that set its replicas and the last that set its
+    directories."""
 
     def __init__(self):
         self.removed: dict[str, Decider] = {}
         self.replicas_set: dict[tuple[str, int], Decider] = {}
+        self.directories_set: dict[tuple[str, int], Decider] = {}
 
     def partition_changed(self, offset, timestamp, topic, partition, before, after, record):
         if after is None:
             self.removed[topic.topic_id] = Decider(offset, timestamp, record)
-        elif before is None or before.replicas != after.replicas:
-            self.replicas_set[(topic.topic_id, partition)] = Decider(offset, timestamp, record)
+        else:
+            if before is None or before.replicas != after.replicas:
+                self.replicas_set[(topic.topic_id, partition)] = Decider(offset, timestamp, record)
+            if before is None or before.directories != after.directories:
+                self.directories_set[(topic.topic_id, partition)] = Decider(offset, timestamp, record)
 
     def broker_changed(self, offset, timestamp, broker_id, before, after, record):
         pass
@@ -301,9 +307,12 @@ def _judge(path: Path, topic: str, partition: int, log_dir: BrokerLogDir, broker
                                 observer.replicas_set.get((topic_id, partition)))
     assigned = registration.directories[registration.replicas.index(broker_id)] \
         if len(registration.directories) == len(registration.replicas) else None
-    return PartitionOutcome(topic, partition, KEPT, path, topic_id, None, registration.replicas,
-                            observer.replicas_set.get((topic_id, partition)), _log_end(log_segments(path)),
-                            assigned, log_dir.directory_id)
+    outcome = PartitionOutcome(topic, partition, KEPT, path, topic_id, None, registration.replicas,
+                               observer.replicas_set.get((topic_id, partition)), _log_end(log_segments(path)),
+                               assigned, log_dir.directory_id)
+    if outcome.wrong_directory:  # decided by the record that set the directories
+        outcome = replace(outcome, decided_by=observer.directories_set.get((topic_id, partition)))
+    return outcome
 
 
 def _created(dirs: list[BrokerLogDir], broker_id: int, image: MetadataImage, observer: DeciderObserver,

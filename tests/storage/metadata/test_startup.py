@@ -115,3 +115,6 @@ def test_jbod_a_partition_in_the_directory_the_image_does_not_assign():
     wrong = [o for o in before_move.outcomes if o.wrong_directory]
     assert [(o.name, o.assigned_directory, o.directory_id) for o in wrong] == [
         ("clicks-1", "juYyrBBjlUAQrX38z2w6lQ", "ltjxxj1K4xmKERvkII_YJQ")]
+    assert (wrong[0].decided_by.record, wrong[0].decided_by.offset) == ("PARTITION_CHANGE_RECORD", 37)
+    (finding,) = [f for f in before_move.findings() if f.code == "PARTITION_WRONG_LOG_DIR"]
+    assert finding.severity.value == "warning" and "PARTITION_CHANGE_RECORD at offset 37" in finding.message

@@ -100,6 +100,15 @@ def _increasing(values: array, strictly: bool = True) -> bool:
     return all(map(operator.lt if strictly else operator.le, values, islice(values, 1, None)))
 
 
+def _zero_filled(data: bytes) -> bool:
+    """A file of zeros only: preallocated, no entry written. (DumpLogSegments counts its first
+    slot as an entry, but Kafka never writes one at position 0: ``LogSegment.append`` and
+    ``recover`` index a batch only once more than ``index.interval.bytes`` precede it, so a broker
+    stopped before its active segment's first entry leaves exactly this, as every ``-stray`` dir
+    does.)"""
+    return data.count(0) == len(data)
+
+
 def _tail(data: bytes, valid: int, width: int, path: str, active: bool, owner) -> None:
     """What lies past the valid entries: zeros (preallocation) or left-over entries."""
     rest = data[valid * width:len(data) - len(data) % width]
@@ -233,12 +242,12 @@ class IndexChecker(_EntryChecker):
             words = _OFFSET_ENTRIES[count].unpack_from(data)
             if len(data) & 7 or (count and words[-2] < 0):  # what Kafka's sanityCheck rejects
                 _sanity(OffsetIndex, path, segment.base_offset, data, owner)
-            valid = _first_zero_slot(words[0::2])
+            valid = _first_zero_slot(words[0::2]) if not _zero_filled(data) else 0
             _tail(data, valid, 8, path, active, owner)
             relatives, positions = array("i", words[0:2 * valid:2]), array("i", words[1:2 * valid:2])
         else:
             _sanity(OffsetIndex, path, segment.base_offset, data, owner)
-            valid = _entries(data, 8)
+            valid = _entries(data, 8) if not _zero_filled(data) else 0
             _tail(data, valid, 8, path, active, owner)
             raw = array("i", data[:valid * 8])
             if sys.byteorder == "little":
@@ -406,7 +415,10 @@ class TimeIndexChecker(_EntryChecker):
             return _NoIndex()
         count = len(data) // 12
         words = _TIME_ENTRIES[count].unpack_from(data) if count <= SMALL_INDEX else None
-        valid = _first_zero_slot(words[1::2]) if words is not None else _entries(data, 12)
+        if _zero_filled(data):
+            valid = 0
+        else:
+            valid = _first_zero_slot(words[1::2]) if words is not None else _entries(data, 12)
         _tail(data, valid, 12, path, active, owner)
         # the zero tail's own effect on the check is reported above as preallocation
         if words is None or len(data) % 12 or (valid and (words[2 * valid - 2] < words[0] or words[2 * valid - 1] < 0)):

@@ -592,3 +592,23 @@ def test_corrupt_region_names_the_unreadable_offsets(request, engine, tmp_path):
     (region,) = [f for f in findings if f.code == Code.CORRUPT_REGION]
     assert region.offset == 3048
     assert region.message.endswith("; offsets 3048 to 3062 are unreadable"), region.message
+
+
+@pytest.mark.parametrize("engine", ["compiled", "python"], indirect=True)
+@pytest.mark.parametrize("small", [True, False])
+def test_a_zero_filled_index_has_no_entry(engine, small, tmp_path):
+    """A broker stopped before its active segment's first index entry leaves both indexes all
+    zeros (every ``-stray`` dir Kafka 4.2 sets aside looks so): no entry, only preallocation.
+    Kafka never writes an offset entry at position 0 (a batch is indexed once more than
+    index.interval.bytes precede it), so the zeros are not an entry 0 -> 0."""
+    partition = tmp_path / "metrics-0"
+    partition.mkdir()
+    records = [NewRecord(key=b"k%d" % i, value=b"v" * 90, timestamp=1_767_225_600_000 + i) for i in range(122)]
+    (partition / "00000000000000000000.log").write_bytes(build_batch(records, base_offset=0))
+    slots = 8 if small else 1024  # within SMALL_INDEX decoded at once, or past it
+    (partition / "00000000000000000000.index").write_bytes(b"\0" * 8 * slots)
+    (partition / "00000000000000000000.timeindex").write_bytes(b"\0" * 12 * slots)
+    report = verify([str(partition)])
+    codes = Counter(f.code for f in report.all_findings())
+    assert report.status == CLEAN and Code.INDEX_OFFSET_MISMATCH not in codes and Code.TIME_INDEX_MISMATCH not in codes
+    assert codes[Code.INDEX_PREALLOCATED] == 2, codes

@@ -129,7 +129,7 @@ def _run(paths, bootstrap_server, apply, topic_map, topics, from_offset, to_offs
     from seglog_cli.storage.replay.jsonl_source import CODEC_IDS, JsonLinesSources
     from seglog_cli.storage.replay.metadata import source_topics
     from seglog_cli.storage.replay.progress import Progress, ProgressMismatchError
-    from seglog_cli.storage.replay.sources import Selection, find_sources
+    from seglog_cli.storage.replay.sources import Selection, TwoTopicsError, find_sources
 
     inputs = command_paths(paths, "log dir, partition dir or JSON Lines file")
     if commit_groups and not apply:
@@ -143,7 +143,10 @@ def _run(paths, bootstrap_server, apply, topic_map, topics, from_offset, to_offs
         accept_foreign_writes=accept_foreign_writes, accept_log_append_time=accept_log_append_time,
         throttle_bytes_per_s=None if throttle is None else throttle * 1e6)
     wanted_topics = {t for t in (topics or "").split(",") if t} or None
-    sources, jsonl_files = find_sources(inputs, wanted_topics)  # lists directories only
+    try:
+        sources, jsonl_files = find_sources(inputs, wanted_topics)  # lists directories only
+    except TwoTopicsError as exc:
+        raise UsageError(str(exc)) from None
 
     properties = read_client_properties(producer_config) if producer_config else {}
     try:

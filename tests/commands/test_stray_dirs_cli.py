@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -75,3 +77,25 @@ def test_the_stray_dirs_kafka_left_are_read(seglog):
         ("ledger", 2), ("metrics", 0), ("metrics", 1), ("metrics", 2), ("sessions", 0), ("sessions", 1)]
     result = seglog("dump", "--format", "jsonl", str(after / strays[0].name))
     assert result.exit_code == 0 and '"topic":"ledger","partition":2' in result.out
+
+
+@needs_stray
+def test_a_live_dir_and_the_stray_dir_of_the_topic_before_it_are_two_topics_not_copies(tmp_path):
+    """Broker 3 after its restart holds metrics-0 (the topic created again, a new id) beside
+    metrics-0.<uuid>-stray (the deleted one's): replaying the log dir cannot pick one by its log
+    end; it names both with their topic ids and asks for the one to replay (exit 2, nothing read
+    from the cluster). Each given alone is replayable."""
+    from seglog_cli.storage.replay.sources import TwoTopicsError
+
+    stray_after = STRAY_CASE / "broker-3-after"
+
+    with pytest.raises(TwoTopicsError, match=r"metrics-0 is two topics: .*topic id .* and .*topic id "):
+        find_sources([str(stray_after)], {"metrics"})
+    result = subprocess.run([sys.executable, "-m", "seglog_cli", "replay", str(stray_after), "--topics", "metrics",
+                             "--bootstrap-server", "127.0.0.1:1", "--timeout", "1"], capture_output=True, text=True,
+                            cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("seglog: usage error: metrics-0 is two topics:") and "-stray" in result.stderr
+    (stray,) = stray_after.glob("metrics-0.*-stray")
+    assert [s.directory for s in find_sources([str(stray)])[0]] == [str(stray)]
+    assert len(find_sources([str(stray_after / "metrics-0")])[0]) == 1

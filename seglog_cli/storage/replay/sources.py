@@ -28,7 +28,7 @@ from seglog_cli.storage.dump.dump import DumpOptions, dump, partition_dirs_of, r
 from seglog_cli.storage.dump.dump_events import ControlRecordEntry, Problem
 from seglog_cli.storage.log import native
 from seglog_cli.storage.log.batch_header import BatchHeader
-from seglog_cli.storage.log.errors import UnreadableInputError
+from seglog_cli.storage.log.errors import SeglogError, UnreadableInputError
 from seglog_cli.storage.log.naming import parse_partition_dir_name
 from seglog_cli.storage.log.partition_log import PartitionLog
 from seglog_cli.storage.log.records import Record, RecordRun
@@ -147,15 +147,40 @@ def find_sources(paths: list[str], topics: set[str] | None = None) -> tuple[list
     return sorted(sources, key=lambda s: s.key), jsonl_files
 
 
+class TwoTopicsError(SeglogError):
+    """Copies of one partition name hold two topics (a topic deleted and created again: its old
+    dir, ``-stray`` or ``-delete``, beside the new one): which to replay is the user's choice."""
+
+
 def _longest(copies: list[SourcePartition]) -> SourcePartition:
     """Of several copies of one partition, the one whose log ends last (then the first given);
-    a partition found once is not opened here."""
+    a partition found once is not opened here. Copies whose ``partition.metadata`` name
+    different topic ids are not copies: :class:`TwoTopicsError`."""
     if len(copies) == 1:
         return copies[0]
+    ids = {}
+    for copy in copies:
+        topic_id = _topic_id(copy.directory)
+        if topic_id is not None:
+            ids.setdefault(topic_id, copy.directory)
+    if len(ids) > 1:
+        (first_id, first), (second_id, second) = sorted(ids.items(), key=lambda item: str(item[1]))[:2]
+        raise TwoTopicsError(f"{copies[0].label} is two topics: {first} (topic id {first_id}) and {second} "
+                             f"(topic id {second_id}), a topic deleted and created again; give the partition dir "
+                             f"of the one to replay")
     ends = [_log_end_offset(copy.directory) for copy in copies]
     best = copies[max(range(len(copies)), key=lambda i: -1 if ends[i] is None else ends[i])]
     best.copies = [c.directory for c in copies if c is not best]
     return best
+
+
+def _topic_id(directory: str) -> str | None:
+    """The topic id of a partition dir's ``partition.metadata`` (None: none, or unreadable)."""
+    from seglog_cli.storage.log.checkpoints import read_partition_metadata
+    try:
+        return read_partition_metadata(Path(directory) / "partition.metadata").topic_id
+    except (SeglogError, OSError):
+        return None
 
 
 def _log_end_offset(directory: str) -> int | None:

@@ -127,7 +127,9 @@ def log_partition_dirs(root: Path) -> list[Path]:
     """Partition directories under ``root`` that hold at least one ``.log`` segment."""
     from seglog_cli.storage.log.partition_log import partition_dirs_under
 
-    return [d for d in partition_dirs_under(root) if any(p.suffix == ".log" for p in d.iterdir())]
+    # segments named as Kafka names them: the corpus's metadata/*/node-logs/broker-N dirs (named
+    # like partitions) hold the brokers' server.log files
+    return [d for d in partition_dirs_under(root) if any(p.suffix == ".log" and p.stem.isdigit() for p in d.iterdir())]
 
 
 def make_partition(directory: Path, size_mb: float, compression: str = "none", one_record: bool = False) -> dict:

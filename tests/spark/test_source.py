@@ -130,8 +130,12 @@ def test_distributed_verify_equals_the_cli(spark, corpus, tmp_path):
     recovery = corpus / "kafka-4.2.0" / "recovery-cases"
     paths = [str(corpus / "kafka-4.2.0" / "data"), str(corpus / "public")] + sorted(
         str(p) for p in recovery.glob("*/before"))
+    # the start-up preview (a KRaft broker's log dir judged against its metadata image) is the
+    # CLI's, made on one machine from the whole log dir: the distributed job verifies partitions
+    preview = {"PARTITION_GOES_STRAY", "PARTITION_CREATED_EMPTY", "PARTITION_WRONG_LOG_DIR",
+               "PREVIEW_FROM_OWN_METADATA"}
     for level in ("shallow", "deep"):
-        expected = _verify_jsonl("--level", level, *paths)
+        expected = [f for f in _verify_jsonl("--level", level, *paths) if f["code"] not in preview]
         got = [row.asDict() for row in verify_findings(spark, paths, level).collect()]
         assert got == expected
         assert any(f["severity"] != "info" for f in got)

@@ -168,6 +168,36 @@ class Cluster:
         if not waiter.wait(kafka_error(exc), subject):
             raise self._fail(what, exc) from None
 
+    def _ask_each(self, items, send, key, read, subject, what, error_of=kafka_error, settled=None) -> dict:
+        """``item -> read(future)`` for an admin request about several items: ``send(items,
+        timeout)`` gives futures (their keys mapped back to items by ``key``); the items answered
+        with an error are asked again, alone, while the first of them (in order) has a retriable
+        one (``error_of(exc)``) and time is left, else that one fails in one line: ``what(item)``
+        (``what(None)`` when the request itself fails); ``subject(item)`` names what is awaited.
+        ``settled(exc)``: an error that, on a retry, means an earlier attempt did the work."""
+        answers = {}
+        waiter = self._waiter()
+        pending, retried = sorted(items), False
+        while pending:
+            try:
+                futures = send(pending, waiter.remaining())
+            except Exception as exc:  # noqa: BLE001
+                raise self._fail(what(None), exc) from None
+            failed = []
+            for raw, future in futures.items():
+                try:
+                    answers[key(raw)] = read(future)
+                except Exception as exc:  # noqa: BLE001
+                    if not (retried and settled is not None and settled(exc)):
+                        failed.append((key(raw), exc))
+            if failed:
+                item, exc = min(failed, key=lambda pair: pair[0])
+                if not waiter.wait(error_of(exc), subject(item)):
+                    raise self._fail(what(item), exc) from None
+                retried = True
+            pending = sorted(item for item, _exc in failed)
+        return answers
+
     def _common(self) -> dict:
         common = {k: v for k, v in self.config.items() if k not in FIXED}
         common.update(logger=self._log, error_cb=self._error)
@@ -255,26 +285,11 @@ class Cluster:
 
     def topic_configs(self, names: list[str]) -> dict[str, dict[str, str]]:
         from confluent_kafka.admin import ConfigResource
-        out: dict[str, dict[str, str]] = {}
-        pending = list(names)
-        waiter = self._waiter()
-        while pending:
-            try:
-                futures = self.admin.describe_configs([ConfigResource("topic", name) for name in pending],
-                                                      request_timeout=waiter.remaining())
-            except Exception as exc:  # noqa: BLE001
-                raise self._fail("cannot describe the destination topics' configs", exc) from None
-            failed = []
-            for resource, future in futures.items():
-                try:
-                    out[resource.name] = {key: entry.value for key, entry in future.result().items()}
-                except Exception as exc:  # noqa: BLE001
-                    failed.append((resource.name, exc))
-            if failed:
-                name, exc = min(failed, key=lambda item: item[0])
-                self._retry_or_fail(waiter, exc, f"topic {name}", "cannot describe the destination topics' configs")
-            pending = sorted(name for name, _exc in failed)
-        return out
+        return self._ask_each(
+            names, lambda pending, timeout: self.admin.describe_configs(
+                [ConfigResource("topic", name) for name in pending], request_timeout=timeout),
+            lambda resource: resource.name, lambda future: {k: entry.value for k, entry in future.result().items()},
+            lambda name: f"topic {name}", lambda _name: "cannot describe the destination topics' configs")
 
     def create_topics(self, specs: list[tuple[str, int, int, dict[str, str]]]) -> None:
         """Create ``(name, partitions, replication factor or -1, configs)`` topics, then wait
@@ -283,30 +298,19 @@ class Cluster:
         from confluent_kafka.admin import NewTopic
         if not specs:
             return
-        waiter = self._waiter()
-        pending = {name: NewTopic(name, partitions, replication, config=dict(configs))
-                   for name, partitions, replication, configs in specs}
-        retried = False
-        while pending:
-            try:
-                futures = self.admin.create_topics(list(pending.values()), request_timeout=waiter.remaining())
-            except Exception as exc:  # noqa: BLE001
-                raise self._fail("cannot create topics", exc) from None
-            failed = []
-            for name, future in futures.items():
-                try:
-                    future.result()
-                except Exception as exc:  # noqa: BLE001
-                    error = kafka_error(exc)
-                    if retried and error is not None and error_name(error) == "TOPIC_ALREADY_EXISTS":
-                        continue  # an earlier attempt created it, its answer lost (checked below)
-                    failed.append((name, exc))
-                    continue
-            if failed:
-                name, exc = min(failed, key=lambda item: item[0])
-                self._retry_or_fail(waiter, exc, f"topic {name}", f"cannot create topic {name}")
-                retried = True
-            pending = {name: pending[name] for name, _exc in failed}
+        topics = {name: NewTopic(name, partitions, replication, config=dict(configs))
+                  for name, partitions, replication, configs in specs}
+
+        def already_there(exc) -> bool:  # an earlier attempt created it, its answer lost (checked below)
+            error = kafka_error(exc)
+            return error is not None and error_name(error) == "TOPIC_ALREADY_EXISTS"
+
+        self._ask_each(
+            topics, lambda pending, timeout: self.admin.create_topics([topics[name] for name in pending],
+                                                                      request_timeout=timeout),
+            lambda name: name, lambda future: future.result(), lambda name: f"topic {name}",
+            lambda name: "cannot create topics" if name is None else f"cannot create topic {name}",
+            settled=already_there)
         wanted = {name: partitions for name, partitions, _r, _c in specs}
         info = self.describe(sorted(wanted), leaders=True)
         for name, count in sorted(wanted.items()):
@@ -326,37 +330,16 @@ class Cluster:
         from confluent_kafka import TopicPartition
         from confluent_kafka.admin import OffsetSpec
         floors = floors or {}
-        starts = {}
-        pending = sorted(set(partitions))
-        waiter = self._waiter()
-        while pending:
-            # one ListOffsets for every partition (the admin client groups them per leader); the
-            # partitions refused with a retriable error (no leader yet) are asked again
-            try:
-                futures = self.admin.list_offsets({TopicPartition(t, p): OffsetSpec.latest() for t, p in pending},
-                                                  request_timeout=waiter.remaining())
-            except Exception as exc:  # noqa: BLE001
-                raise self._fail("cannot list the destination's offsets", exc) from None
-            failed = []
-            for tp, future in futures.items():
-                key = (tp.topic, tp.partition)
-                try:
-                    high = future.result().offset
-                except Exception as exc:  # noqa: BLE001
-                    failed.append((key, exc))
-                    continue
-                starts[key] = max(high, floors.get(key, 0))
-            if failed:
-                (topic, partition), exc = min(failed, key=lambda item: item[0])
-                error = kafka_error(exc)
-                if error is not None and error_name(error) == "_NOENT":
-                    # librdkafka's "No leaders found": its metadata has no leader for the
-                    # partition yet (just created, or an election), so it did not even ask
-                    from confluent_kafka import KafkaError
-                    error = KafkaError(KafkaError.LEADER_NOT_AVAILABLE, error.str())
-                if not waiter.wait(error, f"{topic}-{partition}"):
-                    raise self._fail(f"cannot list the offsets of {topic}-{partition}", exc) from None
-            pending = sorted(key for key, _exc in failed)
+        # one ListOffsets for every partition (the admin client groups them per leader); the
+        # partitions refused with a retriable error (no leader yet) are asked again
+        highs = self._ask_each(
+            set(partitions), lambda pending, timeout: self.admin.list_offsets(
+                {TopicPartition(t, p): OffsetSpec.latest() for t, p in pending}, request_timeout=timeout),
+            lambda tp: (tp.topic, tp.partition), lambda future: future.result().offset,
+            lambda key: f"{key[0]}-{key[1]}",
+            lambda key: "cannot list the destination's offsets" if key is None
+            else f"cannot list the offsets of {key[0]}-{key[1]}", error_of=_leader_error)
+        starts = {key: max(high, floors.get(key, 0)) for key, high in highs.items()}
         consumer = self.consumer(eof=True)
         try:
             ends = {}
@@ -442,27 +425,14 @@ class Cluster:
 
     def group_states(self, groups: list[str]) -> dict[str, tuple[str, int]]:
         """``group -> (state, number of members)`` in the cluster (``("DEAD", 0)``: unknown there)."""
-        out: dict[str, tuple[str, int]] = {}
-        pending = sorted(groups)
-        waiter = self._waiter()
-        while pending:
-            try:
-                futures = self.admin.describe_consumer_groups(pending, request_timeout=waiter.remaining())
-            except Exception as exc:  # noqa: BLE001
-                raise self._fail("cannot describe the consumer groups", exc) from None
-            failed = []
-            for group, future in futures.items():
-                try:
-                    described = future.result()
-                except Exception as exc:  # noqa: BLE001
-                    failed.append((group, exc))
-                    continue
-                out[group] = (described.state.name, len(described.members))
-            if failed:
-                group, exc = min(failed, key=lambda item: item[0])
-                self._retry_or_fail(waiter, exc, f"group {group}", "cannot describe the consumer groups")
-            pending = sorted(group for group, _exc in failed)
-        return out
+        def state(future) -> tuple[str, int]:
+            described = future.result()
+            return described.state.name, len(described.members)
+
+        return self._ask_each(
+            groups, lambda pending, timeout: self.admin.describe_consumer_groups(pending, request_timeout=timeout),
+            lambda group: group, state, lambda group: f"group {group}",
+            lambda _group: "cannot describe the consumer groups")
 
     def commit_group_offsets(self, group: str, offsets: list[tuple[str, int, int]]) -> None:
         """Commit ``(topic, partition, offset)`` for ``group`` (an OffsetCommit through the
@@ -488,6 +458,17 @@ class Cluster:
                                    self.bootstrap)
             again = {(tp.topic, tp.partition) for tp in failed}
             pending = [(t, p, o) for t, p, o in pending if (t, p) in again]
+
+
+def _leader_error(exc):
+    """The error of a ListOffsets answer; librdkafka's ``_NOENT`` ("No leaders found": its
+    metadata has no leader for the partition yet, just created or after an election, so it did
+    not even ask) is waited for as LEADER_NOT_AVAILABLE."""
+    error = kafka_error(exc)
+    if error is not None and error_name(error) == "_NOENT":
+        from confluent_kafka import KafkaError
+        return KafkaError(KafkaError.LEADER_NOT_AVAILABLE, error.str())
+    return error
 
 
 def _unsettled(metadata, topics, leaders: bool):

@@ -60,29 +60,29 @@ def _uuid(raw: bytes, names: dict) -> str:
     return text
 
 
-def _ints(buf, pos: int, nullable: bool = False):
+def _array(buf, pos: int, width: int, nullable: bool):
+    """A compact array's length, where its elements start and end (``n`` None: a null array)."""
     n, pos = _varint(buf, pos)
     if n == 0:
         if not nullable:
             raise _Odd
-        return None, pos
+        return None, pos, pos
     n -= 1
-    end = pos + 4 * n
+    end = pos + width * n
     if end > len(buf):
         raise _Odd
-    return list(struct.unpack_from(f">{n}i", buf, pos)), end
+    return n, pos, end
+
+
+def _ints(buf, pos: int, nullable: bool = False):
+    n, pos, end = _array(buf, pos, 4, nullable)
+    return (None if n is None else list(struct.unpack_from(f">{n}i", buf, pos))), end
 
 
 def _uuids(buf, pos: int, nullable: bool = False):
-    n, pos = _varint(buf, pos)
-    if n == 0:
-        if not nullable:
-            raise _Odd
-        return None, pos
-    n -= 1
-    end = pos + 16 * n
-    if end > len(buf):
-        raise _Odd
+    n, pos, end = _array(buf, pos, 16, nullable)
+    if n is None:
+        return None, end
     return [uuid_text(bytes(buf[pos + 16 * k:pos + 16 * k + 16])) for k in range(n)], end
 
 

@@ -8,9 +8,8 @@ import re
 import sys
 import time
 from enum import Enum
-from typing import List, Optional
-
 from pathlib import Path
+from typing import List, Optional
 
 import typer
 
@@ -23,21 +22,41 @@ from seglog_cli.commands.options import (
     parse_timestamp,
     writing,
 )
-from seglog_cli.render import config_report, retention_report
+from seglog_cli.render import config_report, plots, retention_report
 from seglog_cli.render.plan_stream import Scratch, json_item, write_json
+from seglog_cli.render.plots import PartitionSchedule, PlotError, picture_format
 from seglog_cli.status import ExitStatus, UsageError, guarded
-from seglog_cli.storage.retention.compaction import plan_compaction
-from seglog_cli.storage.log.errors import UnreadableInputError
+from seglog_cli.storage.config.broker_config import (
+    CHECK_INTERVAL,
+    CLEANER_BACKOFF,
+    DEFAULT_CLEANER_BACKOFF_MS,
+    PRODUCER_EXPIRATION,
+)
+from seglog_cli.storage.config.effective_config import (
+    RetentionRefusedError,
+    compact_only_refusal,
+)
+from seglog_cli.storage.log.errors import CannotWriteError, UnreadableInputError
 from seglog_cli.storage.log.naming import METADATA_TOPIC
 from seglog_cli.storage.log.partition_log import partition_dirs_under
-from seglog_cli.storage.retention.retention import DEFAULT_CHECK_INTERVAL_MS, plan_retention, read_partition_state
-from seglog_cli.storage.retention.retention_apply import apply_deletions, deletion_of
-from seglog_cli.storage.write.safety import log_dir_of
-from seglog_cli.storage.retention.retention_model import ModelError, Producer, model_retention
-from seglog_cli.storage.retention.retention_timeline import build_timeline
-from seglog_cli.storage.config.broker_config import CHECK_INTERVAL, CLEANER_BACKOFF, DEFAULT_CLEANER_BACKOFF_MS, PRODUCER_EXPIRATION
-from seglog_cli.storage.config.effective_config import RetentionRefusedError, compact_only_refusal
 from seglog_cli.storage.log.producer_state import PRODUCER_ID_EXPIRATION_MS
+from seglog_cli.storage.retention.compaction import plan_compaction
+from seglog_cli.storage.retention.retention import (
+    DEFAULT_CHECK_INTERVAL_MS,
+    plan_retention,
+    read_partition_state,
+)
+from seglog_cli.storage.retention.retention_apply import apply_deletions, deletion_of
+from seglog_cli.storage.retention.retention_model import (
+    ModelError,
+    Producer,
+    model_retention,
+)
+from seglog_cli.storage.retention.retention_timeline import (
+    build_timeline,
+    schedule_segments,
+)
+from seglog_cli.storage.write.safety import log_dir_of
 
 HELP = """Show which segments retention deletes and which records compaction removes, when and why.
 
@@ -104,6 +123,7 @@ def simulate_retention_command(
     apply: bool = typer.Option(False, "--apply", help="Delete the planned segments (into the backup directory, undoable)."),
     backup_dir: Optional[str] = typer.Option(None, "--backup-dir", help="Where removed files and the manifest go."),
     output_format: Optional[Format] = typer.Option(None, "--format", help="table (default on a terminal), text or json."),
+    plot: Optional[str] = typer.Option(None, "--plot", metavar="FILE", help="Also draw the timeline into FILE, a .png or .svg picture: each segment's bar (readable, deletable, renamed .deleted) over time and the log bytes left, with --now and every --at marked (needs matplotlib: pip install 'seglog[plot]')."),
 ) -> None:
     arguments = dict(locals())
     raise typer.Exit(guarded(lambda: _run(**arguments)))
@@ -111,7 +131,8 @@ def simulate_retention_command(
 
 def _run(paths, config, config_file, server_config, metadata_log, now, at, check_interval_ms, high_watermark,
          log_start_offset, cleaner_checkpoint, records, model, records_per_sec, record_size, batch_records,
-         batch_overhead, apply, backup_dir, output_format) -> int:
+         batch_overhead, apply, backup_dir, output_format, plot) -> int:
+    plot_format = _plot_format(plot, model)
     sources = config_sources(config, config_file, server_config, metadata_log, lenient_file=True)
     fmt = output_format or (Format.table if sys.stdout.isatty() else Format.text)
     if model:
@@ -125,7 +146,7 @@ def _run(paths, config, config_file, server_config, metadata_log, now, at, check
     # into a scratch file for JSON (one document) and for --apply (nothing is shown when a partition
     # is refused, and the backup directories are known only at the end)
     shown = Shown(fmt, records, sys.stdout, buffered=apply or fmt == Format.json, apply=apply)
-    changes, deletions = False, []
+    changes, deletions, drawn = False, [], []
     with writing(apply, [log_dir_of(p) for p in partitions], "simulate-retention", backup_dir) as session:
         for partition in partitions:
             state = read_partition_state(partition, high_watermark, log_start_offset)
@@ -151,10 +172,38 @@ def _run(paths, config, config_file, server_config, metadata_log, now, at, check
             changes = (changes or (bool(plan.deleted) and deletion is None)
                        or bool(compaction and compaction.removed_offsets))
             shown.add(effective, plan, timeline, compaction, deletion)
+            if plot is not None:
+                drawn.append(PartitionSchedule(partition.name, timeline.schedules if timeline else
+                                               schedule_segments(plan.state, topic_config, now_ms, interval)))
         backups = apply_deletions(deletions, session) if deletions else {}
     shown.finish(backups)
     sys.stdout.flush()
+    if plot is not None:
+        _draw(plot, plot_format, drawn, now_ms, at_ms)
     return ExitStatus.WARNINGS if changes else ExitStatus.OK
+
+
+def _plot_format(plot, model) -> str | None:
+    """--plot's format from its name, and matplotlib, checked before anything is read."""
+    if plot is None:
+        return None
+    if model:
+        raise UsageError("--plot draws a log dir's segments; --model has none")
+    try:
+        fmt = picture_format(plot)
+        plots.require_matplotlib()
+    except PlotError as exc:
+        raise UsageError(str(exc)) from None
+    return fmt
+
+
+def _draw(path, fmt, drawn, now_ms, at_ms) -> None:
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now_ms / 1000))
+    try:
+        with open(path, "wb") as out:
+            plots.retention_figure(drawn, now_ms, at_ms, out, fmt, title=f"seglog simulate-retention, now {when}")
+    except OSError as exc:
+        raise CannotWriteError(f"{path}: cannot write the picture: {exc.strerror or exc}") from None
 
 
 def _check_interval(given, effective) -> tuple[int, str]:

@@ -15,6 +15,12 @@ an import rule. Each is read here from the code the CLI and the tests use:
 ``<!-- seglog:import-rules -->``
     the storage sub-packages' ``__init__`` docstrings ("May import: ..."), the text
     ``tests/test_import_direction.py`` enforces.
+``<!-- seglog:fact NAME -->``
+    one fact inline: ``python`` (the oldest Python ``pyproject.toml``'s ``requires-python`` admits),
+    ``kafka`` (the Kafka release seglog follows, major.minor: ``seglog_cli.KAFKA_VERSION``),
+    ``kafka-release`` (all of it), ``version`` (seglog's own).
+``<!-- seglog:dependencies -->``
+    ``pyproject.toml``'s dependencies and extras as tables, with the comment beside each.
 ``<!-- seglog:runbooks -->``
     ``examples/runbooks/README.md`` (the scripts, the options they share, their exit statuses,
     the ``--json`` document, undo) below its title, links to the scripts made paths.
@@ -56,8 +62,12 @@ def expand_placeholder(kind: str, argument: str | None) -> str:
         if argument is None:
             raise PlaceholderError("names no command")
         return command_reference(argument)
+    if kind == "fact":
+        if argument not in FACTS:
+            raise PlaceholderError(f"unknown fact (known: {', '.join(FACTS)})")
+        return FACTS[argument]()
     renderers = {"exit-statuses": exit_statuses, "findings": findings, "import-rules": import_rules,
-                 "runbooks": runbooks}
+                 "runbooks": runbooks, "dependencies": dependencies}
     if kind not in renderers or argument is not None:
         raise PlaceholderError(f"unknown placeholder (known: reference COMMAND, {', '.join(renderers)})")
     return renderers[kind]()
@@ -72,6 +82,79 @@ def text(value: str) -> str:
 def rst_to_markdown(value: str) -> str:
     """The docstrings' ``literal`` as Markdown's `literal`."""
     return re.sub(r"``(.+?)``", r"`\1`", " ".join(value.split()))
+
+
+# --- seglog:fact NAME, seglog:dependencies ------------------------------------------------------
+
+PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+
+
+def pyproject() -> dict:
+    import tomllib
+
+    return tomllib.loads(PYPROJECT.read_text())
+
+
+def python_version() -> str:
+    """The oldest Python ``requires-python`` admits: ``>=3.11`` is 3.11."""
+    match = re.fullmatch(r"\s*>=\s*(\d+\.\d+)\s*", pyproject()["project"]["requires-python"])
+    if not match:
+        raise PlaceholderError("requires-python is not of the form >=X.Y")
+    return match.group(1)
+
+
+def kafka_version(full: bool = False) -> str:
+    from seglog_cli import KAFKA_VERSION
+
+    return KAFKA_VERSION if full else ".".join(KAFKA_VERSION.split(".")[:2])
+
+
+def seglog_version() -> str:
+    from seglog_cli import __version__
+
+    return __version__
+
+
+FACTS = {"python": python_version, "kafka": kafka_version, "kafka-release": lambda: kafka_version(True),
+         "version": seglog_version}
+
+
+def requirement_comments() -> dict[tuple[str, str], str]:
+    """The comment on each requirement's line of pyproject.toml (what it is for, in our words), by
+    (list, name): the list is ``dependencies`` or the extra's name."""
+    comments, section = {}, ""
+    for line in PYPROJECT.read_text().splitlines():
+        opening = re.match(r"\s*([\w-]+)\s*=\s*\[", line)
+        if opening:
+            section = opening.group(1)
+        match = re.match(r'\s*"([A-Za-z0-9_.\[\]-]+)[^"]*",?\s*(?:#\s*(.*))?$', line)
+        if match:
+            comments[section, requirement_name(match.group(1))] = (match.group(2) or "").strip()
+    return comments
+
+
+def requirement_name(requirement: str) -> str:
+    return re.match(r"[A-Za-z0-9_.-]+", requirement).group(0).lower()
+
+
+def dependencies() -> str:
+    project = pyproject()["project"]
+    comments = requirement_comments()
+
+    def table(section: str, requirements: list[str]) -> list[str]:
+        rows = ["| Package | Version | Why |", "|---|---|---|"]
+        for requirement in requirements:
+            name = requirement_name(requirement)
+            extras = re.match(r"\[[^\]]*\]", requirement[len(name):])
+            spec = requirement[len(name) + (extras.end() if extras else 0):].strip() or "any"
+            shown = name + (extras.group(0) if extras else "")
+            rows.append(f"| `{shown}` | `{spec}` | {text(comments.get((section, name), ''))} |")
+        return rows
+
+    lines = ["Installed with seglog (`pip install .`):", "", *table("dependencies", project["dependencies"]), ""]
+    for extra, requirements in project["optional-dependencies"].items():
+        lines += [f"The `{extra}` extra (`pip install '.[{extra}]'`):", "", *table(extra, requirements), ""]
+    return "\n".join(lines)
 
 
 # --- seglog:reference COMMAND -------------------------------------------------------------------
@@ -363,3 +446,59 @@ def runbooks() -> str:
     if re.search(r"\]\((?!https?:)[^)]*\)", body):
         raise PlaceholderError("examples/runbooks/README.md links to a file the site does not have")
     return body
+
+
+# --- the pictures: drawn from the bundled example by seglog's own code at every build ------------
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "logdir"
+# the retention picture is the one `seglog simulate-retention` draws with these arguments (the
+# page shows the command); the layout picture is orders-0's
+RETENTION_ARGS = ["--config", "retention.ms=600000", "--now", "2026-01-01T00:10:00Z", "--at", "+2m", "--at", "+10m"]
+LAYOUT_PARTITION = "orders-0"
+
+
+def retention_picture() -> bytes:
+    """``seglog simulate-retention RETENTION_ARGS --plot x.svg examples/logdir``, run in process."""
+    import contextlib
+    import io
+    import tempfile
+
+    from seglog_cli.cli import main
+
+    with tempfile.TemporaryDirectory() as scratch:
+        target = Path(scratch) / "retention-timeline.svg"
+        shown, errors = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(shown), contextlib.redirect_stderr(errors):
+            status = main(["simulate-retention", *RETENTION_ARGS, "--plot", str(target), str(EXAMPLE)])
+        if status not in (0, 1) or not target.is_file():
+            raise PlaceholderError(f"simulate-retention --plot exited {status}: {errors.getvalue().strip()}")
+        return target.read_bytes()
+
+
+def layout_picture() -> bytes:
+    import io
+
+    from seglog_cli.render.plots import layout_figure, read_layout
+    from seglog_cli.storage.retention.retention import read_partition_state
+
+    partition = EXAMPLE / LAYOUT_PARTITION
+    out = io.BytesIO()
+    layout_figure(read_layout(partition, read_partition_state(partition)), out, "svg")
+    return out.getvalue()
+
+
+PICTURES = {"retention-timeline.svg": retention_picture, "partition-layout.svg": layout_picture}
+
+
+def on_files(files, config):
+    """Add the pictures to the site as img/NAME (the pages link ``img/NAME``; strict mode checks it)."""
+    from mkdocs.exceptions import PluginError
+    from mkdocs.structure.files import File
+
+    for name, draw in PICTURES.items():
+        try:
+            content = draw()
+        except Exception as exc:  # noqa: BLE001 - any failure fails the build with its reason
+            raise PluginError(f"img/{name}: {type(exc).__name__}: {exc}") from exc
+        files.append(File.generated(config, f"img/{name}", content=content))
+    return files

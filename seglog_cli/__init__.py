@@ -4,3 +4,7 @@ The library's supported entry points are in :mod:`seglog_cli.api`; every other m
 """
 
 __version__ = "0.1.0"
+
+# The Apache Kafka release whose bytes, rules and tool output seglog follows (the docs' "Kafka 4.2" is
+# generated from it and checked against it; `seglog --version` prints it)
+KAFKA_VERSION = "4.2.0"

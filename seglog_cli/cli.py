@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import sys
 
-from seglog_cli import __version__
+from seglog_cli import KAFKA_VERSION, __version__
 from seglog_cli.status import ExitStatus, guarded
 
 # name -> (module, function): a command's module (and what it imports: rich, the write path...)
@@ -61,7 +61,7 @@ def _version(value: bool) -> None:
     import typer
 
     if value:
-        typer.echo(f"seglog {__version__}")
+        typer.echo(f"seglog {__version__} (Apache Kafka {KAFKA_VERSION}'s formats and rules)")
         raise typer.Exit()
 
 
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run seglog with ``argv`` (default: the process arguments) and return the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv == ["--version"]:  # answered before anything else is imported
-        print(f"seglog {__version__}")
+        print(f"seglog {__version__} (Apache Kafka {KAFKA_VERSION}'s formats and rules)")
         return ExitStatus.OK
     name = _command_named(argv)
     if name is not None and any("://" in word for word in argv):  # s3://, gs://, file://...: a local view

@@ -103,7 +103,7 @@ def replay_command(
     accept_foreign_writes: bool = typer.Option(False, "--accept-foreign-writes", help="Go on after records someone else wrote to a destination partition since the last run."),
     accept_log_append_time: bool = typer.Option(False, "--accept-log-append-time", help="Send into LogAppendTime topics (their broker replaces the timestamps)."),
     groups: Optional[str] = typer.Option(None, "--groups", help="Comma-separated consumer groups to carry over (default: every group committed in the sources)."),
-    groups_csv: Optional[str] = typer.Option(None, "--groups-csv", help="Where to write the translated offsets (CSV for kafka-consumer-groups.sh --from-file)."),
+    groups_csv: Optional[str] = typer.Option(None, "--groups-csv", help="Where to write the translated offsets (CSV for kafka-consumer-groups.sh --from-file; default: beside the progress file, its name ending .groups.csv)."),
     commit_groups: bool = typer.Option(False, "--commit-groups", help="Commit the translated offsets in the destination (groups with no active member there)."),
     payload_encoding: Optional[PayloadEncoding] = typer.Option(None, "--payload-encoding", help="JSON Lines written without their encoding: utf8, hex or base64."),
     timeout: float = typer.Option(60.0, "--timeout", min=0.1, envvar="SEGLOG_REPLAY_TIMEOUT",

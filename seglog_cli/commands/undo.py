@@ -11,7 +11,7 @@ from seglog_cli.storage.write.undo import undo
 
 HELP = """Undo what a seglog command wrote, from the backup directory it left (its manifest.json).
 
-Every command that writes (recover, rebuild-index, append, simulate-retention --apply) journals
+Every command that writes (recover, rebuild-index, append, repair, simulate-retention --apply) journals
 each step and copies what it replaces, truncates or removes into
 seglog-backups/<time>-<command>-<pid>/ beside the log dir first. undo takes the log dir's .lock,
 plans the inverse of every step from the files as they are now, and refuses (exit 3, nothing

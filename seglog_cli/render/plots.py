@@ -57,7 +57,7 @@ def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
-    matplotlib.rcParams.update({"svg.hashsalt": "seglog", "svg.fonttype": "none", "font.size": 9,
+    matplotlib.rcParams.update({"svg.hashsalt": "seglog", "svg.fonttype": "none", "font.size": 10,
                                 "font.family": "sans-serif"})
     import matplotlib.pyplot as plt
 
@@ -105,7 +105,7 @@ def retention_figure(partitions: list[PartitionSchedule], now_ms: int, at_ms: li
     soonest = sorted(rows, key=lambda row: (row[1].eligible_at is None, row[1].eligible_at or 0))[:MAX_ROWS]
     shown = [row for row in rows if row in soonest]
     height = 1.2 + 0.28 * len(shown)
-    figure, (bars, disk) = plt.subplots(2, 1, figsize=(9, height + 2.2), sharex=True,
+    figure, (bars, disk) = plt.subplots(2, 1, figsize=(7.2, height + 2.2), sharex=True,
                                         gridspec_kw={"height_ratios": [height, 2.2]})
     x0 = _time(int(start))
     for y, (name, schedule) in enumerate(reversed(shown)):
@@ -121,7 +121,7 @@ def retention_figure(partitions: list[PartitionSchedule], now_ms: int, at_ms: li
             bars.plot([_time(segment.largest_timestamp)], [y], marker="|", color="black", markersize=9)
     bars.set_yticks(range(len(shown)))
     bars.set_yticklabels([f"{name} {s.segment.base_offset}..{s.segment.next_offset - 1}  ({s.segment.size:,} B)"
-                          for name, s in reversed(shown)], fontsize=7)
+                          for name, s in reversed(shown)], fontsize=8)
     bars.set_ylim(-0.8, len(shown) - 0.2)
     more = len(rows) - len(shown)
     bars.set_title((title + "\n" if title else "") + "segments by when retention deletes them"
@@ -135,7 +135,7 @@ def retention_figure(partitions: list[PartitionSchedule], now_ms: int, at_ms: li
                            Patch(color=DELETED, label="renamed .deleted: waits file.delete.delay.ms"),
                            Line2D([], [], color="black", marker="|", linestyle="none", markersize=9,
                                   label="largest timestamp (the clock retention.ms reads)")],
-                  loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2, fontsize=7, frameon=False)
+                  loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=1, fontsize=8, frameon=False)
     times = sorted({int(start), int(end), now_ms, *ends})
     readable, on_disk = disk_use(partitions, times)
     disk.step([_time(t) for t in times], on_disk, where="post", color=DELETED, label="on disk (.log bytes)")
@@ -143,8 +143,8 @@ def retention_figure(partitions: list[PartitionSchedule], now_ms: int, at_ms: li
     disk.set_ylabel("bytes")
     disk.yaxis.set_major_formatter(lambda value, _: f"{value:,.0f}")
     disk.set_ylim(bottom=0)
-    disk.legend(loc="upper right", fontsize=7, frameon=False)
-    disk.set_title("log bytes over time, without new data (each step at the latest)", fontsize=8)
+    disk.legend(loc="upper right", fontsize=8, frameon=False)
+    disk.set_title("log bytes over time, without new data (each step at the latest)", fontsize=9)
     for axis in (bars, disk):
         for at, label in [(now_ms, "now"), *[(t, "--at") for t in at_ms]]:
             axis.axvline(_time(at), color="black", linestyle="--", linewidth=0.8)
@@ -197,7 +197,7 @@ def read_layout(path: str | Path, state: PartitionState) -> Layout:
 def layout_figure(layout: Layout, out, fmt: str) -> None:
     """Draw one partition's layout into ``out``: segments, index files, snapshots, offsets."""
     plt = _pyplot()
-    figure, axis = plt.subplots(figsize=(9, 3.2))
+    figure, axis = plt.subplots(figsize=(7.5, 3.4))
     last = max([layout.markers["log end offset"], *(n for _, n, _, _ in layout.segments)], default=1)
     for i, (base, following, size, suffixes) in enumerate(layout.segments):
         width = max(following - base, last * 0.01)

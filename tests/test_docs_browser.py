@@ -2,8 +2,7 @@
 
 The site is built as the docs say (``mkdocs build --strict``), served on 127.0.0.1, and opened at a
 desktop width (where the Material theme shows the navigation on the left and the page's table of
-contents on the right) and at a phone's width. On the home page and on the command pages checked
-here:
+contents on the right) and at a phone's width. On the home page and on every other page:
 
 - the navigation is shown and lists every command;
 - the table of contents is shown and is the page's outline: its entries are the page's headings,
@@ -42,7 +41,9 @@ FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "-
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-dev-shm-usage", "--hide-scrollbars"]
 DESKTOP, PHONE = (1400, 1000), (390, 844)
-PAGES = ["", "commands/recover/", "commands/simulate-retention/", "commands/dump/"]
+# every page of the site, as its URL (mkdocs' directory URLs): the home page, the command pages, the rest
+PAGES = ["", *sorted(str(page.relative_to(REPO / "docs").with_suffix("")) + "/"
+                     for page in (REPO / "docs").rglob("*.md") if page.name != "index.md")]
 
 
 def _missing() -> str | None:
@@ -177,8 +178,12 @@ def test_a_page_at_desktop_width_has_navigation_outline_and_no_overflow(browser,
     missing = [page.stem for page in (REPO / "docs" / "commands").glob("*.md")
                if not any(entry.startswith(f"seglog {page.stem}") for entry in shown["nav"])]
     assert missing == [], f"commands missing from the navigation: {missing}"
-    assert shown["tocVisible"], "the table of contents is not shown"
-    assert [entry for entry in shown["toc"]] == shown["headings"], "the table of contents is not the headings"
+    if shown["headings"]:
+        assert shown["tocVisible"], "the table of contents is not shown"
+        if page == "library/":  # mkdocstrings' headings carry a kind label ("dataclass") the TOC leaves out
+            assert all(any(h.startswith(entry) for h in shown["headings"]) for entry in shown["toc"][1:])
+        else:
+            assert shown["toc"] == shown["headings"], "the table of contents is not the headings"
     if page.startswith("commands/"):
         own = [entry for entry in shown["toc"] if entry not in ("Reference", "Arguments", "Options", "Exit status")]
         assert len(own) >= 3, f"the outline holds only the generated reference: {shown['toc']}"

@@ -74,20 +74,20 @@ details, save_list, log_dirs = sys.argv[2], sys.argv[3], sys.argv[4:]
 previews = d.get("startupPreview", [])
 going, own = [], False
 for p in previews:
-    own = own or p["own_copy"]
-    print(f"broker {p['broker_id']}: judged against {p['metadata_log']} up to offset {p['end_offset']}"
+    own = own or p["ownCopy"]
+    print(f"broker {p['brokerId']}: judged against {p['metadataLog']} up to offset {p['endOffset']}"
           + (" (its own copy: the restart first catches up past it; --metadata-log names a current one)"
-             if p["own_copy"] else ""))
+             if p["ownCopy"] else ""))
     for o in p["partitions"]:
         name = f"{o['topic']}-{o['partition']}"
         if o["outcome"] == "stray":
-            by = o["decided_by"]
-            why = o["kafka_reason"] + (f" ({by['record']} at offset {by['offset']})" if by else "")
+            by = o["decidedBy"]
+            why = o["kafkaReason"] + (f" ({by['record']} at offset {by['offset']})" if by else "")
             print(f"goes stray: {name}: {why}")
             going.append(o["path"])
         elif o["outcome"] == "created":
-            print(f"created empty: {name} (topic id {o['topic_id']}), fetched from the leader")
-        elif o["wrong_directory"]:
+            print(f"created empty: {name} (topic id {o['topicId']}), fetched from the leader")
+        elif o["wrongDirectory"]:
             print(f"kept in another log dir than assigned: {name} ({o['path']})")
 already = []
 for log_dir in log_dirs:

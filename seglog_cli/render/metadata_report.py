@@ -167,14 +167,14 @@ def image_document(loaded: LoadedImage, topic: str | None = None, broker: int | 
         for t in image["topics"]:
             t["partitions"] = {p: r for p, r in t["partitions"].items() if broker in r["replicas"]}
         image["topics"] = [t for t in image["topics"] if t["partitions"]]
-    return {"version": 1, "directory": str(loaded.directory), "node_id": loaded.node_id, "snapshot": loaded.snapshot,
-            "end_offset": loaded.end_offset, "undecodable": loaded.undecodable, "aborted": loaded.aborted,
-            "open_transaction": loaded.open_transaction, "image": image}
+    return {"version": 1, "directory": str(loaded.directory), "nodeId": loaded.node_id, "snapshot": loaded.snapshot,
+            "endOffset": loaded.end_offset, "undecodable": loaded.undecodable, "aborted": loaded.aborted,
+            "openTransaction": loaded.open_transaction, "image": image}
 
 
 def render_history(directory: str, node_id: int | None, subject: str, changes: list, fmt: str, out: TextIO) -> None:
     if fmt == "json":
-        out.write(json.dumps({"version": 1, "directory": directory, "node_id": node_id, "subject": subject,
+        out.write(json.dumps({"version": 1, "directory": directory, "nodeId": node_id, "subject": subject,
                               "changes": [c.as_dict() for c in changes]}, indent=2) + "\n")
     else:
         out.write("".join(line + "\n" for line in history_lines(directory, node_id, subject, changes)))

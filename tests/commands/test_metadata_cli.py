@@ -31,11 +31,11 @@ def test_json_at_an_offset_for_one_topic(seglog):
                     "--topic", "orders", "--format", "json")
     assert result.exit_code == 0, result.err
     document = json.loads(result.out)
-    assert (document["node_id"], document["end_offset"], document["snapshot"]) == (
+    assert (document["nodeId"], document["endOffset"], document["snapshot"]) == (
         100, 600, "00000000000000000568-0000000001.checkpoint")
     (orders,) = document["image"]["topics"]
-    assert orders["topic_id"] == "YaZrWuNcQXuBvAPfDQjPvg" and len(orders["partitions"]) == 6
-    assert document["image"]["scram_users"] == {"alice": ["SCRAM-SHA-256"]}
+    assert orders["topicId"] == "YaZrWuNcQXuBvAPfDQjPvg" and len(orders["partitions"]) == 6
+    assert document["image"]["scramUsers"] == {"alice": ["SCRAM-SHA-256"]}
     assert "salt" not in result.out and "stored_key" not in result.out
 
 

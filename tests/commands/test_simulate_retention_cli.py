@@ -81,7 +81,7 @@ def test_model_strimzi(seglog):
     document = json.loads(sim("--model", "--records-per-sec", "0.2", "--record-size", "150", "--format", "json",
                               "--config", "index.interval.bytes=150", "--config", "segment.index.bytes=300",
                               "--config", "segment.bytes=16384").out)
-    assert document["roll"]["index_entries"] == 24 and document["roll"]["roll_cause"] == "time index full"
+    assert document["roll"]["indexEntries"] == 24 and document["roll"]["rollCause"] == "time index full"
 
 
 def test_usage_and_unreadable(data, tmp_path):

@@ -23,7 +23,7 @@ def test_verify_with_the_controllers_metadata_log_names_every_stray_dir(seglog):
     kept, stray, created, _ = kafka_outcomes("restart-1")
     assert _stray_names(document["findings"]) == stray
     (preview,) = document["startupPreview"]
-    assert preview["broker_id"] == 3 and preview["end_offset"] == 702 and not preview["own_copy"]
+    assert preview["brokerId"] == 3 and preview["endOffset"] == 702 and not preview["ownCopy"]
     by_outcome = {}
     for partition in preview["partitions"]:
         by_outcome.setdefault(partition["outcome"], set()).add(f"{partition['topic']}-{partition['partition']}")
@@ -55,7 +55,7 @@ def test_verify_with_only_the_brokers_own_copy_says_it_catches_up_first(seglog, 
     document = json.loads(result.out)
     assert _stray_names(document["findings"]) == set()
     assert not [f for f in document["findings"] if f["code"] == "PREVIEW_FROM_OWN_METADATA"]  # nothing else to say
-    assert document["startupPreview"][0]["own_copy"] is True and document["startupPreview"][0]["end_offset"] == 94
+    assert document["startupPreview"][0]["ownCopy"] is True and document["startupPreview"][0]["endOffset"] == 94
     text = seglog("verify", str(STRAY_CASE / "broker-3-before"), "--format", "text").out.splitlines()
     assert text[1] == ("  (the broker's own copy: the restart first catches up past offset 94; "
                        "--metadata-log DIR names a current one)")

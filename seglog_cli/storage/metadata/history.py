@@ -58,7 +58,7 @@ class BrokerEvent:
     epoch: int | None = None
 
     def as_dict(self) -> dict:
-        return {"offset": self.offset, "timestamp": self.timestamp, "broker_id": self.broker_id,
+        return {"offset": self.offset, "timestamp": self.timestamp, "brokerId": self.broker_id,
                 "event": self.event, "epoch": self.epoch}
 
 

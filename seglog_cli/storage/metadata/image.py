@@ -114,10 +114,10 @@ class PartitionRegistration:
                 f"partitionEpoch={self.partition_epoch})")
 
     def as_dict(self) -> dict:
-        return {"leader": self.leader, "leader_epoch": self.leader_epoch, "partition_epoch": self.partition_epoch,
+        return {"leader": self.leader, "leaderEpoch": self.leader_epoch, "partitionEpoch": self.partition_epoch,
                 "replicas": list(self.replicas), "isr": list(self.isr), "elr": list(self.elr),
-                "last_known_elr": list(self.last_known_elr), "removing_replicas": list(self.removing_replicas),
-                "adding_replicas": list(self.adding_replicas), "leader_recovery_state": self.recovery_state_name,
+                "lastKnownElr": list(self.last_known_elr), "removingReplicas": list(self.removing_replicas),
+                "addingReplicas": list(self.adding_replicas), "leaderRecoveryState": self.recovery_state_name,
                 "directories": list(self.directories)}
 
 
@@ -144,7 +144,7 @@ class TopicImage:
     partitions: dict[int, PartitionRegistration] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "topic_id": self.topic_id,
+        return {"name": self.name, "topicId": self.topic_id,
                 "partitions": {str(p): r.as_dict() for p, r in sorted(self.partitions.items())}}
 
 
@@ -217,9 +217,9 @@ class BrokerRegistration:
                 f"directories=[{', '.join(self.directories)}])")
 
     def as_dict(self) -> dict:
-        return {"id": self.id, "epoch": self.epoch, "incarnation_id": self.incarnation_id,
+        return {"id": self.id, "epoch": self.epoch, "incarnationId": self.incarnation_id,
                 "listeners": [f"{e.name}://{e.host}:{e.port}" for e in self.listeners], "rack": self.rack,
-                "fenced": self.fenced, "in_controlled_shutdown": self.in_controlled_shutdown,
+                "fenced": self.fenced, "inControlledShutdown": self.in_controlled_shutdown,
                 "directories": list(self.directories)}
 
 
@@ -243,7 +243,7 @@ class ControllerRegistration:
                 f"supportedFeatures={_features_text(self.supported_features)})")
 
     def as_dict(self) -> dict:
-        return {"id": self.id, "incarnation_id": self.incarnation_id,
+        return {"id": self.id, "incarnationId": self.incarnation_id,
                 "listeners": [f"{e.name}://{e.host}:{e.port}" for e in self.listeners]}
 
 
@@ -322,14 +322,14 @@ class MetadataImage:
             "brokers": [b.as_dict() for _, b in sorted(self.brokers.items())],
             "controllers": [c.as_dict() for _, c in sorted(self.controllers.items())],
             "topics": [t.as_dict() for t in sorted(self.topics_by_id.values(), key=_topic_name)],
-            "configs": [{"resource_type": CONFIG_RESOURCE_TYPES.get(t, str(t)), "resource_name": n, "configs": dict(v)}
+            "configs": [{"resourceType": CONFIG_RESOURCE_TYPES.get(t, str(t)), "resourceName": n, "configs": dict(v)}
                         for (t, n), v in sorted(self.configs.items())],
-            "client_quotas": [{"entity": [list(e) for e in entity], "quotas": dict(q)}
+            "clientQuotas": [{"entity": [list(e) for e in entity], "quotas": dict(q)}
                               for entity, q in sorted(self.client_quotas.items(), key=_quota_key)],
-            "scram_users": {user: sorted(m) for user, m in sorted(self.scram.items())},
+            "scramUsers": {user: sorted(m) for user, m in sorted(self.scram.items())},
             "acls": len(self.acls),
-            "delegation_tokens": sorted(self.delegation_tokens),
-            "next_producer_id": self.next_producer_id,
+            "delegationTokens": sorted(self.delegation_tokens),
+            "nextProducerId": self.next_producer_id,
         }
 
 

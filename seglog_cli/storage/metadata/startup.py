@@ -99,12 +99,12 @@ class PartitionOutcome:
 
     def as_dict(self, broker_id: int) -> dict:
         return {"topic": self.topic, "partition": self.partition, "outcome": self.outcome,
-                "path": str(self.path), "topic_id": self.topic_id, "reason": self.reason,
-                "kafka_reason": self.kafka_reason(broker_id),
+                "path": str(self.path), "topicId": self.topic_id, "reason": self.reason,
+                "kafkaReason": self.kafka_reason(broker_id),
                 "replicas": None if self.replicas is None else list(self.replicas),
-                "decided_by": None if self.decided_by is None else self.decided_by.as_dict(),
-                "resume_offset": self.resume_offset, "assigned_directory": self.assigned_directory,
-                "directory_id": self.directory_id, "wrong_directory": self.wrong_directory}
+                "decidedBy": None if self.decided_by is None else self.decided_by.as_dict(),
+                "resumeOffset": self.resume_offset, "assignedDirectory": self.assigned_directory,
+                "directoryId": self.directory_id, "wrongDirectory": self.wrong_directory}
 
 
 @dataclass
@@ -159,9 +159,9 @@ class StartupPreview:
         return out
 
     def as_dict(self) -> dict:
-        return {"broker_id": self.broker_id, "log_dirs": [str(d) for d in self.log_dirs],
-                "metadata_log": str(self.metadata_dir), "end_offset": self.end_offset,
-                "end_timestamp": self.end_timestamp, "snapshot": self.snapshot, "own_copy": self.own_copy,
+        return {"brokerId": self.broker_id, "logDirs": [str(d) for d in self.log_dirs],
+                "metadataLog": str(self.metadata_dir), "endOffset": self.end_offset,
+                "endTimestamp": self.end_timestamp, "snapshot": self.snapshot, "ownCopy": self.own_copy,
                 "partitions": [o.as_dict(self.broker_id) for o in self.outcomes]}
 
 

@@ -110,9 +110,17 @@ class RetentionModel:
     segments: tuple[SegmentWindow, ...] = ()
 
     def as_dict(self) -> dict:
-        return {"producer": asdict(self.producer), "roll": asdict(self.roll), "lifetime": asdict(self.lifetime),
-                "checkIntervalMs": self.check_interval_ms, "fileDeleteDelayMs": self.file_delete_delay_ms,
-                "segments": [asdict(s) for s in self.segments]}
+        return {"producer": _camel(asdict(self.producer)), "roll": _camel(asdict(self.roll)),
+                "lifetime": _camel(asdict(self.lifetime)), "checkIntervalMs": self.check_interval_ms,
+                "fileDeleteDelayMs": self.file_delete_delay_ms, "segments": [_camel(asdict(s)) for s in self.segments]}
+
+
+def _camel(fields: dict) -> dict:
+    """A dataclass's fields with the camelCase names every seglog JSON document uses."""
+    def name(key: str) -> str:
+        head, *rest = key.split("_")
+        return head + "".join(part.title() for part in rest)
+    return {name(key): _camel(value) if isinstance(value, dict) else value for key, value in fields.items()}
 
 
 def entries_after(batches: int, interval_bytes: int, batch_bytes: int) -> int:

@@ -27,6 +27,7 @@ from tests.conftest import REPO
 
 DOCS = REPO / "docs" / "commands"
 FIELD = re.compile(r"^[a-z][a-zA-Z0-9]*$")
+SNAKE = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$")
 BREAK_ORDERS_0 = "truncate -s -7 logdir/orders-0/00000000000000000240.log && rm logdir/.kafka_cleanshutdown"
 FLIP_ORDERS_0 = ("printf '\\xff' | dd of=logdir/orders-0/00000000000000000000.log bs=1 seek=1000 conv=notrunc "
                  "status=none && rm -f logdir/.kafka_cleanshutdown")
@@ -57,15 +58,15 @@ CASES = [
 ]
 
 
-def keys(value, found: set[str]) -> set[str]:
+def keys(value, found: set[str], pattern=FIELD) -> set[str]:
     if isinstance(value, dict):
         for key, item in value.items():
-            if FIELD.match(key):
+            if pattern.match(key):
                 found.add(key)
-            keys(item, found)
+            keys(item, found, pattern)
     elif isinstance(value, list):
         for item in value:
-            keys(item, found)
+            keys(item, found, pattern)
     return found
 
 
@@ -77,7 +78,7 @@ def documents(text: str) -> list:
         return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def emitted(setup: str, command: str, tmp_path) -> set[str]:
+def emitted(setup: str, command: str, tmp_path, pattern=FIELD) -> set[str]:
     shutil.copytree(REPO / "examples" / "logdir", tmp_path / "logdir")
     shutil.copytree(REPO / "examples" / "metadata", tmp_path / "examples" / "metadata")
     env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}"}
@@ -88,7 +89,7 @@ def emitted(setup: str, command: str, tmp_path) -> set[str]:
     assert done.returncode in (0, 1, 3), done.stderr
     found: set[str] = set()
     for document in documents(done.stdout):
-        keys(document, found)
+        keys(document, found, pattern)
     return found
 
 
@@ -105,6 +106,20 @@ def missing_fields(fields: set[str], page_text_spans: set[str]) -> list[str]:
 @pytest.mark.parametrize(("page", "setup", "command"), CASES, ids=[f"{p}: {c.split(' logdir')[0]}" for p, _, c in CASES])
 def test_every_field_written_is_on_the_page(page, setup, command, tmp_path):
     assert missing_fields(emitted(setup, command, tmp_path), named_on(page)) == []
+
+
+SNAKE_CASES = [*CASES,
+               ("metadata", "", "metadata --format json --history orders-1 examples/metadata/__cluster_metadata-0"),
+               ("metadata", "", "metadata --format json --history broker:2 examples/metadata/__cluster_metadata-0"),
+               ("simulate-retention", "", "simulate-retention --model --records-per-sec 0.2 --record-size 150 "
+                                          "--config segment.bytes=16384 --format json")]
+
+
+@pytest.mark.parametrize(("page", "setup", "command"), SNAKE_CASES,
+                         ids=[f"{p}: {c.split(' logdir')[0]}" for p, _, c in SNAKE_CASES])
+def test_no_field_is_snake_case(page, setup, command, tmp_path):
+    """Every seglog JSON document names its fields in camelCase, as Kafka's own JSON does."""
+    assert emitted(setup, command, tmp_path, SNAKE) == set()
 
 
 @cache
@@ -150,3 +165,4 @@ def test_the_checks_catch_a_field_left_out_and_one_made_up():
     assert table_fields(table) == ["version", "noSuchFieldAnywhere"]
     assert f'"{"noSuchFieldAnywhere"}"' not in source_strings()
     assert keys({"a": {"0": {"bB": 1}, "retention.ms": 2}, "c": [{"dD": 1}]}, set()) == {"a", "bB", "c", "dD"}
+    assert keys({"topicId": 1, "x": [{"leader_epoch": 2, "retention.ms": 3}]}, set(), SNAKE) == {"leader_epoch"}

@@ -18,7 +18,7 @@ from seglog_cli.status import ExitStatus
 from seglog_cli.storage.objectstore.remote_urls import is_remote, local_path, url_scheme
 
 # the commands that read only; the others write (simulate-retention writes with --apply)
-READ_COMMANDS = {"dump", "verify", "offsets", "transactions", "simulate-retention", "diff", "replay"}
+READ_COMMANDS = {"dump", "verify", "offsets", "transactions", "simulate-retention", "diff", "replay", "metadata"}
 
 
 # options whose value is never a path (``--spark spark://host:7077`` is a Spark master URL)

@@ -106,6 +106,8 @@ READS = [
     ("diff", "--format", "json", "{}/" + f"{K}/replicas/unclean-election/broker-1/events-0",
      "{}/" + f"{K}/replicas/unclean-election/broker-2/events-0"),
     ("simulate-retention", "--now", "1795644906633", "--config", "retention.ms=1000", "{}/" + f"{K}/data/smallseg-0"),
+    ("metadata", "{}/" + f"{K}/data/__cluster_metadata-0"),
+    ("metadata", "--format", "json", "--history", "broker:1", "{}/" + f"{K}/data/__cluster_metadata-0"),
 ]
 
 

@@ -8,13 +8,17 @@
 - Every command page opens with when to use the command and one runnable example with its output,
   before its first section; it has sections of its own besides the generated reference.
 
-Code blocks, tables, comments and the generated reference are not prose (``tests/docs_prose.py``
+A page is read as the site shows it: its placeholders expanded by docs/hooks.py (the runbooks page
+is examples/runbooks/README.md), all but the generated reference of a command's options, a list
+to look an option up in rather than read. Code blocks, tables and comments are not prose (``tests/docs_prose.py``
 splits a page; ``python -m tests.docs_prose PAGE`` prints a page's outline with its word counts).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import re
+from functools import cache
 
 import pytest
 
@@ -34,6 +38,23 @@ CODE_SPAN = re.compile(r"`[^`\n]+`")
 
 def page_id(page):
     return str(page.relative_to(DOCS))
+
+
+@cache
+def hooks():
+    spec = importlib.util.spec_from_file_location("seglog_docs_hooks_prose", DOCS / "hooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def page_blocks(page) -> list[Block]:
+    """The page's blocks as the site shows them (placeholders but the reference expanded)."""
+    def expand(match):
+        kind, argument = match.group(1), match.group(2)
+        return match.group(0) if kind == "reference" else hooks().expand_placeholder(kind, argument)
+
+    return blocks(hooks().PLACEHOLDER.sub(expand, page.read_text()))
 
 
 def long_paragraphs(page_blocks: list[Block], limit: int = MAX_PARAGRAPH) -> list[str]:
@@ -101,27 +122,27 @@ def own_sections(page_blocks: list[Block]) -> list[str]:
 
 @pytest.mark.parametrize("page", PAGES, ids=page_id)
 def test_no_paragraph_is_a_wall(page):
-    assert long_paragraphs(blocks(page.read_text())) == []
+    assert long_paragraphs(page_blocks(page)) == []
 
 
 @pytest.mark.parametrize("page", PAGES, ids=page_id)
 def test_a_heading_at_least_every_400_words(page):
-    assert long_sections(blocks(page.read_text())) == []
+    assert long_sections(page_blocks(page)) == []
 
 
 @pytest.mark.parametrize("page", PAGES, ids=page_id)
 def test_enumerations_are_lists_or_tables(page):
-    assert enumerations(blocks(page.read_text())) == []
+    assert enumerations(page_blocks(page)) == []
 
 
 @pytest.mark.parametrize("page", COMMAND_PAGES, ids=page_id)
 def test_a_command_page_opens_with_when_and_an_example(page):
-    assert opening_problems(blocks(page.read_text())) == []
+    assert opening_problems(page_blocks(page)) == []
 
 
 @pytest.mark.parametrize("page", COMMAND_PAGES, ids=page_id)
 def test_a_command_page_has_an_outline(page):
-    headings = own_sections(blocks(page.read_text()))
+    headings = own_sections(page_blocks(page))
     assert len(headings) >= MIN_SECTIONS, f"## sections besides the reference: {headings}"
 
 

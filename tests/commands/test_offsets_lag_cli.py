@@ -104,9 +104,10 @@ def test_readme_offsets_examples_run(tmp_path, monkeypatch):
     from tests.conftest import REPO
 
     page = (REPO / "docs" / "commands" / "offsets.md").read_text()
-    block = re.search(r"```console\n(.*?)```", page, re.S).group(1)
-    examples = [line.split(">")[0].split()[2:] for line in block.splitlines() if line.startswith("$ seglog offsets")]
-    assert len(examples) == 2
+    blocks = re.findall(r"```console\n(.*?)```", page, re.S)
+    examples = [line.split(">")[0].split()[2:] for block in blocks for line in block.splitlines()
+                if line.startswith("$ seglog offsets")]
+    assert len(examples) == 2, examples
     write_partition(tmp_path / "orders-0", [batch(n, b"k", b"v") for n in range(12)])
     write_partition(tmp_path / "__consumer_offsets-0", [
         batch(0, offset_commit_key("orders-app", "orders", 0), offset_commit_value(9, "", 1_700_000_000_000))])

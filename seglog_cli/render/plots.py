@@ -16,11 +16,15 @@ start offset, recovery point, high watermark and log end offset as the checkpoin
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from itertools import accumulate
 from pathlib import Path
 
 from seglog_cli.storage.log.checkpoints import TopicPartition, offset_checkpoint_view
+from seglog_cli.storage.log.log_dir_files import RECOVERY_POINT_CHECKPOINT
+from seglog_cli.storage.log.naming import format_offset, offset_from_name
 from seglog_cli.storage.log.partition_log import PartitionLog
 from seglog_cli.storage.retention.retention import PartitionState
 from seglog_cli.storage.retention.retention_timeline import SegmentSchedule
@@ -83,14 +87,18 @@ class PartitionSchedule:
 
 def disk_use(partitions: list[PartitionSchedule], times: list[int]) -> tuple[list[int], list[int]]:
     """Bytes of .log readable and on disk at each of ``times`` (no new data): a segment stops being
-    readable by ``removed_by`` and leaves the disk by ``files_gone_by``, at the latest."""
-    readable, on_disk = [], []
-    for at in times:
-        readable.append(sum(s.segment.size for p in partitions for s in p.schedules
-                            if s.removed_by is None or at < s.removed_by))
-        on_disk.append(sum(s.segment.size for p in partitions for s in p.schedules
-                           if s.files_gone_by is None or at < s.files_gone_by))
-    return readable, on_disk
+    readable by ``removed_by`` and leaves the disk by ``files_gone_by``, at the latest. One sort of
+    the segments' end times and a bisect per time: linear in segments and times, up to the log."""
+    schedules = [s for p in partitions for s in p.schedules]
+    total = sum(s.segment.size for s in schedules)
+
+    def left_by(ends: list[tuple[int | None, int]]):
+        gone = sorted((end, size) for end, size in ends if end is not None)
+        stamps, cumulative = [end for end, _ in gone], list(accumulate(size for _, size in gone))
+        return [total - (cumulative[i - 1] if (i := bisect_right(stamps, at)) else 0) for at in times]
+
+    return (left_by([(s.removed_by, s.segment.size) for s in schedules]),
+            left_by([(s.files_gone_by, s.segment.size) for s in schedules]))
 
 
 def retention_figure(partitions: list[PartitionSchedule], now_ms: int, at_ms: list[int], out,
@@ -102,8 +110,8 @@ def retention_figure(partitions: list[PartitionSchedule], now_ms: int, at_ms: li
     end = max([now_ms, *ends, *at_ms])
     span = max(end - now_ms, 60_000)
     start, end = now_ms - span * 0.05, end + span * 0.08
-    soonest = sorted(rows, key=lambda row: (row[1].eligible_at is None, row[1].eligible_at or 0))[:MAX_ROWS]
-    shown = [row for row in rows if row in soonest]
+    soonest = sorted(range(len(rows)), key=lambda i: (rows[i][1].eligible_at is None, rows[i][1].eligible_at or 0))
+    shown = [rows[i] for i in sorted(soonest[:MAX_ROWS])]
     height = 1.2 + 0.28 * len(shown)
     figure, (bars, disk) = plt.subplots(2, 1, figsize=(7.2, height + 2.2), sharex=True,
                                         gridspec_kw={"height_ratios": [height, 2.2]})
@@ -177,15 +185,16 @@ def read_layout(path: str | Path, state: PartitionState) -> Layout:
     try:
         segments = []
         for segment, facts in zip(log.segments, state.segments):
-            suffixes = tuple(s for s in (".index", ".timeindex", ".txnindex")
-                             if Path(segment.log_file[:-4] + s).exists())
+            files = ((".index", segment.index_file), (".timeindex", segment.time_index_file),
+                     (".txnindex", segment.txn_index_file))
+            suffixes = tuple(suffix for suffix, file in files if segment.has_file(file))
             segments.append((facts.base_offset, facts.next_offset, facts.size, suffixes))
-        snapshots = sorted(int(p.name.split(".")[0]) for p in Path(path).glob("*.snapshot"))
+        snapshots = [offset_from_name(name) for name in log.files.names("snapshots")]
         name = Path(path).name
         tp = TopicPartition(log.topic, log.partition) if log.name else None
     finally:
         log.close()
-    checkpoint = Path(path).parent / "recovery-point-offset-checkpoint"
+    checkpoint = Path(path).parent / RECOVERY_POINT_CHECKPOINT
     recovery = state.log_end_offset
     if tp is not None and checkpoint.is_file():
         recovery = offset_checkpoint_view(checkpoint).get(tp, recovery)
@@ -222,7 +231,7 @@ def layout_figure(layout: Layout, out, fmt: str) -> None:
     axis.set_yticklabels(["producer snapshots", "index files", "segments"], fontsize=8)
     axis.set_xlabel("offset")
     axis.set_title(f"{layout.name}: segments, indexes, snapshots and the checkpointed offsets\n"
-                   f"(each file is named by its base offset in 20 digits: {layout.segments[-1][0] if layout.segments else 0:020d}.log)",
+                   f"(each file is named by its base offset in 20 digits: {format_offset(layout.segments[-1][0] if layout.segments else 0)}.log)",
                    fontsize=9)
     for side in ("top", "right"):
         axis.spines[side].set_visible(False)

@@ -13,6 +13,7 @@ import base64
 
 from seglog_cli.render.jackson import jackson_text
 from seglog_cli.storage.log.java_text import uuid_text
+from seglog_cli.storage.log.text import camel_case as plain_camel_case
 
 SPECIAL_NAMES = {
     "kraft_version": "kRaftVersion",
@@ -23,10 +24,7 @@ SKIPPED_FIELDS = {"tagged_fields", "_io"}
 
 
 def camel_case(name: str) -> str:
-    if name in SPECIAL_NAMES:
-        return SPECIAL_NAMES[name]
-    head, *rest = name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+    return SPECIAL_NAMES[name] if name in SPECIAL_NAMES else plain_camel_case(name)
 
 
 def to_kafka_json_value(container) -> dict:

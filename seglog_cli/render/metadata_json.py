@@ -16,12 +16,8 @@ import math
 
 from seglog_cli.formats.metadata_records import RECORD_TYPES
 from seglog_cli.render.jackson import declares_floats, jackson_text, java_double
+from seglog_cli.storage.log.text import camel_case
 from seglog_cli.storage.serde.metadata_decoder import MetadataRecord, MetadataRecordError, decode_metadata_record
-
-
-def camel_case(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
 def jackson_json(value) -> str:

@@ -27,6 +27,13 @@ def _java_replace(exc: UnicodeDecodeError):
 codecs.register_error(ERRORS, _java_replace)
 
 
+def camel_case(name: str) -> str:
+    """A snake_case field name as Kafka's generated JSON spells it, and every seglog JSON document
+    with it: ``leader_epoch`` -> ``leaderEpoch``."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
 def java_utf8(data: bytes) -> str:
     """``new String(data, StandardCharsets.UTF_8)``."""
     return data.decode("utf-8", ERRORS)

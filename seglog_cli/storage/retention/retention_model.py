@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 
 from seglog_cli.storage.log.errors import SeglogError
+from seglog_cli.storage.log.text import camel_case
 from seglog_cli.storage.retention.retention import DEFAULT_CHECK_INTERVAL_MS
 from seglog_cli.storage.config.topic_config import TopicConfig
 
@@ -117,10 +118,7 @@ class RetentionModel:
 
 def _camel(fields: dict) -> dict:
     """A dataclass's fields with the camelCase names every seglog JSON document uses."""
-    def name(key: str) -> str:
-        head, *rest = key.split("_")
-        return head + "".join(part.title() for part in rest)
-    return {name(key): _camel(value) if isinstance(value, dict) else value for key, value in fields.items()}
+    return {camel_case(key): _camel(value) if isinstance(value, dict) else value for key, value in fields.items()}
 
 
 def entries_after(batches: int, interval_bytes: int, batch_bytes: int) -> int:

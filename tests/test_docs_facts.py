@@ -20,15 +20,14 @@ Code blocks are not checked here: ``tests/test_docs_examples.py`` runs them.
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import tomllib
 from functools import cache
 
 import pytest
 
 from tests.conftest import REPO
 from tests.docs_prose import blocks
+from tests.test_docs_site import hooks
 
 DOCS = REPO / "docs"
 PAGES = [REPO / "README.md", *sorted(DOCS.rglob("*.md"))]
@@ -53,23 +52,6 @@ def page_id(page):
     return str(page.relative_to(REPO))
 
 
-def load_hooks():
-    spec = importlib.util.spec_from_file_location("seglog_docs_hooks_facts", DOCS / "hooks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@cache
-def hooks():
-    return load_hooks()
-
-
-@cache
-def pyproject() -> dict:
-    return tomllib.loads((REPO / "pyproject.toml").read_text())
-
-
 @cache
 def commands() -> dict[str, tuple[set[int], dict[str, object]]]:
     """Each command's exit statuses and options (every name of each, to its click param)."""
@@ -77,10 +59,10 @@ def commands() -> dict[str, tuple[set[int], dict[str, object]]]:
 
     found = {}
     for name in COMMANDS:
-        _, _, help_text = hooks().command_objects(name)
-        statuses = {int(status) for status, _ in hooks().exit_status_items(help_text)}
+        _, _, help_text = hooks.command_objects(name)
+        statuses = {int(status) for status, _ in hooks.exit_status_items(help_text)}
         options = {}
-        for _, _, _, param in hooks().documented_params(name):
+        for _, _, _, param in hooks.documented_params(name):
             for opt in (*param.opts, *param.secondary_opts):
                 options[opt] = param
         found[name] = (statuses, options)
@@ -103,7 +85,7 @@ def page_command(page) -> str | None:
 
 
 def python_problems(page) -> list[str]:
-    wanted = hooks().python_version()
+    wanted = hooks.python_version()
     return [f"'Python {v}': pyproject.toml's requires-python says {wanted}"
             for s in sentences(page) for v in PYTHON.findall(s) if v != wanted]
 
@@ -130,7 +112,7 @@ def kafka_problems(page) -> list[str]:
 
 
 def dependency_problems(page) -> list[str]:
-    extras = set(pyproject()["project"]["optional-dependencies"])
+    extras = set(hooks.pyproject()["project"]["optional-dependencies"])
     named = (REPO / "pyproject.toml").read_text().lower()
     problems = []
     for sentence in [*sentences(page), *[b.text for b in blocks(page.read_text()) if b.kind == "code"]]:
@@ -172,7 +154,6 @@ def exit_problems(page) -> list[str]:
 
 def option_problems(page) -> list[str]:
     own = page_command(page)
-    every = set().union(*(options for _, options in commands().values())) | {"--help", "--version"}
     problems = []
     for sentence in sentences(page):
         others = [c for c in SEGLOG_COMMAND.findall(sentence) if c in commands()]

@@ -16,14 +16,13 @@ splits a page; ``python -m tests.docs_prose PAGE`` prints a page's outline with 
 
 from __future__ import annotations
 
-import importlib.util
 import re
-from functools import cache
 
 import pytest
 
 from tests.conftest import REPO
 from tests.docs_prose import Block, blocks, sections
+from tests.test_docs_site import hooks
 
 DOCS = REPO / "docs"
 PAGES = sorted(DOCS.rglob("*.md"))
@@ -40,21 +39,13 @@ def page_id(page):
     return str(page.relative_to(DOCS))
 
 
-@cache
-def hooks():
-    spec = importlib.util.spec_from_file_location("seglog_docs_hooks_prose", DOCS / "hooks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def page_blocks(page) -> list[Block]:
     """The page's blocks as the site shows them (placeholders but the reference expanded)."""
     def expand(match):
         kind, argument = match.group(1), match.group(2)
-        return match.group(0) if kind == "reference" else hooks().expand_placeholder(kind, argument)
+        return match.group(0) if kind == "reference" else hooks.expand_placeholder(kind, argument)
 
-    return blocks(hooks().PLACEHOLDER.sub(expand, page.read_text()))
+    return blocks(hooks.PLACEHOLDER.sub(expand, page.read_text()))
 
 
 def long_paragraphs(page_blocks: list[Block], limit: int = MAX_PARAGRAPH) -> list[str]:

@@ -377,7 +377,7 @@ def run_seglog(argv: list[str], *, unprivileged: bool = False, timeout: float = 
         err.seek(0)
         stderr = err.read().decode("utf-8", "replace")
         rss.seek(0)
-        peak = int(rss.read() or 0)
+        peak = int((rss.read() or b"0").split()[0])
     run = Run(case, argv, status, stderr, seconds, peak, compared=previous is not None)
     run.failures = judge(run, previous=previous)
     return run
@@ -385,7 +385,7 @@ def run_seglog(argv: list[str], *, unprivileged: bool = False, timeout: float = 
 
 # seglog runs as the grandchild of a small launcher: on Linux a child's peak RSS (ru_maxrss)
 # starts from its parent's at fork, and a pytest worker that ran Spark is far over the limit;
-# forked from the launcher, seglog's figure is its own
+# forked from the launcher, seglog's figure is its own. It writes "peak-RSS-KB CPU-seconds".
 LAUNCHER = """
 import os, sys
 out = int(sys.argv[1])
@@ -393,7 +393,7 @@ pid = os.fork()
 if pid == 0:
     os.execv(sys.argv[2], sys.argv[2:])
 _, status, usage = os.wait4(pid, 0)
-os.write(out, str(usage.ru_maxrss).encode())
+os.write(out, f"{usage.ru_maxrss} {usage.ru_utime + usage.ru_stime}".encode())
 code = os.waitstatus_to_exitcode(status)
 os._exit(code if code >= 0 else 128 - code)
 """

@@ -25,20 +25,9 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from tests.fuzz_hostile import LAUNCHER  # noqa: E402 - seglog forked from a small process: its own peak RSS and CPU seconds
+
 RSS_GOAL_MB = 150
-# tests/fuzz_hostile.py's launcher (seglog forked from a small process, so its peak RSS is its
-# own), writing the child's CPU seconds too
-LAUNCHER = """
-import os, sys
-out = int(sys.argv[1])
-pid = os.fork()
-if pid == 0:
-    os.execv(sys.argv[2], sys.argv[2:])
-_, status, usage = os.wait4(pid, 0)
-os.write(out, f"{usage.ru_maxrss} {usage.ru_utime + usage.ru_stime}".encode())
-code = os.waitstatus_to_exitcode(status)
-os._exit(code if code >= 0 else 128 - code)
-"""
 
 
 def generated(records: int, cache_dir: Path, seed: int = 35) -> Path:

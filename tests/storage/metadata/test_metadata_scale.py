@@ -73,7 +73,7 @@ def peak_rss_kb(node, topic: str) -> tuple[int, str]:
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(write,), env=env,
                               timeout=300)
         os.close(write)
-        peak_kb = int(os.read(read, 64) or 0)
+        peak_kb = int((os.read(read, 64) or b"0").split()[0])
     finally:
         os.close(read)
     assert proc.returncode == 0, proc.stderr[-500:]

@@ -51,7 +51,7 @@ def _missing() -> str | None:
         return "selenium is not installed (pip install -e '.[test]')"
     if importlib.util.find_spec("mkdocs") is None:
         return "mkdocs is not installed (pip install -e '.[test]')"
-    for path, package in ((CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver")):
+    for path in (CHROMIUM, CHROMEDRIVER):
         if not (os.path.isfile(path) and os.access(path, os.X_OK)):
             return f"no {path} (apt-get install chromium chromium-driver)"
     return None

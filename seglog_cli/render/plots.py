@@ -116,7 +116,7 @@ def retention_figure(partitions: list[PartitionSchedule], now_ms: int, at_ms: li
     figure, (bars, disk) = plt.subplots(2, 1, figsize=(7.2, height + 2.2), sharex=True,
                                         gridspec_kw={"height_ratios": [height, 2.2]})
     x0 = _time(int(start))
-    for y, (name, schedule) in enumerate(reversed(shown)):
+    for y, (_, schedule) in enumerate(reversed(shown)):
         segment = schedule.segment
         pieces = [(start, schedule.eligible_at, READABLE), (schedule.eligible_at, schedule.removed_by, DUE),
                   (schedule.removed_by, schedule.files_gone_by, DELETED)]
